@@ -1,0 +1,52 @@
+# lbregistrar — see README.md for the two commands that matter: `make run` and `make test`.
+
+SHELL := /usr/bin/env bash -o pipefail
+GO ?= go
+BIN := $(CURDIR)/bin
+
+# kube-apiserver, etcd and kubectl for the tests, built from source at the
+# versions test/assets/go.mod pins.
+export KUBEBUILDER_ASSETS := $(BIN)
+
+CONTROLLER_GEN := $(GO) tool controller-gen
+
+.PHONY: all
+all: build
+
+.PHONY: build
+build: ## Build the lbregistrar binary into bin/.
+	$(GO) build -o $(BIN)/lbregistrar ./cmd/lbregistrar
+
+.PHONY: generate
+generate: ## Generate deepcopy functions.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: generate ## Generate the CRD from the API types.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+.PHONY: verify
+verify: manifests ## Fail when generated files or formatting are stale.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
+	$(GO) vet ./...
+
+.PHONY: test-assets
+test-assets: ## Build kube-apiserver, etcd and kubectl from source into bin/ (skipped when present).
+	@hack/test-assets.sh "$(BIN)"
+
+.PHONY: test
+test: verify test-assets ## Run every test, including the real API server ones.
+	$(GO) test -race -count=1 ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks and rewrite docs/benchmarks.md.
+	$(GO) run ./hack/benchdoc -out docs/benchmarks.md
+
+.PHONY: fuzz
+fuzz: ## Run each native fuzz target for a while.
+	$(GO) test ./conversion -run '^$$' -fuzz FuzzConvert -fuzztime 60s
+
+.PHONY: help
+help:
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "%-14s %s\n", $$1, $$2}'

@@ -1,0 +1,194 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// LBRegistrarSpec says which node ports to keep registered in which backend
+// sets of one OCI load balancer or network load balancer.
+type LBRegistrarSpec struct {
+	// LoadBalancerID is the OCID of a load balancer (ocid1.loadbalancer.…)
+	// or network load balancer (ocid1.networkloadbalancer.…).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('ocid1.loadbalancer.') || self.startsWith('ocid1.networkloadbalancer.')",message="must be the OCID of a load balancer or network load balancer"
+	LoadBalancerID string `json:"loadBalancerId"`
+
+	// APIKey is the OCI API signing key used to call OCI.
+	APIKey APIKey `json:"apiKey"`
+
+	// Services lists every target; each registers node IP:port into one backend set.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Services []Target `json:"services"`
+
+	// NodeSelector restricts registration to nodes whose labels match.
+	// Nodes are otherwise chosen as Kubernetes' service controller does.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+}
+
+// Target is one registration: a Service port (name, namespace, port) or a
+// fixed nodePort, registered on every eligible node into backendSetName.
+// +kubebuilder:validation:XValidation:rule="has(self.nodePort) != (has(self.name) && has(self.port))",message="set either name and port (a Service) or nodePort (a fixed port), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || has(self.__namespace__)",message="namespace is required with name"
+type Target struct {
+	// Name of the Service.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Namespace of the Service.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Port is the Service port, by number or by name; its NodePort is registered.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	Port *intstr.IntOrString `json:"port,omitempty"`
+
+	// NodePort is a fixed port registered on every node, for targets that are not a Service.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	NodePort int32 `json:"nodePort,omitempty"`
+
+	// FilterByEndpoints registers only nodes that host ready endpoints of the Service.
+	// +optional
+	FilterByEndpoints bool `json:"filterByEndpoints,omitempty"`
+
+	// BackendSetName is the backend set the nodes are registered in.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	BackendSetName string `json:"backendSetName"`
+
+	// Weight of every backend this target registers.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Weight int32 `json:"weight"`
+}
+
+// APIKey is an OCI API signing key.
+type APIKey struct {
+	User        string          `json:"user"`
+	Fingerprint string          `json:"fingerprint"`
+	Tenancy     string          `json:"tenancy"`
+	Region      string          `json:"region"`
+	PrivateKey  SecretKeySource `json:"privateKey"`
+
+	// Passphrase of an encrypted private key.
+	// +optional
+	Passphrase *SecretKeySource `json:"passphrase,omitempty"`
+}
+
+// SecretKeySource points at one key of a Secret.
+type SecretKeySource struct {
+	Namespace    string       `json:"namespace"`
+	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
+}
+
+// SecretKeyRef names a Secret and a key in it.
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Condition types.
+const (
+	// ConditionReady is True when every backend set holds what this resource should own.
+	ConditionReady = "Ready"
+	// ConditionDegraded is True when some of the desired state cannot be computed
+	// or applied and what is registered was kept as it was.
+	ConditionDegraded = "Degraded"
+	// ConditionConflict is True when another LBRegistrar claimed one of this
+	// resource's backend sets first.
+	ConditionConflict = "Conflict"
+)
+
+// Reasons of the Ready condition.
+const (
+	ReasonRegistered  = "Registered"
+	ReasonRegistering = "Registering"
+	ReasonPending     = "Pending"
+)
+
+// Backend is one node address registered by this resource.
+type Backend struct {
+	IP     string `json:"ip"`
+	Port   int32  `json:"port"`
+	Weight int32  `json:"weight"`
+}
+
+// WorkRequest is the last OCI work request written for a backend set.
+type WorkRequest struct {
+	ID     string      `json:"id"`
+	Status string      `json:"status,omitempty"`
+	Time   metav1.Time `json:"time,omitempty"`
+}
+
+// BackendSetStatus records what this resource registered in one backend set.
+// It is the ownership record: only these backends are ever removed.
+type BackendSetStatus struct {
+	Name string `json:"name"`
+
+	// +optional
+	// +listType=atomic
+	Backends []Backend `json:"backends,omitempty"`
+
+	// +optional
+	LastWorkRequest *WorkRequest `json:"lastWorkRequest,omitempty"`
+}
+
+// LBRegistrarStatus is the observed state.
+type LBRegistrarStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Targets is the number of spec.services entries at observedGeneration.
+	// +optional
+	Targets int32 `json:"targets,omitempty"`
+
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	BackendSets []BackendSetStatus `json:"backendSets,omitempty"`
+}
+
+// LBRegistrar registers Kubernetes nodes into OCI load balancer backend sets.
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=lbr
+// +kubebuilder:printcolumn:name="Load Balancer",type=string,JSONPath=`.spec.loadBalancerId`
+// +kubebuilder:printcolumn:name="Services",type=integer,JSONPath=`.status.targets`
+// +kubebuilder:printcolumn:name="Backend Sets",type=string,JSONPath=`.spec.services[*].backendSetName`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LBRegistrar struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   LBRegistrarSpec   `json:"spec,omitempty"`
+	Status LBRegistrarStatus `json:"status,omitempty"`
+}
+
+// Hub marks v1beta1 as the version every other one converts through.
+func (*LBRegistrar) Hub() {}
+
+// LBRegistrarList is a list of LBRegistrar.
+// +kubebuilder:object:root=true
+type LBRegistrarList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LBRegistrar `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&LBRegistrar{}, &LBRegistrarList{})
+}

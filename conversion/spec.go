@@ -1,0 +1,154 @@
+package conversion
+
+import (
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// defaultWeight is the weight of a target that gives none, as the original operator did.
+const defaultWeight = 1
+
+// NormalizeSpec turns a v1alpha1 spec into the explicit v1beta1 form, with the
+// rules existing objects rely on:
+//   - a non-empty services list is used, and service, nodePort and port are ignored;
+//   - else a single service becomes one target;
+//   - else port (or, when port is unset, nodePort) becomes one fixed-port target;
+//   - a target without a backend set inherits spec.backendSetName;
+//   - a weight of 0 means 1; the single service and the fixed port fall back
+//     to spec.weight first.
+func NormalizeSpec(in *v1alpha1.LBRegistrarSpec) v1beta1.LBRegistrarSpec {
+	out := v1beta1.LBRegistrarSpec{
+		LoadBalancerID: in.LoadBalancerID,
+		APIKey:         hubAPIKey(in.APIKey),
+	}
+	switch {
+	case len(in.Services) > 0:
+		out.Services = make([]v1beta1.Target, 0, len(in.Services))
+		for i := range in.Services {
+			s := &in.Services[i]
+			out.Services = append(out.Services, serviceTarget(s, firstNonEmpty(s.BackendSetName, in.BackendSetName), positiveOr(s.Weight, defaultWeight)))
+		}
+	case in.Service != nil:
+		s := in.Service
+		weight := positiveOr(s.Weight, positiveOr(in.Weight, defaultWeight))
+		out.Services = []v1beta1.Target{serviceTarget(s, firstNonEmpty(s.BackendSetName, in.BackendSetName), weight)}
+	case in.Port > 0 || in.NodePort > 0:
+		out.Services = []v1beta1.Target{{
+			NodePort:       int32(positiveOr(in.Port, in.NodePort)),
+			BackendSetName: in.BackendSetName,
+			Weight:         int32(positiveOr(in.Weight, defaultWeight)),
+		}}
+	}
+	return out
+}
+
+// DenormalizeSpec is the canonical v1alpha1 form of a v1beta1 spec: a single
+// fixed-port target becomes nodePort, anything else the services list. Fields
+// v1alpha1 has no place for (nodeSelector, passphrase, fixed ports beside
+// Services) are left out; the caller keeps them in an annotation.
+func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) v1alpha1.LBRegistrarSpec {
+	out := v1alpha1.LBRegistrarSpec{
+		LoadBalancerID: in.LoadBalancerID,
+		APIKey:         spokeAPIKey(in.APIKey),
+		Weight:         defaultWeight, // the v1alpha1 schema default, so defaulting changes nothing
+	}
+	if len(in.Services) == 1 && isFixedPort(&in.Services[0]) {
+		t := &in.Services[0]
+		out.NodePort = int(t.NodePort)
+		out.BackendSetName = t.BackendSetName
+		out.Weight = int(t.Weight)
+		return out
+	}
+	for i := range in.Services {
+		t := &in.Services[i]
+		if t.NodePort != 0 {
+			continue
+		}
+		s := v1alpha1.ServiceSpec{
+			Name:              t.Name,
+			Namespace:         t.Namespace,
+			FilterByEndpoints: t.FilterByEndpoints,
+			Weight:            int(t.Weight),
+			BackendSetName:    t.BackendSetName,
+		}
+		if t.Port != nil {
+			s.Port = *t.Port
+		}
+		out.Services = append(out.Services, s)
+	}
+	return out
+}
+
+// isFixedPort reports whether a target is a bare node port with nothing
+// v1alpha1's top-level nodePort could not say.
+func isFixedPort(t *v1beta1.Target) bool {
+	return t.NodePort != 0 && t.Name == "" && t.Namespace == "" && t.Port == nil && !t.FilterByEndpoints
+}
+
+func serviceTarget(s *v1alpha1.ServiceSpec, backendSet string, weight int) v1beta1.Target {
+	port := s.Port
+	return v1beta1.Target{
+		Name:              s.Name,
+		Namespace:         s.Namespace,
+		Port:              &port,
+		FilterByEndpoints: s.FilterByEndpoints,
+		BackendSetName:    backendSet,
+		Weight:            int32(weight),
+	}
+}
+
+func hubAPIKey(in v1alpha1.APIKeySpec) v1beta1.APIKey {
+	return v1beta1.APIKey{
+		User:        in.User,
+		Fingerprint: in.Fingerprint,
+		Tenancy:     in.Tenancy,
+		Region:      in.Region,
+		PrivateKey: v1beta1.SecretKeySource{
+			Namespace:    in.PrivateKey.Namespace,
+			SecretKeyRef: v1beta1.SecretKeyRef(in.PrivateKey.SecretKeyRef),
+		},
+	}
+}
+
+func spokeAPIKey(in v1beta1.APIKey) v1alpha1.APIKeySpec {
+	return v1alpha1.APIKeySpec{
+		User:        in.User,
+		Fingerprint: in.Fingerprint,
+		Tenancy:     in.Tenancy,
+		Region:      in.Region,
+		PrivateKey: v1alpha1.SecretKeySpec{
+			Namespace:    in.PrivateKey.Namespace,
+			SecretKeyRef: v1alpha1.SecretKeyRef(in.PrivateKey.SecretKeyRef),
+		},
+	}
+}
+
+// restoreHubOnly copies into spec what v1alpha1 cannot show from a v1beta1
+// spec kept in an annotation: a v1alpha1 client that edited the object could
+// not have meant to remove what it never saw.
+func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec) {
+	spec.NodeSelector = kept.NodeSelector
+	spec.APIKey.Passphrase = kept.APIKey.Passphrase
+	if len(kept.Services) < 2 {
+		return // a lone fixed port is visible as nodePort
+	}
+	for _, t := range kept.Services {
+		if t.NodePort != 0 {
+			spec.Services = append(spec.Services, t)
+		}
+	}
+}
+
+func positiveOr(v, fallback int) int {
+	if v > 0 {
+		return v
+	}
+	return fallback
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

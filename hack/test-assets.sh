@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the real kube-apiserver, etcd and kubectl the tests run against, from
+# the pinned tools module in test/assets. Each binary is rebuilt only when it
+# is missing or reports another version.
+set -euo pipefail
+bin=$1
+mkdir -p "$bin"
+cd "$(dirname "$0")/../test/assets"
+# The versions are the ones test/assets/go.mod pins, so that file is the only place to change them.
+kube=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+etcd=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+
+ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/client-go/pkg/version.gitVersion=$kube"
+has() { [ -x "$bin/$1" ] && "$bin/$1" "${@:2}" 2>/dev/null | grep -q -- "$want"; }
+
+want=$kube
+has kube-apiserver --version || { echo "building kube-apiserver $kube"; go build -ldflags "$ldflags" -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver; }
+has kubectl version --client || { echo "building kubectl $kube"; go build -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl; }
+want=${etcd#v}
+has etcd --version || { echo "building etcd $etcd"; go build -o "$bin/etcd" go.etcd.io/etcd/server/v3; }
