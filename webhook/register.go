@@ -1,0 +1,32 @@
+// Package webhook serves LBRegistrar admission and conversion over
+// controller-runtime's webhook server. The handlers are thin: conversion is
+// package conversion, validation is package validation.
+package webhook
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/conversion"
+)
+
+// Paths the API server calls; config/ and the tests point at them.
+const (
+	ConvertPath          = "/convert"
+	ValidateV1alpha1Path = "/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"
+	ValidateV1beta1Path  = "/validate-nodes-peppy-ratio-dev-v1beta1-lbregistrar"
+)
+
+// Register adds the conversion webhook to the manager's webhook server.
+func Register(mgr manager.Manager) error {
+	converter, err := conversion.NewConverter(mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := mgr.GetConverterRegistry().RegisterConverter(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), converter); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(ConvertPath, crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
+	return nil
+}
