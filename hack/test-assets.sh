@@ -11,7 +11,9 @@ kube=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 
 ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/client-go/pkg/version.gitVersion=$kube"
-has() { [ -x "$bin/$1" ] && "$bin/$1" "${@:2}" 2>/dev/null | grep -q -- "$want"; }
+# grep reads the whole output (no -q): exiting at the first match would kill the
+# binary with SIGPIPE, and pipefail would then report a mismatch and rebuild.
+has() { [ -x "$bin/$1" ] && "$bin/$1" "${@:2}" 2>/dev/null | grep -- "$want" >/dev/null; }
 
 want=$kube
 has kube-apiserver --version || { echo "building kube-apiserver $kube"; go build -ldflags "$ldflags" -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver; }
