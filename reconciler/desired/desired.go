@@ -1,0 +1,365 @@
+// Package desired computes, as a pure function of an LBRegistrar spec and a
+// view of the cluster, which backends each of its backend sets should hold.
+//
+// Nodes are chosen the way Kubernetes' own service controller chooses them
+// for load balancers (KEP-3458): a node is left out while it is being
+// deleted, when it carries the node.kubernetes.io/exclude-from-external-load-balancers
+// label, or when the cluster autoscaler has tainted it ToBeDeletedByClusterAutoscaler.
+// Readiness is not a filter unless Options.RequireReady asks for it, because
+// the load balancer's own health check already takes a NotReady node out of
+// rotation, and because filtering on it empties a backend set exactly when a
+// control-plane blip marks every node NotReady.
+//
+// A node is registered by its InternalIP. A dual-stack node is registered by
+// its first IPv4 InternalIP; an IPv6-only node by its first IPv6 InternalIP;
+// a node with no InternalIP is left out and reported.
+//
+// A Service target registers the NodePort of the Service port it names (by
+// name or number). With filterByEndpoints, or when the Service has
+// externalTrafficPolicy: Local (where a node without a local endpoint drops
+// the traffic), only nodes hosting a ready endpoint in the Service's
+// discovery/v1 EndpointSlices are registered.
+//
+// The result never asks for an empty backend set: when a backend set cannot
+// be computed with certainty (a missing Service or NodePort, no eligible
+// node, no ready endpoint) it is Held, and whoever applies it keeps what is
+// registered.
+package desired
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// TaintToBeDeletedByClusterAutoscaler marks a node the cluster autoscaler is removing.
+const TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+
+// Reasons reported in Issues and Held backend sets.
+const (
+	ReasonServiceNotFound        = "ServiceNotFound"
+	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
+	ReasonServicePortNotFound    = "ServicePortNotFound"
+	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
+	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
+	ReasonNoEligibleNodes        = "NoEligibleNodes"
+	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
+	ReasonNoReadyNodes           = "NoReadyNodes"
+	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
+	ReasonDuplicateBackend       = "DuplicateBackend"
+)
+
+// Backend is one node address and port with the weight it is registered with.
+type Backend struct {
+	IP     string
+	Port   int32
+	Weight int32
+}
+
+// Key identifies a backend inside a backend set, as OCI does: ip:port.
+func (b Backend) Key() string { return net.JoinHostPort(b.IP, fmt.Sprint(b.Port)) }
+
+// Options tune node selection.
+type Options struct {
+	// RequireReady registers only nodes whose Ready condition is True. When
+	// no eligible node is Ready the filter is dropped (and reported), so a
+	// cluster-wide NotReady never empties a backend set.
+	RequireReady bool
+}
+
+// Cluster is the part of the cluster the desired state depends on.
+type Cluster struct {
+	Nodes    []*corev1.Node
+	Services map[types.NamespacedName]*corev1.Service
+	// EndpointSlices holds each Service's slices, keyed by the Service.
+	EndpointSlices map[types.NamespacedName][]*discoveryv1.EndpointSlice
+}
+
+// Issue is something a user can act on; it makes the resource Degraded.
+type Issue struct {
+	Reason  string
+	Message string
+}
+
+// BackendSet is the desired content of one backend set.
+type BackendSet struct {
+	Name     string
+	Backends []Backend // sorted by IP, then port
+	// Held is set when the content could not be computed with certainty;
+	// the backend set must then keep what is registered.
+	Held *Issue
+}
+
+// Result is the desired state of every backend set a spec names.
+type Result struct {
+	BackendSets []BackendSet // sorted by name
+	Issues      []Issue
+}
+
+// node is an eligible node reduced to what registration needs.
+type node struct {
+	name string
+	ip   string
+}
+
+// Compute returns the desired backends of every backend set in spec.
+func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
+	var r Result
+	nodes, issues := eligibleNodes(spec.NodeSelector, c.Nodes, o)
+	r.Issues = append(r.Issues, issues...)
+
+	type acc struct {
+		backends map[string]Backend
+		held     *Issue
+	}
+	sets := map[string]*acc{}
+	for i := range spec.Services {
+		t := &spec.Services[i]
+		a := sets[t.BackendSetName]
+		if a == nil {
+			a = &acc{backends: map[string]Backend{}}
+			sets[t.BackendSetName] = a
+		}
+		backends, issue := targetBackends(i, t, nodes, c)
+		if issue != nil {
+			r.Issues = append(r.Issues, *issue)
+			if a.held == nil {
+				a.held = issue
+			}
+			continue
+		}
+		for _, b := range backends {
+			if prev, ok := a.backends[b.Key()]; ok {
+				if prev.Weight != b.Weight {
+					r.Issues = append(r.Issues, Issue{ReasonDuplicateBackend, fmt.Sprintf(
+						"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
+						i, b.Key(), t.BackendSetName, b.Weight, prev.Weight)})
+				}
+				continue
+			}
+			a.backends[b.Key()] = b
+		}
+	}
+
+	for name, a := range sets {
+		bs := BackendSet{Name: name, Held: a.held}
+		if a.held == nil {
+			bs.Backends = make([]Backend, 0, len(a.backends))
+			for _, b := range a.backends {
+				bs.Backends = append(bs.Backends, b)
+			}
+			slices.SortFunc(bs.Backends, compareBackends)
+			if len(bs.Backends) == 0 {
+				bs.Backends = nil
+				bs.Held = &Issue{ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
+				r.Issues = append(r.Issues, *bs.Held)
+			}
+		}
+		r.BackendSets = append(r.BackendSets, bs)
+	}
+	slices.SortFunc(r.BackendSets, func(a, b BackendSet) int { return cmp.Compare(a.Name, b.Name) })
+	return r
+}
+
+func compareBackends(a, b Backend) int {
+	if c := cmp.Compare(a.IP, b.IP); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
+
+// targetBackends resolves one spec.services entry into backends, or the
+// issue that prevents it.
+func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster) ([]Backend, *Issue) {
+	port := t.NodePort
+	onlyNodes := map[string]bool(nil)
+	if t.NodePort == 0 {
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		svc := c.Services[key]
+		if svc == nil {
+			return nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			return nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+		}
+		sp := servicePort(svc, t)
+		if sp == nil {
+			return nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+		}
+		if sp.NodePort == 0 {
+			return nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+		}
+		port = sp.NodePort
+		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			onlyNodes = nodesWithReadyEndpoints(c.EndpointSlices[key])
+			if len(onlyNodes) == 0 {
+				return nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			}
+		}
+	}
+	out := make([]Backend, 0, len(nodes))
+	for _, n := range nodes {
+		if onlyNodes != nil && !onlyNodes[n.name] {
+			continue
+		}
+		out = append(out, Backend{IP: n.ip, Port: port, Weight: t.Weight})
+	}
+	return out, nil
+}
+
+func servicePort(svc *corev1.Service, t *v1beta1.Target) *corev1.ServicePort {
+	if t.Port == nil {
+		return nil
+	}
+	for j := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[j]
+		if t.Port.Type == intstr.String {
+			if p.Name == t.Port.StrVal {
+				return p
+			}
+		} else if p.Port == t.Port.IntVal {
+			return p
+		}
+	}
+	return nil
+}
+
+// nodesWithReadyEndpoints is the set of node names hosting at least one
+// ready endpoint. A nil ready condition means ready, as discovery/v1 defines.
+func nodesWithReadyEndpoints(slices []*discoveryv1.EndpointSlice) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range slices {
+		for j := range s.Endpoints {
+			ep := &s.Endpoints[j]
+			if ep.NodeName == nil || *ep.NodeName == "" {
+				continue
+			}
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			out[*ep.NodeName] = true
+		}
+	}
+	return out
+}
+
+// eligibleNodes filters and addresses the nodes once for every target.
+func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options) ([]node, []Issue) {
+	var issues []Issue
+	sel := labels.Everything()
+	if selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(selector)
+		if err != nil {
+			return nil, []Issue{{ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
+		}
+		sel = s
+	}
+	candidates := make([]*corev1.Node, 0, len(all))
+	ready := 0
+	for _, n := range all {
+		if !Eligible(n) || !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		candidates = append(candidates, n)
+		if IsReady(n) {
+			ready++
+		}
+	}
+	filterReady := o.RequireReady
+	if filterReady && ready == 0 && len(candidates) > 0 {
+		filterReady = false
+		issues = append(issues, Issue{ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
+	}
+	out := make([]node, 0, len(candidates))
+	var noAddress []string
+	for _, n := range candidates {
+		if filterReady && !IsReady(n) {
+			continue
+		}
+		ip := InternalIP(n)
+		if ip == "" {
+			noAddress = append(noAddress, n.Name)
+			continue
+		}
+		out = append(out, node{name: n.Name, ip: ip})
+	}
+	if len(noAddress) > 0 {
+		slices.Sort(noAddress)
+		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an InternalIP are not registered: %s", summarize(noAddress))})
+	}
+	return out, issues
+}
+
+func summarize(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v and %d more", names[:shown], len(names)-shown)
+}
+
+// Eligible reports whether a node may back a load balancer at all, as the
+// Kubernetes service controller decides it.
+func Eligible(n *corev1.Node) bool {
+	if n.DeletionTimestamp != nil {
+		return false
+	}
+	if _, excluded := n.Labels[corev1.LabelNodeExcludeBalancers]; excluded {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintToBeDeletedByClusterAutoscaler {
+			return false
+		}
+	}
+	return true
+}
+
+// IsReady reports whether the node's Ready condition is True.
+func IsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// InternalIP is the address a node is registered by: its first IPv4
+// InternalIP, else its first IPv6 InternalIP, else "".
+func InternalIP(n *corev1.Node) string {
+	v6 := ""
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		ip := net.ParseIP(a.Address)
+		switch {
+		case ip == nil:
+		case ip.To4() != nil:
+			return a.Address
+		case v6 == "":
+			v6 = a.Address
+		}
+	}
+	return v6
+}
+
+// NodeChanged reports whether an update to a node can change any desired
+// state: its eligibility, labels (for nodeSelector), address or readiness.
+func NodeChanged(old, cur *corev1.Node) bool {
+	return Eligible(old) != Eligible(cur) ||
+		!labels.Equals(old.Labels, cur.Labels) ||
+		InternalIP(old) != InternalIP(cur) ||
+		IsReady(old) != IsReady(cur)
+}

@@ -1,0 +1,299 @@
+package desired
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+type nodeOpt func(*corev1.Node)
+
+func mkNode(name, ip string, opts ...nodeOpt) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	if ip != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+func excluded(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "" }
+func deleting(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }
+func autoscaled(n *corev1.Node) {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule})
+}
+func label(k, v string) nodeOpt { return func(n *corev1.Node) { n.Labels[k] = v } }
+
+func mkService(ns, name string, typ corev1.ServiceType, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: typ, Ports: ports}}
+}
+
+func slice(nodesReady map[string]*bool) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{}
+	for n, r := range nodesReady {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{NodeName: ptr.To(n), Conditions: discoveryv1.EndpointConditions{Ready: r}})
+	}
+	return s
+}
+
+func svcTarget(port intstr.IntOrString, set string, weight int32) v1beta1.Target {
+	return v1beta1.Target{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: set, Weight: weight}
+}
+
+var gwKey = types.NamespacedName{Namespace: "ns", Name: "gw"}
+
+func TestCompute(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeLoadBalancer,
+		corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443},
+		corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080})
+	threeNodes := []*corev1.Node{mkNode("a", "10.0.0.1"), mkNode("b", "10.0.0.2"), mkNode("c", "10.0.0.3")}
+
+	tests := []struct {
+		name       string
+		spec       v1beta1.LBRegistrarSpec
+		cluster    Cluster
+		opts       Options
+		want       []BackendSet
+		wantIssues []string // reasons
+	}{
+		{
+			name:    "service port by name on every node",
+			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "bs", 2)}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{
+				{"10.0.0.1", 30443, 2}, {"10.0.0.2", 30443, 2}, {"10.0.0.3", 30443, 2}}}},
+		},
+		{
+			name:    "service port by number",
+			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(80), "bs", 1)}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}}}},
+		},
+		{
+			name: "fixed node port",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("a", "10.0.0.1"), mkNode("x", "10.0.0.9", excluded), mkNode("d", "10.0.0.8", deleting),
+				mkNode("s", "10.0.0.7", autoscaled), mkNode("nr", "10.0.0.6", notReady)}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.6", 31000, 1}}}},
+		},
+		{
+			name: "require ready filters not ready nodes",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("a", "10.0.0.1"), mkNode("nr", "10.0.0.6", notReady)}},
+			opts: Options{RequireReady: true},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+		},
+		{
+			name: "require ready fails open when no node is ready",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("a", "10.0.0.1", notReady), mkNode("b", "10.0.0.2", notReady)}},
+			opts:       Options{RequireReady: true},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}}}},
+			wantIssues: []string{ReasonNoReadyNodes},
+		},
+		{
+			name: "node selector",
+			spec: v1beta1.LBRegistrarSpec{
+				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "edge"}},
+				Services:     []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}},
+			},
+			cluster: Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1", label("pool", "edge")), mkNode("b", "10.0.0.2")}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+		},
+		{
+			name: "node without internal ip is skipped and reported",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1"), mkNode("b", "", func(n *corev1.Node) {
+				n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "1.2.3.4"}}
+			})}},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+			wantIssues: []string{ReasonNodeWithoutAddress},
+		},
+		{
+			name: "dual stack prefers ipv4, ipv6-only uses ipv6",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("a", "", func(n *corev1.Node) {
+					n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "fd00::1"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+				}),
+				mkNode("b", "fd00::2"),
+			}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"fd00::2", 31000, 1}}}},
+		},
+		{
+			name: "filterByEndpoints keeps nodes with ready endpoints",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{func() v1beta1.Target {
+				t := svcTarget(intstr.FromString("http"), "bs", 1)
+				t.FilterByEndpoints = true
+				return t
+			}()}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+				EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {
+					slice(map[string]*bool{"a": nil, "b": ptr.To(false)}),
+					slice(map[string]*bool{"c": ptr.To(true)}),
+				}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.3", 30080, 1}}}},
+		},
+		{
+			name: "externalTrafficPolicy Local narrows like filterByEndpoints",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: func() *corev1.Service {
+				s := gw.DeepCopy()
+				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+				return s
+			}()}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice(map[string]*bool{"b": nil})}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.2", 30080, 1}}}},
+		},
+		{
+			name: "zero ready endpoints holds the backend set",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{func() v1beta1.Target {
+				t := svcTarget(intstr.FromString("http"), "bs", 1)
+				t.FilterByEndpoints = true
+				return t
+			}()}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+				EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice(map[string]*bool{"a": ptr.To(false)})}}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNoReadyEndpoints}}},
+			wantIssues: []string{ReasonNoReadyEndpoints},
+		},
+		{
+			name:       "missing service holds",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
+			cluster:    Cluster{Nodes: threeNodes},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServiceNotFound}}},
+			wantIssues: []string{ReasonServiceNotFound},
+		},
+		{
+			name: "clusterIP service is reported",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{
+				gwKey: mkService("ns", "gw", corev1.ServiceTypeClusterIP, corev1.ServicePort{Name: "http", Port: 80})}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServiceTypeUnsupported}}},
+			wantIssues: []string{ReasonServiceTypeUnsupported},
+		},
+		{
+			name: "nodeport not allocated is a condition, not an empty set",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
+			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{
+				gwKey: mkService("ns", "gw", corev1.ServiceTypeLoadBalancer, corev1.ServicePort{Name: "http", Port: 80})}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNodePortNotAllocated}}},
+			wantIssues: []string{ReasonNodePortNotAllocated},
+		},
+		{
+			name:       "unknown port name",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("grpc"), "bs", 1)}},
+			cluster:    Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServicePortNotFound}}},
+			wantIssues: []string{ReasonServicePortNotFound},
+		},
+		{
+			name:       "no nodes holds rather than empties",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
+			cluster:    Cluster{Nodes: []*corev1.Node{mkNode("x", "10.0.0.9", excluded)}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNoEligibleNodes}}},
+			wantIssues: []string{ReasonNoEligibleNodes},
+		},
+		{
+			name: "two targets share a backend set, two sets, duplicate with other weight",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				svcTarget(intstr.FromString("https"), "tls", 1),
+				svcTarget(intstr.FromString("http"), "tls", 1),
+				svcTarget(intstr.FromString("http"), "plain", 1),
+				svcTarget(intstr.FromString("http"), "plain", 5),
+			}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
+			want: []BackendSet{
+				{Name: "plain", Backends: []Backend{{"10.0.0.1", 30080, 1}}},
+				{Name: "tls", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.1", 30443, 1}}},
+			},
+			wantIssues: []string{ReasonDuplicateBackend},
+		},
+		{
+			name: "a held target holds its whole backend set only",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				svcTarget(intstr.FromString("https"), "a", 1),
+				{Name: "gone", Namespace: "ns", Port: ptr.To(intstr.FromInt32(80)), BackendSetName: "a", Weight: 1},
+				svcTarget(intstr.FromString("http"), "b", 1),
+			}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
+			want: []BackendSet{
+				{Name: "a", Held: &Issue{Reason: ReasonServiceNotFound}},
+				{Name: "b", Backends: []Backend{{"10.0.0.1", 30080, 1}}},
+			},
+			wantIssues: []string{ReasonServiceNotFound},
+		},
+	}
+	onlyReason := cmp.Comparer(func(a, b *Issue) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return a.Reason == b.Reason
+	})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Compute(&tc.spec, tc.cluster, tc.opts)
+			if d := cmp.Diff(tc.want, got.BackendSets, onlyReason); d != "" {
+				t.Errorf("backend sets (-want +got):\n%s", d)
+			}
+			var reasons []string
+			for _, is := range got.Issues {
+				reasons = append(reasons, is.Reason)
+				if is.Message == "" {
+					t.Errorf("issue %s has no message", is.Reason)
+				}
+			}
+			if d := cmp.Diff(tc.wantIssues, reasons); d != "" {
+				t.Errorf("issues (-want +got):\n%s\n%v", d, got.Issues)
+			}
+		})
+	}
+}
+
+func TestIssueMessagesNameTheField(t *testing.T) {
+	spec := v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 1, BackendSetName: "x", Weight: 1}, svcTarget(intstr.FromString("http"), "bs", 1)}}
+	got := Compute(&spec, Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}}, Options{})
+	if len(got.Issues) != 1 || !strings.Contains(got.Issues[0].Message, "services[1]") || !strings.Contains(got.Issues[0].Message, "ns/gw") {
+		t.Fatalf("issues = %+v", got.Issues)
+	}
+}
+
+func TestNodeChanged(t *testing.T) {
+	base := mkNode("a", "10.0.0.1")
+	heartbeat := base.DeepCopy()
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	heartbeat.ResourceVersion = "2"
+	tests := []struct {
+		name string
+		cur  *corev1.Node
+		want bool
+	}{
+		{"heartbeat only", heartbeat, false},
+		{"excluded", mkNode("a", "10.0.0.1", excluded), true},
+		{"tainted", mkNode("a", "10.0.0.1", autoscaled), true},
+		{"relabelled", mkNode("a", "10.0.0.1", label("pool", "x")), true},
+		{"address", mkNode("a", "10.0.0.2"), true},
+		{"not ready", mkNode("a", "10.0.0.1", notReady), true},
+		{"deleting", mkNode("a", "10.0.0.1", deleting), true},
+	}
+	for _, tc := range tests {
+		if got := NodeChanged(base, tc.cur); got != tc.want {
+			t.Errorf("%s: NodeChanged = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
