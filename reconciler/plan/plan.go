@@ -1,0 +1,163 @@
+// Package plan computes, as a pure function, the backend list to write into
+// one backend set so that it holds what one LBRegistrar should own, while
+// every backend the resource does not own stays exactly as it is.
+//
+// Ownership is the resource's status record: only backends recorded there are
+// ever changed or removed. A desired backend that is already present is
+// adopted into the record (that is how a resource migrated from the original
+// operator, which kept no record, takes over what it registered). A backend
+// another live resource records as its own is never removed.
+package plan
+
+import (
+	"cmp"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+// Backend is one backend of a backend set, as far as planning is concerned.
+// Whoever writes the plan carries every other field of an existing backend.
+type Backend struct {
+	IP      string
+	Port    int32
+	Weight  int32
+	Backup  bool
+	Drain   bool
+	Offline bool
+}
+
+// Key identifies a backend inside a backend set: ip:port.
+func (b Backend) Key() string { return Key(b.IP, b.Port) }
+
+// Key is the ip:port identity of a backend.
+func Key(ip string, port int32) string { return net.JoinHostPort(ip, strconv.Itoa(int(port))) }
+
+// Mode says what the backend set should end up holding of this resource.
+type Mode int
+
+const (
+	// Apply makes the owned backends equal to Input.Desired.
+	Apply Mode = iota
+	// Hold keeps what is registered: the desired state is not known for certain.
+	Hold
+	// Drain marks every owned backend drain, ahead of removing it.
+	Drain
+	// Remove takes every owned backend out (resource deleted, target moved away).
+	Remove
+)
+
+// Input is everything one backend set's plan depends on.
+type Input struct {
+	Mode    Mode
+	Current []Backend         // what the backend set holds now
+	Owned   []v1beta1.Backend // this resource's record for the backend set
+	Desired []desired.Backend // for Apply
+	// Protected holds keys another live resource records as its own; they
+	// are dropped from this record but never removed from the backend set.
+	Protected map[string]bool
+}
+
+// Plan is the outcome for one backend set.
+type Plan struct {
+	// Backends is the whole list to write; meaningful only when Changed.
+	Backends []Backend
+	// Owned is the record once Backends is in place.
+	Owned []v1beta1.Backend
+	// Added, Removed and Updated name the keys that change (for events).
+	Added, Removed, Updated []string
+}
+
+// Changed reports whether the backend set must be written.
+func (p *Plan) Changed() bool {
+	return len(p.Added)+len(p.Removed)+len(p.Updated) > 0
+}
+
+// Compute plans one backend set.
+func Compute(in Input) Plan {
+	owned := make(map[string]v1beta1.Backend, len(in.Owned))
+	for _, b := range in.Owned {
+		owned[Key(b.IP, b.Port)] = b
+	}
+	want := map[string]desired.Backend{}
+	if in.Mode == Apply {
+		for _, b := range in.Desired {
+			want[Key(b.IP, b.Port)] = b
+		}
+	}
+
+	var p Plan
+	present := make(map[string]bool, len(in.Current))
+	p.Backends = make([]Backend, 0, len(in.Current)+len(want))
+	for _, cur := range in.Current {
+		k := cur.Key()
+		present[k] = true
+		_, mine := owned[k]
+		switch d, wanted := want[k]; {
+		case wanted: // adopt when foreign, reweigh when needed
+			if cur.Weight != d.Weight {
+				cur.Weight = d.Weight
+				p.Updated = append(p.Updated, k)
+			}
+			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+		case !mine:
+			// foreign: untouched
+		case in.Protected[k]:
+			// handed over to another live resource: untouched and forgotten
+		case in.Mode == Hold:
+			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+		case in.Mode == Drain:
+			if !cur.Drain {
+				cur.Drain = true
+				p.Updated = append(p.Updated, k)
+			}
+			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+		default: // Apply without it, or Remove
+			p.Removed = append(p.Removed, k)
+			continue
+		}
+		p.Backends = append(p.Backends, cur)
+	}
+
+	added := make([]desired.Backend, 0, len(want))
+	for k, d := range want {
+		if !present[k] {
+			added = append(added, d)
+		}
+	}
+	slices.SortFunc(added, func(a, b desired.Backend) int {
+		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
+	})
+	for _, d := range added {
+		p.Backends = append(p.Backends, Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
+		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
+		p.Added = append(p.Added, Key(d.IP, d.Port))
+	}
+	slices.SortFunc(p.Owned, func(a, b v1beta1.Backend) int {
+		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
+	})
+	return p
+}
+
+// Intent is the record to store before writing p: what is owned now plus
+// what p adds, so a crash between the write and the final record can never
+// leave a registered backend that no record claims.
+func Intent(owned []v1beta1.Backend, p *Plan) []v1beta1.Backend {
+	out := slices.Clone(owned)
+	seen := make(map[string]bool, len(owned))
+	for _, b := range owned {
+		seen[Key(b.IP, b.Port)] = true
+	}
+	for _, b := range p.Owned {
+		if !seen[Key(b.IP, b.Port)] {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b v1beta1.Backend) int {
+		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}

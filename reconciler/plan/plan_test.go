@@ -1,0 +1,136 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+func TestCompute(t *testing.T) {
+	foreign := Backend{IP: "192.168.0.9", Port: 8080, Weight: 3, Backup: true, Offline: true}
+	a := Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	b := Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}
+	rec := func(bs ...Backend) []v1beta1.Backend {
+		var out []v1beta1.Backend
+		for _, x := range bs {
+			out = append(out, v1beta1.Backend{IP: x.IP, Port: x.Port, Weight: x.Weight})
+		}
+		return out
+	}
+	want := func(bs ...Backend) []desired.Backend {
+		var out []desired.Backend
+		for _, x := range bs {
+			out = append(out, desired.Backend{IP: x.IP, Port: x.Port, Weight: x.Weight})
+		}
+		return out
+	}
+	drained := func(x Backend) Backend { x.Drain = true; return x }
+	weighted := func(x Backend, w int32) Backend { x.Weight = w; return x }
+
+	tests := []struct {
+		name     string
+		in       Input
+		backends []Backend
+		owned    []v1beta1.Backend
+		changed  bool
+	}{
+		{
+			name:     "nothing changed, nothing written",
+			in:       Input{Current: []Backend{foreign, a}, Owned: rec(a), Desired: want(a)},
+			backends: []Backend{foreign, a}, owned: rec(a),
+		},
+		{
+			name:     "add keeps foreign backend with all its flags",
+			in:       Input{Current: []Backend{foreign, a}, Owned: rec(a), Desired: want(a, b)},
+			backends: []Backend{foreign, a, b}, owned: rec(a, b), changed: true,
+		},
+		{
+			name:     "remove only owned",
+			in:       Input{Current: []Backend{foreign, a, b}, Owned: rec(a, b), Desired: want(a)},
+			backends: []Backend{foreign, a}, owned: rec(a), changed: true,
+		},
+		{
+			name:     "foreign backend never removed even if not desired",
+			in:       Input{Current: []Backend{foreign, b}, Owned: rec(b), Desired: want(b)},
+			backends: []Backend{foreign, b}, owned: rec(b),
+		},
+		{
+			name:     "weight change keeps flags",
+			in:       Input{Current: []Backend{drained(a)}, Owned: rec(a), Desired: want(weighted(a, 5))},
+			backends: []Backend{weighted(drained(a), 5)}, owned: rec(weighted(a, 5)), changed: true,
+		},
+		{
+			name:     "existing matching backend is adopted without a write",
+			in:       Input{Current: []Backend{a}, Desired: want(a)},
+			backends: []Backend{a}, owned: rec(a),
+		},
+		{
+			name:     "owned backend removed from outside is added back",
+			in:       Input{Current: []Backend{foreign}, Owned: rec(a), Desired: want(a)},
+			backends: []Backend{foreign, a}, owned: rec(a), changed: true,
+		},
+		{
+			name:     "owned backend gone and no longer desired is forgotten",
+			in:       Input{Current: []Backend{foreign}, Owned: rec(a), Desired: nil},
+			backends: []Backend{foreign}, owned: nil,
+		},
+		{
+			name:     "hold keeps everything",
+			in:       Input{Mode: Hold, Current: []Backend{foreign, a, b}, Owned: rec(a, b)},
+			backends: []Backend{foreign, a, b}, owned: rec(a, b),
+		},
+		{
+			name:     "drain marks owned backends only",
+			in:       Input{Mode: Drain, Current: []Backend{foreign, a, b}, Owned: rec(a, b)},
+			backends: []Backend{foreign, drained(a), drained(b)}, owned: rec(a, b), changed: true,
+		},
+		{
+			name:     "drain twice writes once",
+			in:       Input{Mode: Drain, Current: []Backend{drained(a)}, Owned: rec(a)},
+			backends: []Backend{drained(a)}, owned: rec(a),
+		},
+		{
+			name:     "remove takes out owned, keeps foreign",
+			in:       Input{Mode: Remove, Current: []Backend{foreign, drained(a), b}, Owned: rec(a, b)},
+			backends: []Backend{foreign}, owned: nil, changed: true,
+		},
+		{
+			name:     "protected backend survives removal and leaves the record",
+			in:       Input{Mode: Remove, Current: []Backend{a, b}, Owned: rec(a, b), Protected: map[string]bool{a.Key(): true}},
+			backends: []Backend{a}, owned: nil, changed: true,
+		},
+		{
+			name:     "protected backend is not drained",
+			in:       Input{Mode: Drain, Current: []Backend{a}, Owned: rec(a), Protected: map[string]bool{a.Key(): true}},
+			backends: []Backend{a}, owned: nil,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Compute(tc.in)
+			if p.Changed() != tc.changed {
+				t.Errorf("Changed = %v, want %v (%+v)", p.Changed(), tc.changed, p)
+			}
+			if d := cmp.Diff(tc.backends, p.Backends); d != "" {
+				t.Errorf("backends (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.owned, p.Owned); d != "" {
+				t.Errorf("owned (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestIntent(t *testing.T) {
+	owned := []v1beta1.Backend{{IP: "10.0.0.2", Port: 1, Weight: 1}}
+	p := Compute(Input{Current: []Backend{{IP: "10.0.0.2", Port: 1, Weight: 1}}, Owned: owned,
+		Desired: []desired.Backend{{IP: "10.0.0.1", Port: 1, Weight: 1}}})
+	got := Intent(owned, &p)
+	want := []v1beta1.Backend{{IP: "10.0.0.1", Port: 1, Weight: 1}, {IP: "10.0.0.2", Port: 1, Weight: 1}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("intent (-want +got):\n%s", d)
+	}
+}
