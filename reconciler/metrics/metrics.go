@@ -1,0 +1,52 @@
+// Package metrics holds the reconciler's Prometheus metrics, registered with
+// controller-runtime's registry so the manager's metrics endpoint serves them.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// OCIRequests counts OCI API calls by operation and result
+	// (ok, or the HTTP status / error class).
+	OCIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lbregistrar_oci_requests_total",
+		Help: "OCI API calls by operation and result.",
+	}, []string{"operation", "result"})
+
+	// WorkRequestDuration observes how long OCI work requests take, by load balancer kind and outcome.
+	WorkRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lbregistrar_work_request_duration_seconds",
+		Help:    "Time from an UpdateBackendSet until its work request finished.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+	}, []string{"kind", "status"})
+
+	// Retries counts retried backend-set writes by reason.
+	Retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lbregistrar_oci_retries_total",
+		Help: "Backend-set writes retried, by reason (conflict, precondition, throttled, server, network, workrequest).",
+	}, []string{"reason"})
+
+	// Conflicts counts reconciles in which another LBRegistrar held a claimed backend set.
+	Conflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lbregistrar_claim_conflicts_total",
+		Help: "Backend sets skipped because an earlier LBRegistrar claims them.",
+	})
+
+	// PendingChanges is the number of resources waiting for their load balancer's write slot.
+	PendingChanges = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lbregistrar_pending_changes",
+		Help: "Reconciles waiting for another write to the same load balancer to finish.",
+	})
+
+	// BackendsRegistered is the number of backends each resource owns per backend set.
+	BackendsRegistered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_backends_registered",
+		Help: "Backends an LBRegistrar owns, per backend set.",
+	}, []string{"lbregistrar", "backend_set"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, BackendsRegistered)
+}

@@ -1,0 +1,171 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// BackendSet is a backend set as read, with what a write must carry forward.
+type BackendSet struct {
+	LoadBalancerID string
+	Name           string
+	// Backends are the IP-addressed backends, in the order OCI returned them.
+	Backends []plan.Backend
+	ETag     string
+
+	lb       *loadbalancer.BackendSet
+	nlb      *networkloadbalancer.BackendSet
+	byTarget []networkloadbalancer.Backend // NLB backends given by instance, never ours
+}
+
+// GetBackendSet reads one backend set.
+func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string) (*BackendSet, error) {
+	ctx, hint := withHint(ctx)
+	bs := &BackendSet{LoadBalancerID: loadBalancerID, Name: name}
+	if IsNetworkLoadBalancer(loadBalancerID) {
+		resp, err := c.nlb.GetBackendSet(ctx, networkloadbalancer.GetBackendSetRequest{
+			NetworkLoadBalancerId: &loadBalancerID, BackendSetName: &name,
+		})
+		if err := classify("GetBackendSet", err, hint); err != nil {
+			return nil, err
+		}
+		bs.nlb, bs.ETag = &resp.BackendSet, deref(resp.Etag)
+		for _, b := range resp.Backends {
+			if deref(b.IpAddress) == "" {
+				bs.byTarget = append(bs.byTarget, b)
+				continue
+			}
+			bs.Backends = append(bs.Backends, plan.Backend{
+				IP: *b.IpAddress, Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
+				Backup: derefBool(b.IsBackup), Drain: derefBool(b.IsDrain), Offline: derefBool(b.IsOffline),
+			})
+		}
+		return bs, nil
+	}
+	resp, err := c.lb.GetBackendSet(ctx, loadbalancer.GetBackendSetRequest{
+		LoadBalancerId: &loadBalancerID, BackendSetName: &name,
+	})
+	if err := classify("GetBackendSet", err, hint); err != nil {
+		return nil, err
+	}
+	bs.lb, bs.ETag = &resp.BackendSet, deref(resp.ETag)
+	for _, b := range resp.Backends {
+		bs.Backends = append(bs.Backends, plan.Backend{
+			IP: deref(b.IpAddress), Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
+			Backup: derefBool(b.Backup), Drain: derefBool(b.Drain), Offline: derefBool(b.Offline),
+		})
+	}
+	return bs, nil
+}
+
+// UpdateBackendSet writes backends into bs, carrying every other setting of
+// the backend set (health checker, policy, SSL, session persistence, ...)
+// and every field of the backends it keeps, conditional on bs's ETag. It
+// returns the work request id.
+func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend) (string, error) {
+	ctx, hint := withHint(ctx)
+	var ifMatch *string
+	if bs.ETag != "" {
+		ifMatch = &bs.ETag
+	}
+	if bs.nlb != nil {
+		var details networkloadbalancer.UpdateBackendSetDetails
+		if err := carry(bs.nlb, &details); err != nil {
+			return "", err
+		}
+		orig := map[string]networkloadbalancer.Backend{}
+		for _, b := range bs.nlb.Backends {
+			if ip := deref(b.IpAddress); ip != "" {
+				orig[plan.Key(ip, int32(derefInt(b.Port)))] = b
+			}
+		}
+		details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends)+len(bs.byTarget))
+		for _, b := range bs.byTarget {
+			details.Backends = append(details.Backends, networkloadbalancer.BackendDetails{
+				Name: b.Name, IpAddress: b.IpAddress, TargetId: b.TargetId, Port: b.Port, Weight: b.Weight,
+				IsBackup: b.IsBackup, IsDrain: b.IsDrain, IsOffline: b.IsOffline,
+			})
+		}
+		for _, b := range backends {
+			d := networkloadbalancer.BackendDetails{IpAddress: common.String(b.IP), Port: common.Int(int(b.Port))}
+			if o, ok := orig[b.Key()]; ok {
+				d.Name, d.TargetId = o.Name, o.TargetId
+			}
+			d.Weight = common.Int(int(b.Weight))
+			d.IsBackup, d.IsDrain, d.IsOffline = common.Bool(b.Backup), common.Bool(b.Drain), common.Bool(b.Offline)
+			details.Backends = append(details.Backends, d)
+		}
+		resp, err := c.nlb.UpdateBackendSet(ctx, networkloadbalancer.UpdateBackendSetRequest{
+			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
+			UpdateBackendSetDetails: details,
+		})
+		if err := classify("UpdateBackendSet", err, hint); err != nil {
+			return "", err
+		}
+		return deref(resp.OpcWorkRequestId), nil
+	}
+
+	var details loadbalancer.UpdateBackendSetDetails
+	if err := carry(bs.lb, &details); err != nil {
+		return "", err
+	}
+	orig := map[string]loadbalancer.Backend{}
+	for _, b := range bs.lb.Backends {
+		orig[plan.Key(deref(b.IpAddress), int32(derefInt(b.Port)))] = b
+	}
+	details.Backends = make([]loadbalancer.BackendDetails, 0, len(backends))
+	for _, b := range backends {
+		d := loadbalancer.BackendDetails{IpAddress: common.String(b.IP), Port: common.Int(int(b.Port))}
+		if o, ok := orig[b.Key()]; ok {
+			d.MaxConnections = o.MaxConnections
+		}
+		d.Weight = common.Int(int(b.Weight))
+		d.Backup, d.Drain, d.Offline = common.Bool(b.Backup), common.Bool(b.Drain), common.Bool(b.Offline)
+		details.Backends = append(details.Backends, d)
+	}
+	resp, err := c.lb.UpdateBackendSet(ctx, loadbalancer.UpdateBackendSetRequest{
+		LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
+		UpdateBackendSetDetails: details,
+	})
+	if err := classify("UpdateBackendSet", err, hint); err != nil {
+		return "", err
+	}
+	return deref(resp.OpcWorkRequestId), nil
+}
+
+// carry copies every backend-set setting into the update details. The read
+// and write shapes share their JSON field names, so a JSON round trip
+// carries each setting, including ones added to the SDK later.
+func carry(read, write any) error {
+	raw, err := json.Marshal(read)
+	if err != nil {
+		return fmt.Errorf("copy backend set settings: %w", err)
+	}
+	if err := json.Unmarshal(raw, write); err != nil {
+		return fmt.Errorf("copy backend set settings: %w", err)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(i *int) int {
+	if i == nil {
+		return 0
+	}
+	return *i
+}
+
+func derefBool(b *bool) bool { return b != nil && *b }

@@ -1,0 +1,258 @@
+// Package oci is the reconciler's thin adapter over the OCI SDK: it reads
+// and writes backend sets of classic load balancers and network load
+// balancers, waits for their work requests, and classifies errors for retry.
+//
+// Every client is built with the SDK's own retries and circuit breaker
+// switched off, deliberately: a write is retried as a whole read-modify-write
+// by the caller (a 412 needs a fresh read and ETag, a 409 needs the load
+// balancer's current work request to finish), and a per-client breaker would
+// let one load balancer's 409 storm block every other load balancer that
+// shares the credential. Calls are paced instead by one client-side rate
+// limit shared by every client of the process.
+package oci
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+	"golang.org/x/time/rate"
+)
+
+// Credentials is one OCI API signing key. It is never logged or printed.
+type Credentials struct {
+	Tenancy, User, Fingerprint, Region string
+	PrivateKey                         []byte
+	Passphrase                         []byte // nil when the key is not encrypted
+}
+
+// String keeps key material out of any accidental formatting.
+func (c Credentials) String() string {
+	return fmt.Sprintf("oci.Credentials{user=%s, fingerprint=%s, region=%s}", c.User, c.Fingerprint, c.Region)
+}
+
+// GoString is String, for %#v.
+func (c Credentials) GoString() string { return c.String() }
+
+// digest identifies credentials in the client cache.
+func (c Credentials) digest() string {
+	h := sha256.New()
+	for _, p := range [][]byte{[]byte(c.Tenancy), []byte(c.User), []byte(c.Fingerprint), []byte(c.Region), c.PrivateKey, c.Passphrase} {
+		fmt.Fprintf(h, "%d:", len(p))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Options configure every client a Factory builds.
+type Options struct {
+	// LoadBalancerEndpoint and NetworkLoadBalancerEndpoint replace the
+	// regional endpoints (private or dedicated-region endpoints, or a test
+	// emulator), e.g. "https://lb.example.internal". Empty means the SDK's.
+	LoadBalancerEndpoint        string
+	NetworkLoadBalancerEndpoint string
+	// HTTPClient sends every request; nil means a client with a 60 s timeout.
+	HTTPClient *http.Client
+	// RateLimit and Burst pace OCI calls across the whole process.
+	RateLimit rate.Limit
+	Burst     int
+	// PollMin and PollMax bound work-request polling.
+	PollMin, PollMax time.Duration
+}
+
+// Factory builds clients and caches one per distinct credential; a changed
+// Secret has a new digest and so gets a new client.
+type Factory struct {
+	opts       Options
+	dispatcher *dispatcher
+	polls      map[kind]*estimator
+
+	mu      sync.Mutex
+	clients map[string]*Client
+}
+
+// maxCachedClients bounds the cache; rotated-away credentials fall out when it is reset.
+const maxCachedClients = 64
+
+// NewFactory returns a Factory; zero Options fields get defaults.
+func NewFactory(o Options) *Factory {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	if o.RateLimit == 0 {
+		o.RateLimit = 20
+	}
+	if o.Burst == 0 {
+		o.Burst = 40
+	}
+	if o.PollMin == 0 {
+		o.PollMin = 100 * time.Millisecond
+	}
+	if o.PollMax == 0 {
+		o.PollMax = 5 * time.Second
+	}
+	return &Factory{
+		opts:       o,
+		dispatcher: &dispatcher{client: o.HTTPClient, limiter: rate.NewLimiter(o.RateLimit, o.Burst)},
+		polls: map[kind]*estimator{
+			kindLB:  {min: o.PollMin, max: o.PollMax},
+			kindNLB: {min: o.PollMin, max: o.PollMax},
+		},
+		clients: map[string]*Client{},
+	}
+}
+
+// ErrInvalidCredentials wraps every credential problem; its message never
+// contains key material.
+var ErrInvalidCredentials = errors.New("invalid OCI API key")
+
+// Client returns the cached client for c, building it on first use.
+func (f *Factory) Client(c Credentials) (*Client, error) {
+	d := c.digest()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cl := f.clients[d]; cl != nil {
+		return cl, nil
+	}
+	cl, err := f.build(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.clients) >= maxCachedClients {
+		clear(f.clients)
+	}
+	f.clients[d] = cl
+	return cl, nil
+}
+
+func (f *Factory) build(c Credentials) (*Client, error) {
+	for name, v := range map[string]string{"tenancy": c.Tenancy, "user": c.User, "fingerprint": c.Fingerprint, "region": c.Region} {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: apiKey.%s is empty", ErrInvalidCredentials, name)
+		}
+	}
+	var pass *string
+	if c.Passphrase != nil {
+		p := string(c.Passphrase)
+		pass = &p
+	}
+	// Parse once here so a bad key or passphrase is reported now, in words,
+	// rather than as a signing failure on every call. The SDK's parse error
+	// text carries no key material, but it is replaced anyway.
+	if _, err := common.PrivateKeyFromBytes(c.PrivateKey, pass); err != nil {
+		if pass == nil && strings.Contains(err.Error(), "encrypted") {
+			return nil, fmt.Errorf("%w: the private key is encrypted and no passphrase is given", ErrInvalidCredentials)
+		}
+		return nil, fmt.Errorf("%w: the private key is not a PEM RSA key or the passphrase is wrong", ErrInvalidCredentials)
+	}
+	provider := common.NewRawConfigurationProvider(c.Tenancy, c.User, c.Region, c.Fingerprint, string(c.PrivateKey), pass)
+
+	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(provider)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+	}
+	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(provider)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+	}
+	f.configure(&lb.BaseClient, f.opts.LoadBalancerEndpoint)
+	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
+	return &Client{lb: lb, nlb: nlb, polls: f.polls}, nil
+}
+
+func (f *Factory) configure(c *common.BaseClient, endpoint string) {
+	noRetry := common.NoRetryPolicy()
+	c.Configuration.RetryPolicy = &noRetry
+	c.Configuration.CircuitBreaker = nil
+	c.HTTPClient = f.dispatcher
+	if endpoint != "" {
+		c.Host = endpoint
+	}
+}
+
+// Client calls the LB and NLB APIs with one credential. It is safe for concurrent use.
+type Client struct {
+	lb    loadbalancer.LoadBalancerClient
+	nlb   networkloadbalancer.NetworkLoadBalancerClient
+	polls map[kind]*estimator
+}
+
+type kind string
+
+const (
+	kindLB  kind = "loadbalancer"
+	kindNLB kind = "networkloadbalancer"
+)
+
+func kindOf(loadBalancerID string) kind {
+	if IsNetworkLoadBalancer(loadBalancerID) {
+		return kindNLB
+	}
+	return kindLB
+}
+
+// IsNetworkLoadBalancer reports whether an OCID names a network load balancer.
+func IsNetworkLoadBalancer(id string) bool {
+	return strings.Contains(id, ".networkloadbalancer.")
+}
+
+// dispatcher sends every SDK request: it waits for the shared rate limit and
+// remembers a Retry-After header for the caller's error classification.
+type dispatcher struct {
+	client  *http.Client
+	limiter *rate.Limiter
+}
+
+func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
+	if err := d.limiter.Wait(req.Context()); err != nil {
+		return nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err == nil {
+		if h := resp.Header.Get("Retry-After"); h != "" {
+			if hint, ok := req.Context().Value(retryAfterKey{}).(*retryAfterHint); ok {
+				hint.set(h)
+			}
+		}
+	}
+	return resp, err
+}
+
+type retryAfterKey struct{}
+
+// retryAfterHint carries a Retry-After header from the dispatcher to the
+// error it ends up in; the SDK's error types do not keep headers.
+type retryAfterHint struct {
+	mu    sync.Mutex
+	after time.Duration
+}
+
+func (h *retryAfterHint) set(v string) {
+	var secs float64
+	if _, err := fmt.Sscan(v, &secs); err != nil || secs < 0 {
+		return
+	}
+	h.mu.Lock()
+	h.after = time.Duration(secs * float64(time.Second))
+	h.mu.Unlock()
+}
+
+func (h *retryAfterHint) get() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.after
+}
+
+func withHint(ctx context.Context) (context.Context, *retryAfterHint) {
+	h := &retryAfterHint{}
+	return context.WithValue(ctx, retryAfterKey{}, h), h
+}

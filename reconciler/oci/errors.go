@@ -1,0 +1,99 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+)
+
+// Error is a failed OCI call, classified for retry.
+type Error struct {
+	Op     string // SDK operation, e.g. UpdateBackendSet
+	Status int    // HTTP status, 0 when no response came back
+	Code   string // OCI error code, e.g. Conflict, IncorrectState
+	// Reason is the retry class (conflict, precondition, throttled, server,
+	// network, workrequest) or "" when retrying cannot help.
+	Reason string
+	// RetryAfter is the server's Retry-After, when it sent one.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %d %s: %v", e.Op, e.Status, e.Code, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Op, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsNotFound reports whether err says the load balancer or backend set does not exist.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == 404
+}
+
+// Retryable returns the retry class of err and the server's Retry-After, or
+// ok=false when retrying the same call cannot succeed.
+func Retryable(err error) (reason string, after time.Duration, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason, e.RetryAfter, true
+	}
+	return "", 0, false
+}
+
+// classify turns an SDK error into an *Error and counts the call.
+func classify(op string, err error, hint *retryAfterHint) error {
+	if err == nil {
+		metrics.OCIRequests.WithLabelValues(op, "ok").Inc()
+		return nil
+	}
+	e := &Error{Op: op, Err: err}
+	if se, ok := common.IsServiceError(err); ok {
+		e.Status, e.Code = se.GetHTTPStatusCode(), se.GetCode()
+		e.Err = errors.New(se.GetMessage())
+		switch {
+		case e.Status == 409 && (e.Code == "Conflict" || e.Code == "IncorrectState" || e.Code == "LockConflict"):
+			e.Reason = "conflict"
+		case e.Status == 412:
+			e.Reason = "precondition"
+		case e.Status == 429:
+			e.Reason = "throttled"
+		case e.Status >= 500:
+			e.Reason = "server"
+		}
+		if hint != nil {
+			e.RetryAfter = hint.get()
+		}
+		metrics.OCIRequests.WithLabelValues(op, strconv.Itoa(e.Status)).Inc()
+		return e
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		metrics.OCIRequests.WithLabelValues(op, "canceled").Inc()
+	default:
+		// No response at all: connection refused or reset, timeout, TLS.
+		var ne net.Error
+		if common.IsNetworkError(err) || errors.As(err, &ne) || isTransport(err) {
+			e.Reason = "network"
+		}
+		metrics.OCIRequests.WithLabelValues(op, "error").Inc()
+	}
+	return e
+}
+
+// isTransport recognizes errors from the HTTP round trip that net.Error does not cover.
+func isTransport(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
