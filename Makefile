@@ -17,6 +17,10 @@ all: build
 build: ## Build the lbregistrar binary into bin/.
 	$(GO) build -o $(BIN)/lbregistrar ./cmd/lbregistrar
 
+.PHONY: ociemu
+ociemu: ## Build the OCI Load Balancer / NLB API emulator into bin/.
+	$(GO) build -o $(BIN)/ociemu ./cmd/ociemu
+
 .PHONY: generate
 generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...

@@ -1,0 +1,323 @@
+package ociemu
+
+import (
+	"net/http"
+	"slices"
+	"sort"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+)
+
+// registerClassic serves the Load Balancing API (classic load balancers).
+func (e *Emulator) registerClassic(mux *http.ServeMux) {
+	const lb = "/20170115/loadBalancers/{loadBalancerId}"
+	const set = lb + "/backendSets/{backendSetName}"
+	e.route(mux, "GET "+lb, "GetLoadBalancer", false, e.classicGetLoadBalancer)
+	e.route(mux, "GET "+lb+"/backendSets", "ListBackendSets", false, e.classicListBackendSets)
+	e.route(mux, "GET "+set, "GetBackendSet", false, e.classicGetBackendSet)
+	e.route(mux, "PUT "+set, "UpdateBackendSet", true, e.classicUpdateBackendSet)
+	e.route(mux, "GET "+set+"/backends", "ListBackends", false, e.classicListBackends)
+	e.route(mux, "POST "+set+"/backends", "CreateBackend", true, e.classicCreateBackend)
+	e.route(mux, "GET "+set+"/backends/{backendName}", "GetBackend", false, e.classicGetBackend)
+	e.route(mux, "PUT "+set+"/backends/{backendName}", "UpdateBackend", true, e.classicUpdateBackend)
+	e.route(mux, "DELETE "+set+"/backends/{backendName}", "DeleteBackend", true, e.classicDeleteBackend)
+	e.route(mux, "GET /20170115/loadBalancerWorkRequests/{workRequestId}", "GetWorkRequest", false, e.classicGetWorkRequest)
+	e.route(mux, "GET "+lb+"/workRequests", "ListWorkRequests", false, e.classicListWorkRequests)
+}
+
+// classicBalancer finds a classic load balancer; callers hold e.mu.
+func (e *Emulator) classicBalancer(id string) (*balancer, *apiError) {
+	b := e.balancers[id]
+	if b == nil || b.classic == nil {
+		return nil, notFound("load balancer " + id)
+	}
+	return b, nil
+}
+
+func (e *Emulator) classicBackendSet(id, name string) (*balancer, loadbalancer.BackendSet, *apiError) {
+	b, err := e.classicBalancer(id)
+	if err != nil {
+		return nil, loadbalancer.BackendSet{}, err
+	}
+	set, ok := b.classic.BackendSets[name]
+	if !ok {
+		return nil, loadbalancer.BackendSet{}, notFound("backend set " + name)
+	}
+	return b, set, nil
+}
+
+func (e *Emulator) classicGetLoadBalancer(rc *requestContext) (*response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := e.classicBalancer(rc.loadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: copyJSON(*b.classic), etag: b.etag()}, nil
+}
+
+func (e *Emulator) classicListBackendSets(rc *requestContext) (*response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := e.classicBalancer(rc.loadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	sets := []loadbalancer.BackendSet{}
+	for _, name := range sortedKeys(b.classic.BackendSets) {
+		sets = append(sets, copyJSON(b.classic.BackendSets[name]))
+	}
+	return &response{status: http.StatusOK, body: sets, etag: b.etag()}, nil
+}
+
+func (e *Emulator) classicGetBackendSet(rc *requestContext) (*response, error) {
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: copyJSON(set), etag: b.setEtag(name)}, nil
+}
+
+var classicPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
+
+// classicUpdateBackendSet replaces a backend set. The service requires
+// policy, backends and healthChecker, and drops optional settings (SSL,
+// session persistence, max connections) that the request leaves out.
+func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error) {
+	var d loadbalancer.UpdateBackendSetDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, _, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := classicBackendSetFrom(name, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: "UpdateBackendSet", backendSet: name, apply: func() {
+		b.classic.BackendSets[name] = updated
+		b.changed(name)
+	}})
+}
+
+func classicBackendSetFrom(name string, d loadbalancer.UpdateBackendSetDetails) (loadbalancer.BackendSet, *apiError) {
+	switch {
+	case d.Policy == nil:
+		return loadbalancer.BackendSet{}, invalidParameter("policy is required")
+	case d.Backends == nil:
+		return loadbalancer.BackendSet{}, invalidParameter("backends is required")
+	case d.HealthChecker == nil:
+		return loadbalancer.BackendSet{}, invalidParameter("healthChecker is required")
+	case !slices.Contains(classicPolicies, *d.Policy):
+		return loadbalancer.BackendSet{}, invalidParameter("policy " + *d.Policy + " is not one of ROUND_ROBIN, LEAST_CONNECTIONS, IP_HASH")
+	case d.SessionPersistenceConfiguration != nil && d.LbCookieSessionPersistenceConfiguration != nil:
+		return loadbalancer.BackendSet{}, invalidParameter("sessionPersistenceConfiguration and lbCookieSessionPersistenceConfiguration are mutually exclusive")
+	}
+	hc := d.HealthChecker
+	if hc.Protocol == nil || (*hc.Protocol != "HTTP" && *hc.Protocol != "TCP") {
+		return loadbalancer.BackendSet{}, invalidParameter("healthChecker.protocol must be HTTP or TCP")
+	}
+	set := loadbalancer.BackendSet{
+		Name:   common.String(name),
+		Policy: d.Policy,
+		HealthChecker: &loadbalancer.HealthChecker{
+			Protocol: hc.Protocol, UrlPath: hc.UrlPath, Port: orDefault(hc.Port, 0), ReturnCode: orDefault(hc.ReturnCode, 200),
+			Retries: orDefault(hc.Retries, 3), TimeoutInMillis: orDefault(hc.TimeoutInMillis, 3000),
+			IntervalInMillis: orDefault(hc.IntervalInMillis, 10000), ResponseBodyRegex: orDefault(hc.ResponseBodyRegex, ""),
+			IsForcePlainText: orDefault(hc.IsForcePlainText, false),
+		},
+		Backends:                                []loadbalancer.Backend{},
+		BackendMaxConnections:                   d.BackendMaxConnections,
+		SessionPersistenceConfiguration:         d.SessionPersistenceConfiguration,
+		LbCookieSessionPersistenceConfiguration: d.LbCookieSessionPersistenceConfiguration,
+	}
+	if s := d.SslConfiguration; s != nil {
+		set.SslConfiguration = &loadbalancer.SslConfiguration{
+			VerifyDepth: orDefault(s.VerifyDepth, 1), VerifyPeerCertificate: orDefault(s.VerifyPeerCertificate, false),
+			HasSessionResumption: s.HasSessionResumption, TrustedCertificateAuthorityIds: s.TrustedCertificateAuthorityIds,
+			CertificateIds: s.CertificateIds, CertificateName: s.CertificateName, CipherSuiteName: s.CipherSuiteName,
+			Protocols: s.Protocols, ServerOrderPreference: loadbalancer.SslConfigurationServerOrderPreferenceEnum(s.ServerOrderPreference),
+		}
+	}
+	seen := map[string]bool{}
+	for i, bd := range d.Backends {
+		be := loadbalancer.Backend{IpAddress: bd.IpAddress, Port: bd.Port, Weight: bd.Weight, MaxConnections: bd.MaxConnections,
+			Backup: bd.Backup, Drain: bd.Drain, Offline: bd.Offline}
+		if err := normalizeClassicBackend(&be); err != nil {
+			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: " + err.Error())
+		}
+		if seen[*be.Name] {
+			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
+		}
+		seen[*be.Name] = true
+		set.Backends = append(set.Backends, be)
+	}
+	return set, nil
+}
+
+func (e *Emulator) classicListBackends(rc *requestContext) (*response, error) {
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: copyJSON(set.Backends), etag: b.setEtag(name)}, nil
+}
+
+func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
+	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(set.Backends, func(be loadbalancer.Backend) bool { return *be.Name == backend })
+	if i < 0 {
+		return nil, notFound("backend " + backend)
+	}
+	return &response{status: http.StatusOK, body: copyJSON(set.Backends[i]), etag: b.setEtag(name)}, nil
+}
+
+func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
+	var d loadbalancer.CreateBackendDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	be := loadbalancer.Backend{IpAddress: d.IpAddress, Port: d.Port, Weight: d.Weight, MaxConnections: d.MaxConnections,
+		Backup: d.Backup, Drain: d.Drain, Offline: d.Offline}
+	if err := normalizeClassicBackend(&be); err != nil {
+		return nil, invalidParameter(err.Error())
+	}
+	if slices.ContainsFunc(set.Backends, func(o loadbalancer.Backend) bool { return *o.Name == *be.Name }) {
+		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: "CreateBackend", backendSet: name, apply: func() {
+		s := b.classic.BackendSets[name]
+		s.Backends = append(slices.Clone(s.Backends), be)
+		b.classic.BackendSets[name] = s
+		b.changed(name)
+	}})
+}
+
+func (e *Emulator) classicUpdateBackend(rc *requestContext) (*response, error) {
+	var d loadbalancer.UpdateBackendDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	if d.Weight == nil || d.Backup == nil || d.Drain == nil || d.Offline == nil {
+		return nil, invalidParameter("weight, backup, drain and offline are required")
+	}
+	return e.classicChangeBackend(rc, "UpdateBackend", func(be *loadbalancer.Backend) bool {
+		be.Weight, be.Backup, be.Drain, be.Offline, be.MaxConnections = d.Weight, d.Backup, d.Drain, d.Offline, d.MaxConnections
+		return true
+	})
+}
+
+func (e *Emulator) classicDeleteBackend(rc *requestContext) (*response, error) {
+	return e.classicChangeBackend(rc, "DeleteBackend", func(*loadbalancer.Backend) bool { return false })
+}
+
+// classicChangeBackend applies change to one backend when the work request
+// succeeds; change returns false to delete it.
+func (e *Emulator) classicChangeBackend(rc *requestContext, operation string, change func(*loadbalancer.Backend) bool) (*response, error) {
+	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(set.Backends, func(be loadbalancer.Backend) bool { return *be.Name == backend }) {
+		return nil, notFound("backend " + backend)
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {
+		s := b.classic.BackendSets[name]
+		var kept []loadbalancer.Backend
+		for _, be := range s.Backends {
+			if *be.Name == backend && !change(&be) {
+				continue
+			}
+			kept = append(kept, be)
+		}
+		s.Backends = append([]loadbalancer.Backend{}, kept...)
+		b.classic.BackendSets[name] = s
+		b.changed(name)
+	}})
+}
+
+func (e *Emulator) classicGetWorkRequest(rc *requestContext) (*response, error) {
+	id := rc.r.PathValue("workRequestId")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.workRequests[id]
+	if w == nil || w.balancer.classic == nil {
+		return nil, notFound("work request " + id)
+	}
+	return &response{status: http.StatusOK, body: w.classicView()}, nil
+}
+
+func (e *Emulator) classicListWorkRequests(rc *requestContext) (*response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := e.classicBalancer(rc.loadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	items := []loadbalancer.WorkRequest{}
+	for _, w := range e.newestFirst(b) {
+		items = append(items, w.classicView())
+	}
+	page, next, err := paginate(rc, items)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: page, nextPage: next}, nil
+}
+
+// newestFirst lists a load balancer's work requests, newest first.
+func (e *Emulator) newestFirst(b *balancer) []*workRequest {
+	var out []*workRequest
+	for i := len(e.workOrder) - 1; i >= 0; i-- {
+		if b == nil || e.workOrder[i].balancer == b {
+			out = append(out, e.workOrder[i])
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,176 @@
+// Package ociemu emulates the parts of the OCI Load Balancing (/20170115) and
+// Network Load Balancer (/20200501) REST APIs that a backend registrar uses,
+// closely enough that the unmodified oci-go-sdk v65 clients can be pointed at
+// it: signed requests, asynchronous writes with work requests, conflicts
+// while a load balancer is updating, etags, retry tokens and injectable
+// faults. docs/oci-emulator.md lists what is modelled and what is assumed.
+package ociemu
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Options configure an Emulator. The zero value is usable.
+type Options struct {
+	// WorkRequestLatency is how long a write's work request takes from
+	// ACCEPTED to SUCCEEDED; it is IN_PROGRESS for the second half of it.
+	// Zero completes work requests before the write returns.
+	WorkRequestLatency time.Duration
+
+	// ClassicConflictCode is the service error code of the 409 a classic
+	// load balancer returns to a write while another work request is in
+	// flight. Defaults to "Conflict"; see the comment on conflictError.
+	ClassicConflictCode string
+
+	// MaxClockSkew is how far a request's date may be from the emulator's
+	// clock. Defaults to 5 minutes, as OCI.
+	MaxClockSkew time.Duration
+
+	// HTTPAddress and HTTPSAddress are where to listen; both default to
+	// 127.0.0.1:0 (a free loopback port).
+	HTTPAddress  string
+	HTTPSAddress string
+
+	// Region appears in generated OCIDs and in the configuration providers
+	// NewUser returns. Defaults to "us-ashburn-1".
+	Region string
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClassicConflictCode == "" {
+		o.ClassicConflictCode = "Conflict"
+	}
+	if o.MaxClockSkew == 0 {
+		o.MaxClockSkew = 5 * time.Minute
+	}
+	if o.HTTPAddress == "" {
+		o.HTTPAddress = "127.0.0.1:0"
+	}
+	if o.HTTPSAddress == "" {
+		o.HTTPSAddress = "127.0.0.1:0"
+	}
+	if o.Region == "" {
+		o.Region = "us-ashburn-1"
+	}
+	return o
+}
+
+// Emulator serves both APIs over HTTP and HTTPS on loopback. All methods are
+// safe for concurrent use.
+type Emulator struct {
+	opts Options
+
+	httpListener  net.Listener
+	httpsListener net.Listener
+	server        *http.Server
+	tlsServer     *http.Server
+	ca            *certAuthority
+
+	mu            sync.Mutex
+	keys          map[string]*registeredKey // by keyId
+	balancers     map[string]*balancer      // by OCID
+	workRequests  map[string]*workRequest   // by OCID
+	workOrder     []*workRequest            // creation order
+	retryTokens   map[string]retryEntry
+	faults        []*faultEntry
+	nextFaultID   int
+	calls         []Call
+	counters      counters
+	forwarders    []*forwarder
+	closed        bool
+	pendingTimers map[*time.Timer]struct{}
+}
+
+// Start serves the emulator over plain HTTP and over HTTPS, by default on two
+// free loopback ports; the HTTPS certificate comes from a freshly generated
+// CA valid for 127.0.0.1, ::1 and localhost.
+func Start(opts Options) (*Emulator, error) {
+	e := newEmulator(opts)
+	ca, err := newCertAuthority()
+	if err != nil {
+		return nil, err
+	}
+	e.ca = ca
+	if e.httpListener, err = net.Listen("tcp", e.opts.HTTPAddress); err != nil {
+		return nil, err
+	}
+	if e.httpsListener, err = net.Listen("tcp", e.opts.HTTPSAddress); err != nil {
+		e.httpListener.Close()
+		return nil, err
+	}
+	handler := e.Handler()
+	e.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	e.tlsServer = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{ca.serverCert}, MinVersion: tls.VersionTLS12},
+	}
+	go e.server.Serve(e.httpListener)
+	go e.tlsServer.ServeTLS(e.httpsListener, "", "")
+	return e, nil
+}
+
+func newEmulator(opts Options) *Emulator {
+	return &Emulator{
+		opts:          opts.withDefaults(),
+		keys:          map[string]*registeredKey{},
+		balancers:     map[string]*balancer{},
+		workRequests:  map[string]*workRequest{},
+		retryTokens:   map[string]retryEntry{},
+		counters:      newCounters(),
+		pendingTimers: map[*time.Timer]struct{}{},
+	}
+}
+
+// URL is the plain HTTP endpoint, to be set as an SDK client's Host.
+func (e *Emulator) URL() string { return "http://" + e.httpListener.Addr().String() }
+
+// HTTPSURL is the HTTPS endpoint; clients must trust CACertPEM.
+func (e *Emulator) HTTPSURL() string { return "https://" + e.httpsListener.Addr().String() }
+
+// CACertPEM is the CA certificate that signed the HTTPS endpoint's certificate.
+func (e *Emulator) CACertPEM() []byte { return e.ca.certPEM }
+
+// TLSClientConfig trusts only the emulator's CA.
+func (e *Emulator) TLSClientConfig() *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(e.ca.cert)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// HTTPClient is an *http.Client for the HTTPS endpoint, suitable as an SDK
+// client's BaseClient.HTTPClient.
+func (e *Emulator) HTTPClient() *http.Client {
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: e.TLSClientConfig(), ForceAttemptHTTP2: true},
+	}
+}
+
+// Close stops serving, stops pending work request timers and closes
+// forwarders. Work requests still in flight stay as they are.
+func (e *Emulator) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	for t := range e.pendingTimers {
+		t.Stop()
+	}
+	e.pendingTimers = nil
+	forwarders := e.forwarders
+	e.forwarders = nil
+	e.mu.Unlock()
+	for _, f := range forwarders {
+		f.close()
+	}
+	var errs []error
+	if e.server != nil {
+		errs = append(errs, e.server.Close(), e.tlsServer.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,149 @@
+package ociemu
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// forwarder is a TCP listener standing in for a load balancer listener: each
+// connection goes to the next registered backend of one backend set that is
+// neither drained nor offline (backup backends only when no other is left),
+// so an end-to-end test can prove traffic reaches a registered address.
+type forwarder struct {
+	e              *Emulator
+	listener       net.Listener
+	loadBalancerID string
+	backendSet     string
+
+	mu    sync.Mutex
+	next  int
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// Forward opens a loopback TCP listener that forwards to the backend set's
+// eligible backends as they are at each new connection, and returns its
+// address. It is closed with the emulator.
+func (e *Emulator) Forward(loadBalancerID, backendSet string) (string, error) {
+	if _, err := e.Backends(loadBalancerID, backendSet); err != nil {
+		return "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	f := &forwarder{e: e, listener: l, loadBalancerID: loadBalancerID, backendSet: backendSet, conns: map[net.Conn]struct{}{}}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		l.Close()
+		return "", fmt.Errorf("emulator is closed")
+	}
+	e.forwarders = append(e.forwarders, f)
+	e.mu.Unlock()
+	f.wg.Add(1)
+	go f.serve()
+	return l.Addr().String(), nil
+}
+
+func (f *forwarder) serve() {
+	defer f.wg.Done()
+	for {
+		c, err := f.listener.Accept()
+		if err != nil {
+			return
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.handle(c)
+		}()
+	}
+}
+
+func (f *forwarder) target() (string, bool) {
+	backends, err := f.e.Backends(f.loadBalancerID, f.backendSet)
+	if err != nil {
+		return "", false
+	}
+	var primary, backup []string
+	for _, b := range backends {
+		if b.Drain || b.Offline || b.IPAddress == "" {
+			continue
+		}
+		addr := net.JoinHostPort(b.IPAddress, strconv.Itoa(b.Port))
+		if b.Backup {
+			backup = append(backup, addr)
+		} else {
+			primary = append(primary, addr)
+		}
+	}
+	if len(primary) == 0 {
+		primary = backup
+	}
+	if len(primary) == 0 {
+		return "", false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	return primary[f.next%len(primary)], true
+}
+
+func (f *forwarder) track(c net.Conn, add bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !add {
+		delete(f.conns, c)
+		return true
+	}
+	if f.conns == nil {
+		return false
+	}
+	f.conns[c] = struct{}{}
+	return true
+}
+
+func (f *forwarder) handle(client net.Conn) {
+	defer client.Close()
+	addr, ok := f.target()
+	if !ok {
+		return
+	}
+	backend, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer backend.Close()
+	if !f.track(client, true) || !f.track(backend, true) {
+		return
+	}
+	defer f.track(client, false)
+	defer f.track(backend, false)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(backend, client)
+	go pipe(client, backend)
+	<-done
+	<-done
+}
+
+func (f *forwarder) close() {
+	f.listener.Close()
+	f.mu.Lock()
+	for c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+	f.mu.Unlock()
+	f.wg.Wait()
+}

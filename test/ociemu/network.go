@@ -1,0 +1,341 @@
+package ociemu
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+)
+
+// registerNetwork serves the Network Load Balancer API.
+func (e *Emulator) registerNetwork(mux *http.ServeMux) {
+	const nlb = "/20200501/networkLoadBalancers/{networkLoadBalancerId}"
+	const set = nlb + "/backendSets/{backendSetName}"
+	e.route(mux, "GET "+nlb, "GetNetworkLoadBalancer", false, e.networkGetLoadBalancer)
+	e.route(mux, "GET "+nlb+"/backendSets", "ListBackendSets", false, e.networkListBackendSets)
+	e.route(mux, "GET "+set, "GetBackendSet", false, e.networkGetBackendSet)
+	e.route(mux, "PUT "+set, "UpdateBackendSet", true, e.networkUpdateBackendSet)
+	e.route(mux, "GET "+set+"/backends", "ListBackends", false, e.networkListBackends)
+	e.route(mux, "POST "+set+"/backends", "CreateBackend", true, e.networkCreateBackend)
+	e.route(mux, "GET "+set+"/backends/{backendName}", "GetBackend", false, e.networkGetBackend)
+	e.route(mux, "PUT "+set+"/backends/{backendName}", "UpdateBackend", true, e.networkUpdateBackend)
+	e.route(mux, "DELETE "+set+"/backends/{backendName}", "DeleteBackend", true, e.networkDeleteBackend)
+	e.route(mux, "GET /20200501/workRequests/{workRequestId}", "GetWorkRequest", false, e.networkGetWorkRequest)
+	e.route(mux, "GET /20200501/workRequests", "ListWorkRequests", false, e.networkListWorkRequests)
+}
+
+func (e *Emulator) networkBalancer(id string) (*balancer, *apiError) {
+	b := e.balancers[id]
+	if b == nil || b.network == nil {
+		return nil, notFound("network load balancer " + id)
+	}
+	return b, nil
+}
+
+func (e *Emulator) networkBackendSet(id, name string) (*balancer, networkloadbalancer.BackendSet, *apiError) {
+	b, err := e.networkBalancer(id)
+	if err != nil {
+		return nil, networkloadbalancer.BackendSet{}, err
+	}
+	set, ok := b.network.BackendSets[name]
+	if !ok {
+		return nil, networkloadbalancer.BackendSet{}, notFound("backend set " + name)
+	}
+	return b, set, nil
+}
+
+// readAnswer is a GET's answer with the etag, or 304 when If-None-Match
+// names the current etag.
+func readAnswer(rc *requestContext, body any, etag string) *response {
+	if inm := rc.header("if-none-match"); inm != "" && inm == etag {
+		return &response{status: http.StatusNotModified, etag: etag}
+	}
+	return &response{status: http.StatusOK, body: body, etag: etag}
+}
+
+func (e *Emulator) networkGetLoadBalancer(rc *requestContext) (*response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := e.networkBalancer(rc.loadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	return readAnswer(rc, copyJSON(*b.network), b.etag()), nil
+}
+
+func (e *Emulator) networkListBackendSets(rc *requestContext) (*response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := e.networkBalancer(rc.loadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	items := []networkloadbalancer.BackendSetSummary{}
+	for _, name := range sortedKeys(b.network.BackendSets) {
+		s := copyJSON(b.network.BackendSets[name])
+		items = append(items, networkloadbalancer.BackendSetSummary{
+			Name: s.Name, Policy: s.Policy, Backends: s.Backends, HealthChecker: s.HealthChecker,
+			IsPreserveSource: s.IsPreserveSource, IsFailOpen: s.IsFailOpen, IsInstantFailoverEnabled: s.IsInstantFailoverEnabled,
+			IsInstantFailoverTcpResetEnabled:        s.IsInstantFailoverTcpResetEnabled,
+			AreOperationallyActiveBackendsPreferred: s.AreOperationallyActiveBackendsPreferred, IpVersion: s.IpVersion,
+		})
+	}
+	page, next, err := paginate(rc, items)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: networkloadbalancer.BackendSetCollection{Items: page}, nextPage: next}, nil
+}
+
+func (e *Emulator) networkGetBackendSet(rc *requestContext) (*response, error) {
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	return readAnswer(rc, copyJSON(set), b.setEtag(name)), nil
+}
+
+var networkPolicies = []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}
+
+// networkUpdateBackendSet replaces a backend set. Every field of the
+// request is optional. Omitted backends and health checker are kept;
+// omitted settings (policy, source preservation, fail-open, instant
+// failover, IP version) are reset to their defaults, so a client that
+// does not carry them over loses them.
+func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error) {
+	var d networkloadbalancer.UpdateBackendSetDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, current, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	updated := networkloadbalancer.BackendSet{
+		Name:                                    common.String(name),
+		HealthChecker:                           current.HealthChecker,
+		Backends:                                current.Backends,
+		Policy:                                  networkloadbalancer.NetworkLoadBalancingPolicyFiveTuple,
+		IsPreserveSource:                        orDefault(d.IsPreserveSource, true),
+		IsFailOpen:                              orDefault(d.IsFailOpen, false),
+		IsInstantFailoverEnabled:                orDefault(d.IsInstantFailoverEnabled, false),
+		IsInstantFailoverTcpResetEnabled:        orDefault(d.IsInstantFailoverTcpResetEnabled, false),
+		AreOperationallyActiveBackendsPreferred: orDefault(d.AreOperationallyActiveBackendsPreferred, false),
+		IpVersion:                               networkloadbalancer.IpVersionIpv4,
+	}
+	if d.Policy != nil {
+		if !slices.Contains(networkPolicies, *d.Policy) {
+			return nil, invalidParameter("policy " + *d.Policy + " is not one of TWO_TUPLE, THREE_TUPLE, FIVE_TUPLE")
+		}
+		updated.Policy = networkloadbalancer.NetworkLoadBalancingPolicyEnum(*d.Policy)
+	}
+	if d.IpVersion != "" {
+		updated.IpVersion = d.IpVersion
+	}
+	if hc := d.HealthChecker; hc != nil {
+		if _, ok := networkloadbalancer.GetMappingHealthCheckProtocolsEnum(string(hc.Protocol)); !ok {
+			return nil, invalidParameter("healthChecker.protocol " + string(hc.Protocol) + " is not valid")
+		}
+		updated.HealthChecker = &networkloadbalancer.HealthChecker{
+			Protocol: hc.Protocol, Port: hc.Port, Retries: hc.Retries, TimeoutInMillis: hc.TimeoutInMillis,
+			IntervalInMillis: hc.IntervalInMillis, UrlPath: hc.UrlPath, ResponseBodyRegex: hc.ResponseBodyRegex,
+			ReturnCode: hc.ReturnCode, RequestData: hc.RequestData, ResponseData: hc.ResponseData, Dns: hc.Dns,
+		}
+	}
+	if d.Backends != nil {
+		updated.Backends = []networkloadbalancer.Backend{}
+		seen := map[string]bool{}
+		for i, bd := range d.Backends {
+			be, err := networkBackend(networkloadbalancer.Backend{Port: bd.Port, IpAddress: bd.IpAddress, TargetId: bd.TargetId,
+				Weight: bd.Weight, IsDrain: bd.IsDrain, IsBackup: bd.IsBackup, IsOffline: bd.IsOffline})
+			if err != nil {
+				return nil, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
+			}
+			if seen[*be.Name] {
+				return nil, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
+			}
+			seen[*be.Name] = true
+			updated.Backends = append(updated.Backends, be)
+		}
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: "UpdateBackendSet", backendSet: name, apply: func() {
+		b.network.BackendSets[name] = updated
+		b.changed(name)
+	}})
+}
+
+// networkBackend validates a backend and fills in its name and defaults.
+// The name, when not given, is ip:port or targetId:port.
+func networkBackend(be networkloadbalancer.Backend) (networkloadbalancer.Backend, *apiError) {
+	if be.Port == nil {
+		return be, invalidParameter("port is required")
+	}
+	if deref(be.IpAddress) == "" && deref(be.TargetId) == "" {
+		return be, invalidParameter("ipAddress or targetId is required")
+	}
+	if be.Name == nil {
+		be.Name = common.String(networkBackendName(be.IpAddress, be.TargetId, *be.Port))
+	}
+	be.Weight = orDefault(be.Weight, 1)
+	be.IsDrain = orDefault(be.IsDrain, false)
+	be.IsBackup = orDefault(be.IsBackup, false)
+	be.IsOffline = orDefault(be.IsOffline, false)
+	return be, nil
+}
+
+func (e *Emulator) networkListBackends(rc *requestContext) (*response, error) {
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	items := []networkloadbalancer.BackendSummary{}
+	for _, be := range copyJSON(set.Backends) {
+		items = append(items, networkloadbalancer.BackendSummary(be))
+	}
+	page, next, err := paginate(rc, items)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: networkloadbalancer.BackendCollection{Items: page}, nextPage: next}, nil
+}
+
+func (e *Emulator) networkGetBackend(rc *requestContext) (*response, error) {
+	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(set.Backends, func(be networkloadbalancer.Backend) bool { return *be.Name == backend })
+	if i < 0 {
+		return nil, notFound("backend " + backend)
+	}
+	return readAnswer(rc, copyJSON(set.Backends[i]), b.setEtag(name)), nil
+}
+
+func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
+	var d networkloadbalancer.CreateBackendDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	name := rc.r.PathValue("backendSetName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	be, err := networkBackend(networkloadbalancer.Backend{Port: d.Port, Name: d.Name, IpAddress: d.IpAddress, TargetId: d.TargetId,
+		Weight: d.Weight, IsDrain: d.IsDrain, IsBackup: d.IsBackup, IsOffline: d.IsOffline})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range set.Backends {
+		if *o.Name == *be.Name || (*o.Port == *be.Port && deref(o.IpAddress) == deref(be.IpAddress) && deref(o.TargetId) == deref(be.TargetId)) {
+			return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
+		}
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: "CreateBackend", backendSet: name, apply: func() {
+		s := b.network.BackendSets[name]
+		s.Backends = append(slices.Clone(s.Backends), be)
+		b.network.BackendSets[name] = s
+		b.changed(name)
+	}})
+}
+
+// networkUpdateBackend changes only the fields the request sets.
+func (e *Emulator) networkUpdateBackend(rc *requestContext) (*response, error) {
+	var d networkloadbalancer.UpdateBackendDetails
+	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	return e.networkChangeBackend(rc, "UpdateBackend", func(be *networkloadbalancer.Backend) bool {
+		be.Weight = orDefault(d.Weight, *be.Weight)
+		be.IsBackup = orDefault(d.IsBackup, *be.IsBackup)
+		be.IsDrain = orDefault(d.IsDrain, *be.IsDrain)
+		be.IsOffline = orDefault(d.IsOffline, *be.IsOffline)
+		return true
+	})
+}
+
+func (e *Emulator) networkDeleteBackend(rc *requestContext) (*response, error) {
+	return e.networkChangeBackend(rc, "DeleteBackend", func(*networkloadbalancer.Backend) bool { return false })
+}
+
+func (e *Emulator) networkChangeBackend(rc *requestContext, operation string, change func(*networkloadbalancer.Backend) bool) (*response, error) {
+	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(set.Backends, func(be networkloadbalancer.Backend) bool { return *be.Name == backend }) {
+		return nil, notFound("backend " + backend)
+	}
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {
+		s := b.network.BackendSets[name]
+		kept := []networkloadbalancer.Backend{}
+		for _, be := range s.Backends {
+			if *be.Name == backend && !change(&be) {
+				continue
+			}
+			kept = append(kept, be)
+		}
+		s.Backends = kept
+		b.network.BackendSets[name] = s
+		b.changed(name)
+	}})
+}
+
+func (e *Emulator) networkGetWorkRequest(rc *requestContext) (*response, error) {
+	id := rc.r.PathValue("workRequestId")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.workRequests[id]
+	if w == nil || w.balancer.network == nil {
+		return nil, notFound("work request " + id)
+	}
+	return &response{status: http.StatusOK, body: w.networkView()}, nil
+}
+
+// networkListWorkRequests lists a compartment's NLB work requests, newest first.
+func (e *Emulator) networkListWorkRequests(rc *requestContext) (*response, error) {
+	compartment := rc.r.URL.Query().Get("compartmentId")
+	if compartment == "" {
+		return nil, invalidParameter("compartmentId is required")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	items := []networkloadbalancer.WorkRequestSummary{}
+	for _, w := range e.newestFirst(nil) {
+		if w.balancer.network != nil && w.balancer.compartment() == compartment {
+			items = append(items, w.networkSummary())
+		}
+	}
+	page, next, err := paginate(rc, items)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: networkloadbalancer.WorkRequestCollection{Items: page}, nextPage: next}, nil
+}

@@ -1,0 +1,355 @@
+package ociemu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// apiError is an OCI error response: a status and a service error code.
+type apiError struct {
+	status     int
+	code       string
+	message    string
+	retryAfter time.Duration
+	injected   bool
+	authReason string // why authentication failed; logged, never returned
+}
+
+func (e *apiError) Error() string { return strconv.Itoa(e.status) + " " + e.code + ": " + e.message }
+
+func notFound(what string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "NotAuthorizedOrNotFound",
+		message: "Authorization failed or requested resource not found: " + what}
+}
+
+func invalidParameter(message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "InvalidParameter", message: message}
+}
+
+// response is a successful answer.
+type response struct {
+	status        int
+	body          any
+	etag          string
+	workRequestID string
+	nextPage      string
+}
+
+// requestContext is one API request on its way through the emulator.
+type requestContext struct {
+	r               *http.Request
+	body            []byte
+	operation       string
+	loadBalancerID  string
+	failWorkRequest bool
+	stuckBy         *faultEntry
+}
+
+func (rc *requestContext) header(name string) string { return rc.r.Header.Get(name) }
+
+// decode reads the JSON body into v; unknown fields are ignored as the
+// service does for forward compatibility.
+func (rc *requestContext) decode(v any) *apiError {
+	if err := json.Unmarshal(rc.body, v); err != nil {
+		return invalidParameter("The request body is not valid JSON: " + err.Error())
+	}
+	return nil
+}
+
+type opHandler func(rc *requestContext) (*response, error)
+
+// Handler serves both APIs and the /admin/ endpoints. Start serves it; it is
+// exported so the emulator can also be mounted in another server.
+func (e *Emulator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	e.registerClassic(mux)
+	e.registerNetwork(mux)
+	e.registerAdmin(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, newRequestID(r.Header.Get("opc-request-id")), notFound(r.URL.Path))
+	})
+	return mux
+}
+
+// route registers one API operation: the request is authenticated, faults
+// are applied, the handler runs and the call is logged.
+func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite bool, h opHandler) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		rc := &requestContext{r: r, body: body, operation: operation,
+			loadBalancerID: r.PathValue("loadBalancerId") + r.PathValue("networkLoadBalancerId")}
+		if id := r.PathValue("workRequestId"); id != "" {
+			rc.loadBalancerID = e.workRequestBalancer(id)
+		}
+		requestID := newRequestID(r.Header.Get("opc-request-id"))
+		resp, err := e.serve(rc, h, isWrite, start)
+		call := Call{
+			Time: start.UTC(), Method: r.Method, Path: r.URL.Path, Operation: operation,
+			LoadBalancerID: rc.loadBalancerID, RequestID: requestID,
+			RetryToken: r.Header.Get("opc-retry-token"), IfMatch: r.Header.Get("if-match"),
+		}
+		var apiErr *apiError
+		switch {
+		case errors.As(err, &apiErr):
+			call.Status, call.Code, call.Fault, call.AuthError = apiErr.status, apiErr.code, apiErr.injected, apiErr.authReason
+			writeError(w, requestID, apiErr)
+		case err != nil:
+			apiErr = &apiError{status: http.StatusInternalServerError, code: "InternalServerError", message: err.Error()}
+			call.Status, call.Code = apiErr.status, apiErr.code
+			writeError(w, requestID, apiErr)
+		default:
+			call.Status, call.WorkRequestID = resp.status, resp.workRequestID
+			writeResponse(w, requestID, resp)
+		}
+		e.record(call)
+	})
+}
+
+func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time.Time) (*response, error) {
+	if err := e.authenticate(rc.r, rc.body, now); err != nil {
+		return nil, &apiError{status: http.StatusUnauthorized, code: "NotAuthenticated",
+			message:    "The required information to complete authentication was not provided or was incorrect.",
+			authReason: err.Error()}
+	}
+	eff := e.matchFaults(rc.operation, rc.loadBalancerID, isWrite)
+	if eff.delay > 0 {
+		select {
+		case <-time.After(eff.delay):
+		case <-rc.r.Context().Done():
+			return nil, rc.r.Context().Err()
+		}
+	}
+	if eff.err != nil {
+		return nil, eff.err
+	}
+	rc.failWorkRequest, rc.stuckBy = eff.failWorkRequest, eff.stuckBy
+	if !isWrite {
+		return h(rc)
+	}
+	return e.idempotent(rc, h)
+}
+
+// retryEntry remembers the answer to a write made with a retry token.
+type retryEntry struct {
+	request  string // method, path and body digest
+	response response
+}
+
+// idempotent replays the earlier answer to a write retried with the same
+// opc-retry-token, and rejects a token reused for a different request.
+func (e *Emulator) idempotent(rc *requestContext, h opHandler) (*response, error) {
+	token := rc.header("opc-retry-token")
+	if token == "" {
+		return h(rc)
+	}
+	digest := sha256.Sum256(rc.body)
+	request := rc.r.Method + " " + rc.r.URL.Path + " " + hex.EncodeToString(digest[:])
+	key := rc.r.Header.Get("Authorization")
+	if _, after, ok := strings.Cut(key, `keyId="`); ok {
+		key, _, _ = strings.Cut(after, `"`)
+	}
+	key += "\x00" + token
+	e.mu.Lock()
+	prior, seen := e.retryTokens[key]
+	e.mu.Unlock()
+	if seen {
+		if prior.request != request {
+			return nil, &apiError{status: http.StatusConflict, code: "InvalidatedRetryToken",
+				message: "The retry token was already used for a different request"}
+		}
+		replay := prior.response
+		return &replay, nil
+	}
+	resp, err := h(rc)
+	if err == nil {
+		e.mu.Lock()
+		e.retryTokens[key] = retryEntry{request: request, response: *resp}
+		e.mu.Unlock()
+	}
+	return resp, err
+}
+
+func newRequestID(clientID string) string {
+	id := strings.ToUpper(strings.ReplaceAll(newOCID("x", "")[len("ocid1.x.oc1.."):], "-", ""))
+	if clientID != "" {
+		return clientID + "/" + id
+	}
+	return id
+}
+
+func writeResponse(w http.ResponseWriter, requestID string, resp *response) {
+	h := w.Header()
+	h.Set("opc-request-id", requestID)
+	if resp.etag != "" {
+		h.Set("etag", resp.etag)
+	}
+	if resp.workRequestID != "" {
+		h.Set("opc-work-request-id", resp.workRequestID)
+	}
+	if resp.nextPage != "" {
+		h.Set("opc-next-page", resp.nextPage)
+	}
+	if resp.body == nil {
+		w.WriteHeader(resp.status)
+		return
+	}
+	data, err := marshalWithoutNulls(resp.body)
+	if err != nil {
+		writeError(w, requestID, &apiError{status: 500, code: "InternalServerError", message: err.Error()})
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(resp.status)
+	w.Write(data)
+}
+
+func writeError(w http.ResponseWriter, requestID string, e *apiError) {
+	h := w.Header()
+	h.Set("opc-request-id", requestID)
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("retry-after", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(e.status)
+	json.NewEncoder(w).Encode(map[string]string{"code": e.code, "message": e.message})
+}
+
+// writeJSON answers an admin request, indented for people.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := marshalWithoutNulls(v)
+	var buf bytes.Buffer
+	if err == nil {
+		err = json.Indent(&buf, data, "", "  ")
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	buf.WriteByte('\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// marshalWithoutNulls marshals v and drops object members that are null:
+// the SDK's structs marshal unset fields as null, while the services leave
+// them out.
+func marshalWithoutNulls(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	return json.Marshal(dropNulls(tree))
+}
+
+func dropNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, member := range v {
+			if member == nil {
+				delete(v, k)
+			} else {
+				v[k] = dropNulls(member)
+			}
+		}
+	case []any:
+		for i := range v {
+			v[i] = dropNulls(v[i])
+		}
+	}
+	return v
+}
+
+// Call is one API request as the emulator saw and answered it.
+type Call struct {
+	Time           time.Time `json:"time"`
+	Method         string    `json:"method"`
+	Path           string    `json:"path"`
+	Operation      string    `json:"operation"`
+	LoadBalancerID string    `json:"loadBalancerId,omitempty"`
+	Status         int       `json:"status"`
+	Code           string    `json:"code,omitempty"` // service error code of an error answer
+	RequestID      string    `json:"requestId"`
+	WorkRequestID  string    `json:"workRequestId,omitempty"`
+	RetryToken     string    `json:"retryToken,omitempty"`
+	IfMatch        string    `json:"ifMatch,omitempty"`
+	Fault          bool      `json:"fault,omitempty"`     // answered by an injected fault
+	AuthError      string    `json:"authError,omitempty"` // why the signature was rejected
+}
+
+type counters struct {
+	Requests     int
+	Writes       map[string]int
+	Conflicts    int
+	WorkRequests int
+}
+
+func newCounters() counters { return counters{Writes: map[string]int{}} }
+
+// Counters are running totals since the emulator started or ResetCalls.
+type Counters struct {
+	Requests int `json:"requests"`
+	// Writes counts accepted writes (work requests created) per load balancer.
+	Writes map[string]int `json:"writes"`
+	// Conflicts counts 409s returned because a load balancer was busy.
+	Conflicts    int `json:"conflicts"`
+	WorkRequests int `json:"workRequests"`
+}
+
+func (e *Emulator) record(c Call) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, c)
+	e.counters.Requests++
+}
+
+// Calls returns the call log, oldest first.
+func (e *Emulator) Calls() []Call {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Call(nil), e.calls...)
+}
+
+// Counters returns a snapshot of the counters.
+func (e *Emulator) Counters() Counters {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.counters
+	return Counters{Requests: c.Requests, Writes: maps.Clone(c.Writes), Conflicts: c.Conflicts, WorkRequests: c.WorkRequests}
+}
+
+// ResetCalls empties the call log and zeroes the counters.
+func (e *Emulator) ResetCalls() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = nil
+	e.counters = newCounters()
+}
+
+// workRequestBalancer is the OCID of the load balancer a work request
+// changes, so faults and the call log can name it.
+func (e *Emulator) workRequestBalancer(id string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if w := e.workRequests[id]; w != nil {
+		return w.balancer.id()
+	}
+	return ""
+}
