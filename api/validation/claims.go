@@ -1,0 +1,152 @@
+package validation
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/conversion"
+)
+
+// A claim is the pair (load balancer, backend set) that one LBRegistrar
+// registers into. Two resources must never claim the same pair: each would
+// overwrite or deregister the other's backends, and their writes would race
+// on the load balancer.
+//
+// The webhook rejects a new overlap by reading its informer cache through the
+// ClaimIndexField index. Two creates admitted at the same instant both miss
+// each other in the cache; the reconciler closes that race by giving the
+// contested claim to the resource Precedes picks and setting the Conflict
+// condition on the other, which then registers nothing in that backend set.
+const (
+	// ClaimIndexField is the field index, over *v1beta1.LBRegistrar, from a
+	// claim key (ClaimKeys) to the resources that hold that claim.
+	ClaimIndexField = "spec.backendSetClaims"
+
+	// ReplacesAnnotation lists, comma-separated, the names of LBRegistrars
+	// this one replaces (lbregistrar migrate writes it on the merged
+	// resource). A claim overlap with a resource named there is allowed, so
+	// that the replacement can be created before the old resources are
+	// deleted, and the replacing resource keeps the contested claims.
+	ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
+)
+
+// ClaimKey is the index key of one (load balancer, backend set) claim. Both
+// parts are quoted, so no two pairs share a key whatever they contain.
+func ClaimKey(loadBalancerID, backendSetName string) string {
+	return strconv.Quote(loadBalancerID) + "/" + strconv.Quote(backendSetName)
+}
+
+// ClaimKeys returns the claim keys of a spec, each once, in order of first use.
+func ClaimKeys(spec *v1beta1.LBRegistrarSpec) []string {
+	keys := make([]string, 0, len(spec.Services))
+	for i := range spec.Services {
+		key := ClaimKey(spec.LoadBalancerID, spec.Services[i].BackendSetName)
+		if !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// IndexClaims is the indexer function of ClaimIndexField, for
+// mgr.GetFieldIndexer().IndexField(ctx, &v1beta1.LBRegistrar{}, ClaimIndexField, IndexClaims).
+func IndexClaims(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	return ClaimKeys(&lbr.Spec)
+}
+
+// Precedes reports whether a keeps a claim that a and b both hold: a resource
+// that replaces the other wins, then the older one, then the one whose name
+// sorts first. A resource not yet created (no creationTimestamp) is the
+// newest. The reconciler sets the Conflict condition on the loser.
+func Precedes(a, b *v1beta1.LBRegistrar) bool {
+	if ar, br := replaces(a, b.Name), replaces(b, a.Name); ar != br {
+		return ar
+	}
+	at, bt := a.CreationTimestamp, b.CreationTimestamp
+	switch {
+	case at.Equal(&bt):
+		return a.Name < b.Name
+	case at.IsZero():
+		return false
+	case bt.IsZero():
+		return true
+	}
+	return at.Before(&bt)
+}
+
+// replaces reports whether obj's ReplacesAnnotation names name.
+func replaces(obj *v1beta1.LBRegistrar, name string) bool {
+	for _, n := range strings.Split(obj.Annotations[ReplacesAnnotation], ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateClaims rejects every target of obj whose (load balancer, backend
+// set) another resource already claims. claimants are the resources found
+// through ClaimIndexField for obj's keys; obj itself and resources linked to
+// it by ReplacesAnnotation (either way) are skipped. Each error names the
+// other resource.
+func ValidateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) field.ErrorList {
+	return validateClaims(obj, claimants, hubPaths(specPath))
+}
+
+// ValidateV1alpha1Claims is ValidateClaims for a v1alpha1 object, with errors
+// on the fields the user wrote.
+func ValidateV1alpha1Claims(obj *v1alpha1.LBRegistrar, claimants []v1beta1.LBRegistrar) field.ErrorList {
+	hub := &v1beta1.LBRegistrar{ObjectMeta: obj.ObjectMeta, Spec: conversion.NormalizeSpec(&obj.Spec)}
+	return validateClaims(hub, claimants, alphaPaths(&obj.Spec))
+}
+
+func validateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar, paths specPaths) field.ErrorList {
+	// owner maps each contested claim key to the first other resource, by
+	// name, holding it, so the result does not depend on cache order.
+	var owner map[string]string
+	for i := range claimants {
+		c := &claimants[i]
+		if c.Name == obj.Name || replaces(obj, c.Name) || replaces(c, obj.Name) {
+			continue
+		}
+		for _, key := range ClaimKeys(&c.Spec) {
+			if prev, ok := owner[key]; !ok || c.Name < prev {
+				if owner == nil {
+					owner = map[string]string{}
+				}
+				owner[key] = c.Name
+			}
+		}
+	}
+	if owner == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i := range obj.Spec.Services {
+		t := &obj.Spec.Services[i]
+		other, ok := owner[ClaimKey(obj.Spec.LoadBalancerID, t.BackendSetName)]
+		if !ok {
+			continue
+		}
+		errs = append(errs, &field.Error{
+			Type:     field.ErrorTypeDuplicate,
+			Field:    paths.target(i).backendSetName.String(),
+			BadValue: t.BackendSetName,
+			Detail: fmt.Sprintf("backend set %q of load balancer %s is already claimed by LBRegistrar %q; add this target to that resource, or name it in the %s annotation if this resource replaces it",
+				t.BackendSetName, obj.Spec.LoadBalancerID, other, ReplacesAnnotation),
+			Origin: RuleClaimConflict,
+		})
+	}
+	return errs
+}

@@ -1,0 +1,131 @@
+package validation
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+func TestClaimKeys(t *testing.T) {
+	obj := validHub("a")
+	obj.Spec.Services[1].BackendSetName = "ingress" // shares a set with entry 0
+	got := ClaimKeys(&obj.Spec)
+	want := []string{ClaimKey(testNLB, "ingress"), ClaimKey(testNLB, "edge")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClaimKeys = %q, want %q", got, want)
+	}
+	if !slices.Equal(IndexClaims(obj), want) {
+		t.Errorf("IndexClaims = %q, want %q", IndexClaims(obj), want)
+	}
+	if IndexClaims(&v1alpha1.LBRegistrar{}) != nil {
+		t.Error("IndexClaims of another type should be nil")
+	}
+	// The encoding is unambiguous even for values no valid object holds.
+	if ClaimKey("a/b", "c") == ClaimKey("a", "b/c") || ClaimKey(`a"`, "b") == ClaimKey("a", `"b`) {
+		t.Error("two different claims share a key")
+	}
+}
+
+func at(sec int64) metav1.Time { return metav1.NewTime(time.Unix(sec, 0)) }
+
+func TestPrecedes(t *testing.T) {
+	named := func(name string, created metav1.Time, replaces string) *v1beta1.LBRegistrar {
+		obj := validHub(name)
+		obj.CreationTimestamp = created
+		if replaces != "" {
+			obj.Annotations = map[string]string{ReplacesAnnotation: replaces}
+		}
+		return obj
+	}
+	tests := []struct {
+		name string
+		a, b *v1beta1.LBRegistrar
+		want bool
+	}{
+		{"older wins", named("b", at(1), ""), named("a", at(2), ""), true},
+		{"newer loses", named("a", at(2), ""), named("b", at(1), ""), false},
+		{"same age: name", named("a", at(1), ""), named("b", at(1), ""), true},
+		{"same age: name, reversed", named("b", at(1), ""), named("a", at(1), ""), false},
+		{"replacement wins though newer", named("new", at(9), "x, old"), named("old", at(1), ""), true},
+		{"replaced loses though older", named("old", at(1), ""), named("new", at(9), "old"), false},
+		{"not yet created is newest", named("a", metav1.Time{}, ""), named("b", at(9), ""), false},
+		{"created beats not yet created", named("b", at(9), ""), named("a", metav1.Time{}, ""), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Precedes(tt.a, tt.b); got != tt.want {
+				t.Errorf("Precedes = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateClaims(t *testing.T) {
+	other := validHub("other")
+	other.Spec.Services = other.Spec.Services[:1] // claims (NLB, ingress)
+	unrelated := validHub("unrelated")
+	unrelated.Spec.LoadBalancerID = testLB
+
+	t.Run("conflict names the other resource and the entry", func(t *testing.T) {
+		obj := validHub("a")
+		errs := ValidateClaims(obj, []v1beta1.LBRegistrar{*unrelated, *other})
+		checkFailures(t, errs, []failure{{"spec.services[0].backendSetName", RuleClaimConflict}})
+		if msg := errs.ToAggregate().Error(); !strings.Contains(msg, `"other"`) || !strings.Contains(msg, "ingress") {
+			t.Errorf("error %q should name the other resource and the backend set", msg)
+		}
+	})
+	t.Run("every entry in a contested set is reported", func(t *testing.T) {
+		obj := validHub("a")
+		obj.Spec.Services[1].BackendSetName = "ingress"
+		errs := ValidateClaims(obj, []v1beta1.LBRegistrar{*other})
+		checkFailures(t, errs, []failure{{"spec.services[0].backendSetName", RuleClaimConflict}, {"spec.services[1].backendSetName", RuleClaimConflict}})
+	})
+	t.Run("itself is not a conflict", func(t *testing.T) {
+		obj := validHub("a")
+		checkFailures(t, ValidateClaims(obj, []v1beta1.LBRegistrar{*obj}), nil)
+	})
+	t.Run("a replaced resource is not a conflict", func(t *testing.T) {
+		obj := validHub("a")
+		obj.Annotations = map[string]string{ReplacesAnnotation: "x,other"}
+		checkFailures(t, ValidateClaims(obj, []v1beta1.LBRegistrar{*other}), nil)
+	})
+	t.Run("the resource that replaces it is not a conflict", func(t *testing.T) {
+		replacer := other.DeepCopy()
+		replacer.Annotations = map[string]string{ReplacesAnnotation: "a"}
+		checkFailures(t, ValidateClaims(validHub("a"), []v1beta1.LBRegistrar{*replacer}), nil)
+	})
+	t.Run("the same backend set on another load balancer is free", func(t *testing.T) {
+		obj := validHub("a")
+		obj.Spec.LoadBalancerID = testLB
+		checkFailures(t, ValidateClaims(obj, []v1beta1.LBRegistrar{*other}), nil)
+	})
+	t.Run("the first claimant by name is named", func(t *testing.T) {
+		second := other.DeepCopy()
+		second.Name = "another"
+		errs := ValidateClaims(validHub("a"), []v1beta1.LBRegistrar{*other, *second})
+		if len(errs) != 1 || !strings.Contains(errs[0].Detail, `"another"`) {
+			t.Errorf("errors = %v, want one naming \"another\"", errs)
+		}
+	})
+	t.Run("v1alpha1 errors are on the v1alpha1 field", func(t *testing.T) {
+		errs := ValidateV1alpha1Claims(validAlpha("a"), []v1beta1.LBRegistrar{*other})
+		checkFailures(t, errs, []failure{{"spec.backendSetName", RuleClaimConflict}})
+	})
+	t.Run("an overlap stored before is a warning on update", func(t *testing.T) {
+		old := validHub("a")
+		obj := old.DeepCopy()
+		obj.Spec.Services[0].Weight = 3
+		claimants := []v1beta1.LBRegistrar{*other}
+		errs, warnings := Ratchet(ValidateClaims(obj, claimants), ValidateClaims(old, claimants))
+		checkFailures(t, errs, nil)
+		if len(warnings) != 1 {
+			t.Errorf("warnings = %q, want one", warnings)
+		}
+	})
+}

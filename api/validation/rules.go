@@ -1,0 +1,64 @@
+package validation
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Rule names, set as field.Error.Origin on every error this package returns.
+// They are stable: metrics and CI output use them as labels.
+const (
+	RuleLoadBalancerID  = "load-balancer-id"
+	RuleRegion          = "region"
+	RuleTenancy         = "tenancy"
+	RuleUser            = "user"
+	RuleFingerprint     = "fingerprint"
+	RuleSecretReference = "secret-reference"
+	RuleTargetRequired  = "target-required"
+	RuleTargetKind      = "target-kind"
+	RuleServiceRef      = "service-reference"
+	RulePort            = "port"
+	RuleWeight          = "weight"
+	RuleBackendSetName  = "backend-set-name"
+	RuleDuplicateTarget = "duplicate-target"
+	RuleMixedTargets    = "mixed-targets"
+	RuleImmutable       = "immutable"
+	RuleClaimConflict   = "claim-conflict"
+)
+
+// Ratchet keeps the errors of an updated object that its old version did not
+// already have, and turns the others into warnings: a rule added or tightened
+// after an object was stored must not make that object uneditable. An error
+// is "already had" when the old object broke the same rule on the same field
+// with the same value, so an edit of the faulty field is still checked.
+func Ratchet(errs, old field.ErrorList) (field.ErrorList, []string) {
+	var kept field.ErrorList
+	var warnings []string
+	for _, err := range errs {
+		if containsError(old, err) {
+			warnings = append(warnings, err.Error()+" (already present before this update)")
+			continue
+		}
+		kept = append(kept, err)
+	}
+	return kept, warnings
+}
+
+func containsError(list field.ErrorList, err *field.Error) bool {
+	for _, e := range list {
+		if e.Type == err.Type && e.Field == err.Field && e.Origin == err.Origin && reflect.DeepEqual(e.BadValue, err.BadValue) {
+			return true
+		}
+	}
+	return false
+}
+
+// asWarnings renders errors as warnings, for rules that only warn on update.
+func asWarnings(errs field.ErrorList) []string {
+	warnings := make([]string, 0, len(errs))
+	for _, err := range errs {
+		warnings = append(warnings, err.Error())
+	}
+	return warnings
+}
