@@ -1,0 +1,505 @@
+// Package reconciler keeps the backend sets named by each LBRegistrar
+// holding exactly the backends the resource should own, and nothing else in
+// the load balancer changes.
+//
+// One reconcile of a resource:
+//  1. claims: a backend set another live resource keeps (validation.Precedes)
+//     is left alone and the Conflict condition says who holds it;
+//  2. credentials from the API key's Secrets (a bad key is a condition);
+//  3. the load balancer's lane is taken, so writes to one load balancer are
+//     serialized across resources, and the desired state is computed only
+//     then, so changes that arrived while waiting are folded into this write;
+//  4. per backend set: read, plan over the ownership record, and only when
+//     something changed one UpdateBackendSet with If-Match, waited for;
+//     backend sets dropped from the spec have their owned backends removed;
+//  5. status: the ownership record, conditions, observedGeneration.
+//
+// Deleting a resource drains its own backends for the drain period, then
+// removes them; a missing load balancer or backend set counts as clean, and
+// after the cleanup timeout the finalizer goes regardless, so deletion never
+// hangs forever.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// Finalizer holds a resource until its own backends are deregistered.
+const Finalizer = "nodes.peppy-ratio.dev/deregister"
+
+// Condition reasons beyond those of api/v1beta1.
+const (
+	ReasonAsExpected  = "AsExpected"
+	ReasonHeld        = "Held"
+	ReasonWriteFailed = "WriteFailed"
+	ReasonClaimed     = "BackendSetClaimed"
+	ReasonDeleting    = "Deleting"
+)
+
+// Reconciler reconciles LBRegistrar (v1beta1, the hub).
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader // Secrets, read uncached
+	events    events.EventRecorder
+	clientFor func(oci.Credentials) (backendSetAPI, error)
+	lanes     *lanes
+	opts      Options
+}
+
+// Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var obj v1beta1.LBRegistrar
+	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &obj)
+	}
+	if !controllerutil.ContainsFinalizer(&obj, Finalizer) {
+		base := obj.DeepCopy()
+		controllerutil.AddFinalizer(&obj, Finalizer)
+		if err := r.client.Patch(ctx, &obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.register(ctx, &obj)
+}
+
+// outcome gathers what one reconcile found, for the conditions.
+type outcome struct {
+	issues   []desired.Issue
+	held     []string
+	lost     map[string]string // backend set -> resource that keeps it
+	failures []string
+	err      error
+}
+
+func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
+	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
+	var out outcome
+
+	lost, err := r.lostClaims(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	out.lost = lost
+	if len(lost) > 0 {
+		metrics.Conflicts.Add(float64(len(lost)))
+	}
+
+	api, err := r.api(ctx, obj)
+	if err != nil {
+		var ce *credentialError
+		if !errors.As(err, &ce) {
+			return ctrl.Result{}, err
+		}
+		r.setConditions(obj, &out, ce)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
+		// The Secret watch brings the resource back once the Secret is fixed.
+		return r.resync(), st.flush(ctx)
+	}
+
+	release, err := r.lanes.acquire(ctx, obj.Spec.LoadBalancerID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer release()
+
+	cluster, err := r.view(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: r.opts.RequireReadyNodes})
+	out.issues = result.Issues
+
+	inSpec := map[string]bool{}
+	for _, bs := range result.BackendSets {
+		inSpec[bs.Name] = true
+		if _, ok := lost[bs.Name]; ok {
+			continue
+		}
+		mode := plan.Apply
+		if bs.Held != nil {
+			mode = plan.Hold
+			out.held = append(out.held, bs.Name)
+		}
+		r.syncOne(ctx, api, st, &out, bs.Name, mode, bs.Backends)
+	}
+	// Backend sets no longer in the spec: the target moved; remove what this resource put there.
+	for _, rec := range slices.Clone(obj.Status.BackendSets) {
+		if !inSpec[rec.Name] {
+			r.syncOne(ctx, api, st, &out, rec.Name, plan.Remove, nil)
+		}
+	}
+
+	obj.Status.ObservedGeneration = obj.Generation
+	obj.Status.Targets = int32(len(obj.Spec.Services))
+	r.setConditions(obj, &out, nil)
+	if err := st.flush(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if out.err != nil {
+		return ctrl.Result{}, out.err
+	}
+	return r.resync(), nil
+}
+
+// syncOne syncs one backend set and folds the result into the status and outcome.
+func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, name string, mode plan.Mode, want []desired.Backend) {
+	obj := st.obj
+	protected, err := r.protected(ctx, obj, name)
+	if err != nil {
+		out.fail(name, err)
+		return
+	}
+	res, err := syncBackendSet(ctx, api, r.opts.Backoff, syncRequest{
+		LoadBalancerID: obj.Spec.LoadBalancerID,
+		Name:           name,
+		Input: func(current []plan.Backend) plan.Input {
+			return plan.Input{Mode: mode, Current: current, Owned: record(obj, name).Backends, Desired: want, Protected: protected}
+		},
+		RecordIntent: func(owned []v1beta1.Backend) error {
+			record(obj, name).Backends = owned
+			return st.flush(ctx)
+		},
+	})
+	if res.Written {
+		rec := record(obj, name)
+		rec.LastWorkRequest = res.WorkRequest
+		if err != nil {
+			r.events.Eventf(obj, nil, corev1.EventTypeWarning, "WorkRequestFailed", "UpdateBackendSet",
+				"backend set %q: work request %s failed: %v", name, res.WorkRequest.ID, err)
+		} else {
+			r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
+				"backend set %q: %d added, %d removed, %d updated (work request %s)",
+				name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
+		}
+	}
+	switch {
+	case err != nil:
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
+		out.fail(name, err)
+	case res.NotFound && mode == plan.Remove:
+		dropRecord(obj, name)
+	case res.NotFound:
+		// The user must create it; the periodic resync retries, not the error backoff.
+		out.failures = append(out.failures, fmt.Sprintf("backend set %q not found in load balancer %s", name, obj.Spec.LoadBalancerID))
+	case mode == plan.Remove && len(res.Plan.Owned) == 0:
+		dropRecord(obj, name)
+	default:
+		record(obj, name).Backends = res.Plan.Owned
+	}
+	if rec := findRecord(obj, name); rec != nil {
+		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(len(rec.Backends)))
+	} else {
+		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
+	}
+}
+
+func (o *outcome) fail(name string, err error) {
+	o.failures = append(o.failures, fmt.Sprintf("backend set %q: %v", name, err))
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	logger := log.FromContext(ctx)
+	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
+	deleted := obj.DeletionTimestamp.Time
+	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
+
+	var out outcome
+	if len(obj.Status.BackendSets) > 0 {
+		api, err := r.api(ctx, obj)
+		if err != nil {
+			out.fail("*", err)
+		} else {
+			release, err := r.lanes.acquire(ctx, obj.Spec.LoadBalancerID)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			drainUntil := deleted.Add(r.opts.DrainPeriod)
+			mode := plan.Remove
+			if time.Now().Before(drainUntil) {
+				mode = plan.Drain
+			}
+			for _, rec := range slices.Clone(obj.Status.BackendSets) {
+				r.syncOne(ctx, api, st, &out, rec.Name, mode, nil)
+			}
+			release()
+			if out.err == nil && mode == plan.Drain {
+				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
+					fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
+				return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
+			}
+		}
+	}
+	if out.err != nil {
+		if !giveUp {
+			setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.failures, "; "))
+			if err := st.flush(ctx); err != nil {
+				logger.Error(err, "recording cleanup failure")
+			}
+			var ce *credentialError
+			if errors.As(out.err, &ce) {
+				return ctrl.Result{RequeueAfter: min(30*time.Second, time.Until(deleted.Add(r.opts.CleanupTimeout)))}, nil
+			}
+			return ctrl.Result{}, out.err
+		}
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
+			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.failures, "; "))
+	}
+	for _, rec := range obj.Status.BackendSets {
+		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
+	}
+	base := obj.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// api returns the OCI client for obj's credentials.
+func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
+	creds, err := credentials(ctx, r.apiReader, &obj.Spec.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	api, err := r.clientFor(creds)
+	if err != nil {
+		if errors.Is(err, oci.ErrInvalidCredentials) {
+			return nil, &credentialError{reasonInvalidCredentials, "spec.apiKey: " + err.Error()}
+		}
+		return nil, err
+	}
+	return api, nil
+}
+
+// lostClaims returns the backend sets of obj that another live resource keeps.
+func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (map[string]string, error) {
+	lost := map[string]string{}
+	for i := range obj.Spec.Services {
+		name := obj.Spec.Services[i].BackendSetName
+		if _, seen := lost[name]; seen {
+			continue
+		}
+		others, err := r.claimants(ctx, obj, name)
+		if err != nil {
+			return nil, err
+		}
+		for j := range others {
+			if o := &others[j]; o.DeletionTimestamp.IsZero() && validation.Precedes(o, obj) {
+				lost[name] = o.Name
+				break
+			}
+		}
+	}
+	return lost, nil
+}
+
+// protected returns the backends other live resources record in the same backend set.
+func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, name string) (map[string]bool, error) {
+	others, err := r.claimants(ctx, obj, name)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for i := range others {
+		if !others[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		if rec := findRecord(&others[i], name); rec != nil {
+			for _, b := range rec.Backends {
+				keys[plan.Key(b.IP, b.Port)] = true
+			}
+		}
+	}
+	return keys, nil
+}
+
+// claimants lists the other resources claiming (obj's load balancer, name).
+func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, name string) ([]v1beta1.LBRegistrar, error) {
+	var list v1beta1.LBRegistrarList
+	if err := r.client.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: validation.ClaimKey(obj.Spec.LoadBalancerID, name)}); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+}
+
+// view reads, from the cache, the part of the cluster obj's desired state depends on.
+func (r *Reconciler) view(ctx context.Context, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
+	var c desired.Cluster
+	var nodes corev1.NodeList
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return c, err
+	}
+	c.Nodes = make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		c.Nodes[i] = &nodes.Items[i]
+	}
+	c.Services = map[types.NamespacedName]*corev1.Service{}
+	c.EndpointSlices = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for i := range obj.Spec.Services {
+		t := &obj.Spec.Services[i]
+		if t.Name == "" {
+			continue
+		}
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		if _, done := c.Services[key]; done {
+			continue
+		}
+		var svc corev1.Service
+		if err := r.client.Get(ctx, key, &svc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return c, err
+			}
+			continue
+		}
+		c.Services[key] = &svc
+		var slices discoveryv1.EndpointSliceList
+		if err := r.client.List(ctx, &slices, client.InNamespace(key.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			return c, err
+		}
+		for j := range slices.Items {
+			c.EndpointSlices[key] = append(c.EndpointSlices[key], &slices.Items[j])
+		}
+	}
+	return c, nil
+}
+
+// resync schedules the periodic drift repair, jittered so resources spread out.
+func (r *Reconciler) resync() ctrl.Result {
+	if r.opts.Resync <= 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: r.opts.Resync + time.Duration(rand.Int64N(int64(r.opts.Resync)/10+1))}
+}
+
+// setConditions derives Ready, Degraded and Conflict from one reconcile's outcome.
+func (r *Reconciler) setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) {
+	if len(out.lost) > 0 {
+		var msgs []string
+		for _, name := range sortedKeys(out.lost) {
+			msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, out.lost[name]))
+		}
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, ReasonClaimed, strings.Join(msgs, "; "))
+	} else {
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, ReasonAsExpected, "no other LBRegistrar claims these backend sets")
+	}
+
+	if len(out.issues) > 0 {
+		var msgs []string
+		for _, is := range out.issues {
+			msgs = append(msgs, is.Message)
+		}
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, out.issues[0].Reason, strings.Join(msgs, "; "))
+	} else {
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "every target resolved")
+	}
+
+	switch {
+	case ce != nil:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ce.reason, ce.message)
+	case len(out.failures) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed, strings.Join(out.failures, "; "))
+	case len(out.held) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonHeld,
+			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.held, ", ")))
+	case len(out.lost) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonClaimed, "see the Conflict condition")
+	default:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+	}
+}
+
+func setCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
+	const maxMessage = 32768 // the schema's limit on condition messages
+	if len(message) > maxMessage {
+		message = message[:maxMessage-3] + "..."
+	}
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
+	})
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// findRecord returns obj's ownership record for a backend set, or nil.
+func findRecord(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+	for i := range obj.Status.BackendSets {
+		if obj.Status.BackendSets[i].Name == name {
+			return &obj.Status.BackendSets[i]
+		}
+	}
+	return nil
+}
+
+// record returns obj's ownership record for a backend set, adding an empty one if needed.
+func record(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+	if rec := findRecord(obj, name); rec != nil {
+		return rec
+	}
+	obj.Status.BackendSets = append(obj.Status.BackendSets, v1beta1.BackendSetStatus{Name: name})
+	slices.SortFunc(obj.Status.BackendSets, func(a, b v1beta1.BackendSetStatus) int { return strings.Compare(a.Name, b.Name) })
+	return findRecord(obj, name)
+}
+
+func dropRecord(obj *v1beta1.LBRegistrar, name string) {
+	obj.Status.BackendSets = slices.DeleteFunc(obj.Status.BackendSets, func(s v1beta1.BackendSetStatus) bool { return s.Name == name })
+}
+
+// statusWriter patches the status subresource with what changed since the last patch.
+type statusWriter struct {
+	client client.Client
+	obj    *v1beta1.LBRegistrar
+	base   *v1beta1.LBRegistrar
+}
+
+func (s *statusWriter) flush(ctx context.Context) error {
+	patch := client.MergeFrom(s.base)
+	if data, err := patch.Data(s.obj); err == nil && string(data) == "{}" {
+		return nil
+	}
+	// A write already accepted by OCI must still be recorded during shutdown.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.client.Status().Patch(ctx, s.obj, patch); err != nil {
+		return err
+	}
+	s.base = s.obj.DeepCopy()
+	return nil
+}

@@ -1,0 +1,250 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+)
+
+// Options configure the reconciler.
+type Options struct {
+	OCI oci.Options
+	// Workers bounds how many resources (and so load balancers) are
+	// reconciled at once.
+	Workers int
+	// Resync is the period, jittered by up to 10%, at which every resource
+	// is reconciled again to repair drift made outside the controller.
+	Resync time.Duration
+	// DrainPeriod is how long a deleted resource's backends stay drained
+	// before they are removed.
+	DrainPeriod time.Duration
+	// CleanupTimeout is how long after deletion cleanup is retried before
+	// the finalizer is removed anyway.
+	CleanupTimeout time.Duration
+	// RequireReadyNodes registers only Ready nodes (see desired.Options).
+	RequireReadyNodes bool
+	Backoff           Backoff
+}
+
+// DefaultOptions are the defaults the flags start from.
+func DefaultOptions() Options {
+	return Options{
+		OCI:            oci.Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second},
+		Workers:        8,
+		Resync:         10 * time.Minute,
+		DrainPeriod:    30 * time.Second,
+		CleanupTimeout: 30 * time.Minute,
+		Backoff:        Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
+	}
+}
+
+// BindFlags registers the reconciler's flags on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.OCI.LoadBalancerEndpoint, "oci-loadbalancer-endpoint", o.OCI.LoadBalancerEndpoint,
+		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
+	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
+		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
+	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
+	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
+	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
+	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars (and so load balancers) reconciled in parallel")
+	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
+	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained before removal")
+	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
+	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
+		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
+	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
+}
+
+// limitValue is a rate.Limit as a flag value.
+type limitValue rate.Limit
+
+func (l *limitValue) String() string { return strconv.FormatFloat(float64(*l), 'g', -1, 64) }
+func (l *limitValue) Type() string   { return "float" }
+func (l *limitValue) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("want a positive number of calls per second, got %q", s)
+	}
+	*l = limitValue(v)
+	return nil
+}
+
+// Field indexes over LBRegistrar, from what a watched object is called to
+// the resources that read it.
+const (
+	serviceIndex = "reconciler.spec.services"
+	secretIndex  = "reconciler.spec.apiKey.secrets"
+)
+
+// SetupWithManager registers the reconciler, its indexes and watches. The
+// controller runs only on the elected leader; webhooks on the same manager
+// keep serving on every replica.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	factory := oci.NewFactory(o.OCI)
+	r := &Reconciler{
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		events:    mgr.GetEventRecorder("lbregistrar"),
+		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
+		lanes:     newLanes(),
+		opts:      o,
+	}
+	return r.setup(ctx, mgr)
+}
+
+func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	// The claim index is shared with the validating webhook, which may have
+	// registered it on the same manager already.
+	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims); err != nil &&
+		!strings.Contains(err.Error(), "indexer conflict") {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, serviceIndex, indexServices); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, secretIndex, indexSecrets); err != nil {
+		return err
+	}
+
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("lbregistrar").
+		For(&v1beta1.LBRegistrar{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
+		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(r.claimSiblings),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted()))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyResource),
+			builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.opts.Workers,
+			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](200*time.Millisecond, 5*time.Minute),
+				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(20, 200)},
+			),
+		}).
+		Complete(r)
+}
+
+func indexServices(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, t := range lbr.Spec.Services {
+		if t.Name != "" {
+			keys = append(keys, t.Namespace+"/"+t.Name)
+		}
+	}
+	return keys
+}
+
+func indexSecrets(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	return secretRefs(&lbr.Spec.APIKey)
+}
+
+// deletionStarted passes the update that sets deletionTimestamp.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// nodeChanged passes node updates that can change a desired state; status
+// heartbeats, which are most node updates, do not.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.Node)
+			cur, okCur := e.ObjectNew.(*corev1.Node)
+			return !okOld || !okCur || desired.NodeChanged(old, cur)
+		},
+	}
+}
+
+func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list v1beta1.LBRegistrarList
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for a watch event")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+func (r *Reconciler) everyResource(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.requests(ctx)
+}
+
+func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + obj.GetName()})
+}
+
+func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []reconcile.Request {
+	svc := obj.GetLabels()[discoveryv1.LabelServiceName]
+	if svc == "" {
+		return nil
+	}
+	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + svc})
+}
+
+func (r *Reconciler) bySecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.requests(ctx, client.MatchingFields{secretIndex: obj.GetNamespace() + "/" + obj.GetName()})
+}
+
+// claimSiblings maps a resource to the others claiming any of its backend
+// sets: its creation, deletion or spec change can hand a claim over.
+func (r *Reconciler) claimSiblings(ctx context.Context, obj client.Object) []reconcile.Request {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{lbr.Name: true}
+	var reqs []reconcile.Request
+	for _, key := range validation.ClaimKeys(&lbr.Spec) {
+		for _, req := range r.requests(ctx, client.MatchingFields{validation.ClaimIndexField: key}) {
+			if !seen[req.Name] {
+				seen[req.Name] = true
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
+}

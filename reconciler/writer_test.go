@@ -1,0 +1,184 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// scriptedAPI answers reads with its backends and fails writes as scripted.
+type scriptedAPI struct {
+	backends    []plan.Backend
+	writeErrors []error // consumed one per write
+	waitErrors  []error // consumed one per wait
+	pending     []plan.Backend
+	reads       int
+	writes      int
+}
+
+func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
+	s.reads++
+	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.backends...)}, nil
+}
+
+func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []plan.Backend) (string, error) {
+	s.writes++
+	if len(s.writeErrors) > 0 {
+		err := s.writeErrors[0]
+		s.writeErrors = s.writeErrors[1:]
+		if err != nil {
+			return "", err
+		}
+	}
+	s.pending = backends
+	return "wr", nil
+}
+
+func (s *scriptedAPI) WaitWorkRequest(context.Context, string, string) error {
+	if len(s.waitErrors) > 0 {
+		err := s.waitErrors[0]
+		s.waitErrors = s.waitErrors[1:]
+		return err
+	}
+	s.backends = s.pending
+	return nil
+}
+
+func TestSyncBackendSetRetries(t *testing.T) {
+	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Reason: "conflict", Err: errors.New("busy")}
+	stale := &oci.Error{Op: "UpdateBackendSet", Status: 412, Code: "NoEtagMatch", Reason: "precondition", Err: errors.New("etag")}
+	denied := &oci.Error{Op: "UpdateBackendSet", Status: 401, Code: "NotAuthenticated", Err: errors.New("no")}
+	failedWR := &oci.Error{Op: "WorkRequest", Code: "FAILED", Reason: "workrequest", Err: errors.New("failed")}
+	gone := &oci.Error{Op: "GetBackendSet", Status: 404, Code: "NotFound", Err: errors.New("gone")}
+	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
+
+	tests := []struct {
+		name       string
+		api        *scriptedAPI
+		wantWrites int
+		wantErr    error
+		wantReads  int
+	}{
+		{"no change, no write", &scriptedAPI{backends: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}, 0, nil, 1},
+		{"409 then ok", &scriptedAPI{writeErrors: []error{conflict, conflict}}, 3, nil, 3},
+		{"412 re-reads", &scriptedAPI{writeErrors: []error{stale}}, 2, nil, 2},
+		{"failed work request is retried", &scriptedAPI{waitErrors: []error{failedWR}}, 2, nil, 2},
+		{"401 is not retried", &scriptedAPI{writeErrors: []error{denied}}, 1, denied, 1},
+		{"attempts are bounded", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict}}, 3, conflict, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var intents int
+			res, err := syncBackendSet(context.Background(), tc.api, Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}, syncRequest{
+				LoadBalancerID: "lb", Name: "bs",
+				Input: func(cur []plan.Backend) plan.Input {
+					return plan.Input{Current: cur, Desired: want}
+				},
+				RecordIntent: func([]v1beta1.Backend) error { intents++; return nil },
+			})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if tc.api.writes != tc.wantWrites || tc.api.reads != tc.wantReads {
+				t.Errorf("writes, reads = %d, %d; want %d, %d", tc.api.writes, tc.api.reads, tc.wantWrites, tc.wantReads)
+			}
+			if tc.wantWrites > 0 && intents == 0 {
+				t.Errorf("no intent recorded before adding backends")
+			}
+			if err == nil && tc.wantWrites > 0 && (!res.Written || res.WorkRequest.Status != "SUCCEEDED") {
+				t.Errorf("result = %+v", res)
+			}
+		})
+	}
+
+	t.Run("not found", func(t *testing.T) {
+		api := &notFoundAPI{err: gone}
+		res, err := syncBackendSet(context.Background(), api, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+			Input: func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur} },
+		})
+		if err != nil || !res.NotFound {
+			t.Fatalf("res, err = %+v, %v", res, err)
+		}
+	})
+}
+
+type notFoundAPI struct {
+	scriptedAPI
+	err error
+}
+
+func (n *notFoundAPI) GetBackendSet(context.Context, string, string) (*oci.BackendSet, error) {
+	return nil, n.err
+}
+
+func TestBackoffHonoursRetryAfter(t *testing.T) {
+	b := Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond, Attempts: 5}
+	for attempt := range 30 {
+		d := b.delay(attempt, 0)
+		if d <= 0 || d > b.Max {
+			t.Fatalf("delay(%d) = %s outside (0, %s]", attempt, d, b.Max)
+		}
+	}
+	if d := b.delay(0, 2*time.Second); d != 2*time.Second {
+		t.Fatalf("delay with Retry-After 2s = %s", d)
+	}
+}
+
+func TestLanesSerializePerLoadBalancer(t *testing.T) {
+	l := newLanes()
+	ctx := context.Background()
+	var inA, maxA atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			release, err := l.acquire(ctx, "a")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := inA.Add(1)
+			for {
+				m := maxA.Load()
+				if n <= m || maxA.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+			inA.Add(-1)
+			release()
+		}()
+	}
+	// Another load balancer is not held up by "a".
+	releaseA, err := l.acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseB, err := l.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseB()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.acquire(cctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire on a held lane with a cancelled context = %v", err)
+	}
+	releaseA()
+	wg.Wait()
+	if maxA.Load() != 1 {
+		t.Fatalf("%d writers held lane a at once", maxA.Load())
+	}
+	if len(l.m) != 0 {
+		t.Fatalf("lanes left behind: %v", l.m)
+	}
+}
