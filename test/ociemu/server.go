@@ -147,6 +147,8 @@ type retryEntry struct {
 
 // idempotent replays the earlier answer to a write retried with the same
 // opc-retry-token, and rejects a token reused for a different request.
+// Tokens are scoped to the signing key and the service. Tokens are kept for
+// the emulator's lifetime (OCI keeps them for at least 24 hours).
 func (e *Emulator) idempotent(rc *requestContext, h opHandler) (*response, error) {
 	token := rc.header("opc-retry-token")
 	if token == "" {
@@ -158,7 +160,8 @@ func (e *Emulator) idempotent(rc *requestContext, h opHandler) (*response, error
 	if _, after, ok := strings.Cut(key, `keyId="`); ok {
 		key, _, _ = strings.Cut(after, `"`)
 	}
-	key += "\x00" + token
+	service, _, _ := strings.Cut(strings.TrimPrefix(rc.r.URL.Path, "/"), "/")
+	key += "\x00" + service + "\x00" + token
 	e.mu.Lock()
 	prior, seen := e.retryTokens[key]
 	e.mu.Unlock()

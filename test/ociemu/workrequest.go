@@ -140,6 +140,17 @@ func (e *Emulator) finishLocked(w *workRequest) {
 	}
 }
 
+// FinishWorkRequests completes every in-flight work request now, as if its
+// latency had passed, except those a StuckUpdating fault holds. Tests use
+// it with a long WorkRequestLatency to step through a write deterministically.
+func (e *Emulator) FinishWorkRequests() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.workOrder {
+		e.finishLocked(w)
+	}
+}
+
 // releaseStuckLocked finishes the work requests a removed fault was holding.
 func (e *Emulator) releaseStuckLocked(f *faultEntry) {
 	for _, w := range e.workOrder {

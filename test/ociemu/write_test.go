@@ -13,8 +13,8 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
-// slow keeps work requests in flight long enough to observe them.
-var slow = ociemu.Options{WorkRequestLatency: 400 * time.Millisecond}
+// slow keeps work requests in flight until the test calls FinishWorkRequests.
+var slow = ociemu.Options{WorkRequestLatency: time.Hour}
 
 func TestClassicUpdateBackendSetIsAsynchronous(t *testing.T) {
 	transports(t, slow, func(t *testing.T, f *fixture) {
@@ -56,6 +56,7 @@ func TestClassicUpdateBackendSetIsAsynchronous(t *testing.T) {
 			t.Errorf("ListWorkRequests = %v", list.Items)
 		}
 
+		f.emu.FinishWorkRequests()
 		done := f.waitClassic(t, *update.OpcWorkRequestId)
 		if done.LifecycleState != loadbalancer.WorkRequestLifecycleStateSucceeded || done.TimeFinished == nil {
 			t.Fatalf("work request ended %s", done.LifecycleState)
@@ -122,6 +123,7 @@ func TestNetworkUpdateBackendSetIsAsynchronous(t *testing.T) {
 			t.Errorf("ListWorkRequests = %v", list.Items)
 		}
 
+		f.emu.FinishWorkRequests()
 		done := f.waitNetwork(t, *update.OpcWorkRequestId)
 		if done.Status != networkloadbalancer.OperationStatusSucceeded || *done.PercentComplete != 100 || done.TimeStarted == nil {
 			t.Fatalf("work request ended %s %v", done.Status, *done.PercentComplete)
@@ -183,6 +185,7 @@ func TestConflictWhileUpdating(t *testing.T) {
 		if c.Conflicts != 3 || c.WorkRequests != 2 || c.Writes[networkID] != 1 || c.Writes[classicID] != 1 {
 			t.Errorf("counters %+v", c)
 		}
+		f.emu.FinishWorkRequests()
 		f.waitNetwork(t, *first.OpcWorkRequestId)
 		_, err = f.nlb.UpdateBackendSet(f.context, nlbUpdate)
 		must(t, err)

@@ -1,0 +1,191 @@
+package ociemu_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+func (f *fixture) emptyNetworkUpdate() networkloadbalancer.UpdateBackendSetRequest {
+	return networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
+		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{Backends: []networkloadbalancer.BackendDetails{}}}
+}
+
+// With real timers a work request goes ACCEPTED -> IN_PROGRESS -> SUCCEEDED;
+// a stuck-UPDATING fault holds it IN_PROGRESS, and the NLB UPDATING, until
+// the fault is removed.
+func TestStuckUpdating(t *testing.T) {
+	transports(t, ociemu.Options{WorkRequestLatency: 50 * time.Millisecond}, func(t *testing.T, f *fixture) {
+		stuck := f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: networkID, StuckUpdating: true})
+		update, err := f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		must(t, err)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			wr, err := f.nlb.GetWorkRequest(f.context, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: update.OpcWorkRequestId})
+			must(t, err)
+			if wr.Status == networkloadbalancer.OperationStatusInProgress {
+				break
+			}
+			if wr.Status != networkloadbalancer.OperationStatusAccepted || time.Now().After(deadline) {
+				t.Fatalf("work request %s, want IN_PROGRESS", wr.Status)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		f.emu.FinishWorkRequests() // does not release a stuck one
+		if state := f.emu.LifecycleState(networkID); state != "UPDATING" {
+			t.Fatalf("stuck NLB is %s", state)
+		}
+		_, err = f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		serviceError(t, err, 409, "Conflict")
+
+		f.emu.RemoveFault(stuck)
+		if wr := f.waitNetwork(t, *update.OpcWorkRequestId); wr.Status != networkloadbalancer.OperationStatusSucceeded {
+			t.Fatalf("released work request %s", wr.Status)
+		}
+		if state := f.emu.LifecycleState(networkID); state != "ACTIVE" {
+			t.Errorf("released NLB is %s", state)
+		}
+
+		// A classic load balancer has no UPDATING state; its work request is held.
+		f.emu.AddFault(ociemu.Fault{LoadBalancerID: classicID, StuckUpdating: true})
+		lbUpdate, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(f.classicSet(t).BackendSet)})
+		must(t, err)
+		time.Sleep(100 * time.Millisecond) // past the latency: the work request would have finished
+		f.emu.FinishWorkRequests()
+		wr, err := f.lb.GetWorkRequest(f.context, loadbalancer.GetWorkRequestRequest{WorkRequestId: lbUpdate.OpcWorkRequestId})
+		must(t, err)
+		if wr.LifecycleState != loadbalancer.WorkRequestLifecycleStateInProgress || f.emu.LifecycleState(classicID) != "ACTIVE" {
+			t.Errorf("stuck classic work request %s, load balancer %s", wr.LifecycleState, f.emu.LifecycleState(classicID))
+		}
+		f.emu.ClearFaults()
+		if wr := f.waitClassic(t, *lbUpdate.OpcWorkRequestId); wr.LifecycleState != loadbalancer.WorkRequestLifecycleStateSucceeded {
+			t.Errorf("released classic work request %s", wr.LifecycleState)
+		}
+	})
+}
+
+// A FailWorkRequest fault accepts the write, then ends its work request
+// FAILED without changing the load balancer.
+func TestFailedWorkRequest(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 2})
+		before := f.classicSet(t)
+		lbUpdate, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(before.BackendSet)})
+		must(t, err)
+		wr := f.waitClassic(t, *lbUpdate.OpcWorkRequestId)
+		if wr.LifecycleState != loadbalancer.WorkRequestLifecycleStateFailed || len(wr.ErrorDetails) != 1 {
+			t.Errorf("work request %s, errors %v", wr.LifecycleState, wr.ErrorDetails)
+		}
+		if after := f.classicSet(t); *after.ETag != *before.ETag || len(after.Backends) != 1 {
+			t.Errorf("a failed work request changed the backend set: %v", after.BackendSet)
+		}
+
+		nlbUpdate, err := f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		must(t, err)
+		if wr := f.waitNetwork(t, *nlbUpdate.OpcWorkRequestId); wr.Status != networkloadbalancer.OperationStatusFailed {
+			t.Errorf("NLB work request %s", wr.Status)
+		}
+		if backends, _ := f.emu.Backends(networkID, "tcp"); len(backends) != 2 || f.emu.LifecycleState(networkID) != "ACTIVE" {
+			t.Errorf("after a failed work request: %s %v", f.emu.LifecycleState(networkID), backends)
+		}
+
+		// The fault was used up: the next write succeeds.
+		again, err := f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		must(t, err)
+		if wr := f.waitNetwork(t, *again.OpcWorkRequestId); wr.Status != networkloadbalancer.OperationStatusSucceeded {
+			t.Errorf("after the fault: %s", wr.Status)
+		}
+	})
+}
+
+// Status faults answer with OCI's codes, scoped by operation and load balancer.
+func TestStatusFaults(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", LoadBalancerID: classicID, Status: 429, RetryAfter: 2 * time.Second, Times: 1})
+		resp, err := f.lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web")})
+		serviceError(t, err, 429, "TooManyRequests")
+		if resp.RawResponse == nil || resp.RawResponse.Header.Get("retry-after") != "2" {
+			t.Errorf("429 without retry-after: %v", resp.RawResponse)
+		}
+		f.networkSet(t) // other load balancer: unaffected
+		f.classicSet(t) // the fault was used once
+
+		f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: networkID, Status: 500})
+		_, err = f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		serviceError(t, err, 500, "InternalServerError")
+		f.emu.ClearFaults()
+		f.emu.AddFault(ociemu.Fault{LoadBalancerID: networkID, Status: 503})
+		_, err = f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+		serviceError(t, err, 503, "ServiceUnavailable")
+		_, err = f.nlb.GetNetworkLoadBalancer(f.context, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: common.String(networkID)})
+		serviceError(t, err, 503, "ServiceUnavailable")
+		f.emu.AddFault(ociemu.Fault{Operation: "GetLoadBalancer", Status: 500, Code: "InternalError"})
+		_, err = f.lb.GetLoadBalancer(f.context, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: common.String(classicID)})
+		serviceError(t, err, 500, "InternalError")
+
+		if c := f.emu.Counters(); c.WorkRequests != 0 {
+			t.Errorf("faulted writes created %d work requests", c.WorkRequests)
+		}
+		var faulted int
+		for _, c := range f.emu.Calls() {
+			if c.Fault {
+				faulted++
+			}
+		}
+		if faulted != 5 {
+			t.Errorf("%d calls marked as faulted, want 5", faulted)
+		}
+	})
+}
+
+func TestDelayFault(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	f.emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Delay: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := f.nlb.GetNetworkLoadBalancer(f.context, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: common.String(networkID)})
+	must(t, err)
+	if elapsed := time.Since(start); elapsed < 300*time.Millisecond {
+		t.Errorf("answered after %s, before the added latency", elapsed)
+	}
+}
+
+// The call log and counters describe what the emulator answered.
+func TestCallLogAndCounters(t *testing.T) {
+	f := newFixture(t, slow, false)
+	set := f.classicSet(t)
+	update, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+		BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set.BackendSet), IfMatch: set.ETag,
+		OpcRetryToken: common.String("token-a")})
+	must(t, err)
+	_, err = f.lb.GetWorkRequest(f.context, loadbalancer.GetWorkRequestRequest{WorkRequestId: update.OpcWorkRequestId})
+	must(t, err)
+
+	calls := f.emu.Calls()
+	if len(calls) != 3 {
+		t.Fatalf("%d calls: %+v", len(calls), calls)
+	}
+	if c := calls[1]; c.Operation != "UpdateBackendSet" || c.Method != "PUT" || c.LoadBalancerID != classicID || c.Status != 204 ||
+		c.WorkRequestID != *update.OpcWorkRequestId || c.RetryToken != "token-a" || c.IfMatch != *set.ETag || c.RequestID != *update.OpcRequestId {
+		t.Errorf("update call %+v", c)
+	}
+	if c := calls[2]; c.Operation != "GetWorkRequest" || c.LoadBalancerID != classicID || c.Status != 200 {
+		t.Errorf("work request call %+v", c)
+	}
+	if c := f.emu.Counters(); c.Requests != 3 || c.Writes[classicID] != 1 || c.WorkRequests != 1 || c.Conflicts != 0 {
+		t.Errorf("counters %+v", c)
+	}
+	if wrs := f.emu.WorkRequests(); len(wrs) != 1 || wrs[0].Status != ociemu.StateAccepted || wrs[0].BackendSet != "web" {
+		t.Errorf("work requests %+v", wrs)
+	}
+	f.emu.ResetCalls()
+	if len(f.emu.Calls()) != 0 || f.emu.Counters().Requests != 0 {
+		t.Errorf("ResetCalls left %+v", f.emu.Counters())
+	}
+}

@@ -1,0 +1,291 @@
+package ociemu_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// rawDo sends a request the SDK's typed clients refuse to build, signed by
+// the SDK's own signer.
+func (f *fixture) rawDo(t *testing.T, method, path string, body any) (int, map[string]string) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	must(t, err)
+	req, err := http.NewRequest(method, f.emu.URL()+path, bytes.NewReader(data))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	must(t, common.DefaultRequestSigner(f.config).Sign(req))
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	var answer map[string]string
+	raw, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(raw, &answer)
+	return resp.StatusCode, answer
+}
+
+func (f *fixture) classicSet(t *testing.T) loadbalancer.GetBackendSetResponse {
+	t.Helper()
+	set, err := f.lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web")})
+	must(t, err)
+	return set
+}
+
+func (f *fixture) networkSet(t *testing.T) networkloadbalancer.GetBackendSetResponse {
+	t.Helper()
+	set, err := f.nlb.GetBackendSet(f.context, networkloadbalancer.GetBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp")})
+	must(t, err)
+	return set
+}
+
+// The Load Balancing API requires policy, backends and healthChecker in
+// UpdateBackendSet; the SDK itself refuses to send a nil backends list.
+func TestClassicUpdateBackendSetRequiresItsMandatoryFields(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		full := classicDetails(f.classicSet(t).BackendSet)
+		noPolicy, noHealth := full, full
+		noPolicy.Policy = nil
+		noHealth.HealthChecker = nil
+		badPolicy := full
+		badPolicy.Policy = common.String("RANDOM")
+		for name, d := range map[string]loadbalancer.UpdateBackendSetDetails{"policy": noPolicy, "healthChecker": noHealth, "bad policy": badPolicy} {
+			_, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+				BackendSetName: common.String("web"), UpdateBackendSetDetails: d})
+			if se := serviceError(t, err, 400, "InvalidParameter"); se.GetMessage() == "" {
+				t.Errorf("%s: empty message", name)
+			}
+		}
+		_, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: loadbalancer.UpdateBackendSetDetails{Policy: full.Policy, HealthChecker: full.HealthChecker}})
+		if err == nil {
+			t.Fatalf("the SDK sent an UpdateBackendSet without backends")
+		}
+		if _, isService := common.IsServiceError(err); isService {
+			t.Fatalf("want the SDK's own refusal, got a service error: %v", err)
+		}
+		status, answer := f.rawDo(t, http.MethodPut, "/20170115/loadBalancers/"+classicID+"/backendSets/web",
+			map[string]any{"policy": "ROUND_ROBIN", "healthChecker": map[string]any{"protocol": "TCP"}})
+		if status != 400 || answer["code"] != "InvalidParameter" {
+			t.Errorf("raw UpdateBackendSet without backends: %d %v", status, answer)
+		}
+		if c := f.emu.Counters(); c.WorkRequests != 0 {
+			t.Errorf("rejected updates created %d work requests", c.WorkRequests)
+		}
+	})
+}
+
+// Optional settings a client leaves out of UpdateBackendSet are dropped
+// (classic: SSL, session persistence) or reset (NLB: policy, source
+// preservation, fail-open), so a client that forgets to carry them is caught.
+func TestSettingsLeftOutOfAnUpdateAreLost(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		set := f.classicSet(t)
+		if set.SslConfiguration == nil || set.SessionPersistenceConfiguration == nil {
+			t.Fatalf("seed lacks SSL or session settings")
+		}
+		update, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set.BackendSet)})
+		must(t, err)
+		f.waitClassic(t, *update.OpcWorkRequestId)
+		after := f.classicSet(t)
+		if after.SslConfiguration != nil || after.SessionPersistenceConfiguration != nil || len(after.Backends) != 0 {
+			t.Errorf("classic settings left out survived: ssl %v session %v backends %v", after.SslConfiguration, after.SessionPersistenceConfiguration, after.Backends)
+		}
+
+		nlbUpdate, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
+				Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000)}}}})
+		must(t, err)
+		f.waitNetwork(t, *nlbUpdate.OpcWorkRequestId)
+		nlbAfter := f.networkSet(t)
+		if nlbAfter.Policy != networkloadbalancer.NetworkLoadBalancingPolicyFiveTuple || *nlbAfter.IsFailOpen || !*nlbAfter.IsPreserveSource {
+			t.Errorf("NLB settings left out were not reset: policy %s fail-open %v preserve-source %v", nlbAfter.Policy, *nlbAfter.IsFailOpen, *nlbAfter.IsPreserveSource)
+		}
+		if nlbAfter.HealthChecker == nil || *nlbAfter.HealthChecker.Port != 30080 || len(nlbAfter.Backends) != 1 {
+			t.Errorf("NLB health checker or backends lost: %v %v", nlbAfter.HealthChecker, nlbAfter.Backends)
+		}
+	})
+}
+
+// If-Match with a stale etag is 412 NoEtagMatch on every write of both APIs.
+func TestIfMatch(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		stale := common.String("not-the-current-etag")
+		set := f.classicSet(t)
+		_, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set.BackendSet), IfMatch: stale})
+		serviceError(t, err, 412, "NoEtagMatch")
+		_, err = f.lb.CreateBackend(f.context, loadbalancer.CreateBackendRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), IfMatch: stale,
+			CreateBackendDetails: loadbalancer.CreateBackendDetails{IpAddress: common.String("10.0.2.1"), Port: common.Int(80)}})
+		serviceError(t, err, 412, "NoEtagMatch")
+		_, err = f.lb.DeleteBackend(f.context, loadbalancer.DeleteBackendRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), BackendName: common.String("10.0.0.99:8080"), IfMatch: stale})
+		serviceError(t, err, 412, "NoEtagMatch")
+
+		nlbSet := f.networkSet(t)
+		_, err = f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), IfMatch: stale, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{}})
+		serviceError(t, err, 412, "NoEtagMatch")
+		_, err = f.nlb.UpdateBackend(f.context, networkloadbalancer.UpdateBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), BackendName: common.String("10.0.0.99:30080"), IfMatch: stale})
+		serviceError(t, err, 412, "NoEtagMatch")
+
+		// The etag read before someone else's change no longer matches.
+		other, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), IfMatch: nlbSet.Etag, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{}})
+		must(t, err)
+		f.waitNetwork(t, *other.OpcWorkRequestId)
+		_, err = f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), IfMatch: nlbSet.Etag, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{}})
+		serviceError(t, err, 412, "NoEtagMatch")
+
+		_, err = f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set.BackendSet), IfMatch: set.ETag})
+		must(t, err)
+	})
+}
+
+// A write retried with the same opc-retry-token is answered with the first
+// work request and changes nothing again; the token reused for a different
+// request is refused.
+func TestRetryTokenMakesWritesIdempotent(t *testing.T) {
+	transports(t, slow, func(t *testing.T, f *fixture) {
+		token := common.String("retry-token-1")
+		req := networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
+			OpcRetryToken: token, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
+				Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000)}}}}
+		first, err := f.nlb.UpdateBackendSet(f.context, req)
+		must(t, err)
+		again, err := f.nlb.UpdateBackendSet(f.context, req) // would be a 409 Conflict were it a new write
+		must(t, err)
+		if *again.OpcWorkRequestId != *first.OpcWorkRequestId {
+			t.Errorf("retried write got work request %s, first got %s", *again.OpcWorkRequestId, *first.OpcWorkRequestId)
+		}
+		req.Backends = nil
+		_, err = f.nlb.UpdateBackendSet(f.context, req)
+		serviceError(t, err, 409, "InvalidatedRetryToken")
+
+		set := f.classicSet(t)
+		lbReq := loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			OpcRetryToken: token, UpdateBackendSetDetails: classicDetails(set.BackendSet)}
+		lbFirst, err := f.lb.UpdateBackendSet(f.context, lbReq)
+		must(t, err)
+		lbAgain, err := f.lb.UpdateBackendSet(f.context, lbReq)
+		must(t, err)
+		if *lbAgain.OpcWorkRequestId != *lbFirst.OpcWorkRequestId {
+			t.Errorf("retried classic write got a new work request")
+		}
+		if c := f.emu.Counters(); c.WorkRequests != 2 || c.Writes[networkID] != 1 || c.Writes[classicID] != 1 || c.Conflicts != 0 {
+			t.Errorf("counters %+v", c)
+		}
+	})
+}
+
+func TestClassicBackendOperations(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		ctx := f.context
+		create, err := f.lb.CreateBackend(ctx, loadbalancer.CreateBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			CreateBackendDetails: loadbalancer.CreateBackendDetails{IpAddress: common.String("10.0.2.1"), Port: common.Int(30000), Weight: common.Int(4)}})
+		must(t, err)
+		if wr := f.waitClassic(t, *create.OpcWorkRequestId); *wr.Type != "CreateBackend" || wr.LifecycleState != loadbalancer.WorkRequestLifecycleStateSucceeded {
+			t.Fatalf("CreateBackend work request %s %s", *wr.Type, wr.LifecycleState)
+		}
+		got, err := f.lb.GetBackend(ctx, loadbalancer.GetBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		if *got.Weight != 4 || *got.Drain || got.ETag == nil {
+			t.Errorf("created backend %v", got.Backend)
+		}
+		_, err = f.lb.CreateBackend(ctx, loadbalancer.CreateBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			CreateBackendDetails: loadbalancer.CreateBackendDetails{IpAddress: common.String("10.0.2.1"), Port: common.Int(30000)}})
+		serviceError(t, err, 409, "NotAuthorizedOrResourceAlreadyExists")
+
+		update, err := f.lb.UpdateBackend(ctx, loadbalancer.UpdateBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			BackendName: common.String("10.0.2.1:30000"), UpdateBackendDetails: loadbalancer.UpdateBackendDetails{
+				Weight: common.Int(1), Backup: common.Bool(false), Drain: common.Bool(true), Offline: common.Bool(false)}})
+		must(t, err)
+		f.waitClassic(t, *update.OpcWorkRequestId)
+		got, err = f.lb.GetBackend(ctx, loadbalancer.GetBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		if *got.Weight != 1 || !*got.Drain {
+			t.Errorf("updated backend %v", got.Backend)
+		}
+		_, err = f.lb.UpdateBackend(ctx, loadbalancer.UpdateBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			BackendName: common.String("10.0.2.1:30000"), UpdateBackendDetails: loadbalancer.UpdateBackendDetails{Weight: common.Int(1)}})
+		serviceError(t, err, 400, "InvalidParameter")
+
+		del, err := f.lb.DeleteBackend(ctx, loadbalancer.DeleteBackendRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web"),
+			BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		f.waitClassic(t, *del.OpcWorkRequestId)
+		backends, err := f.emu.Backends(classicID, "web")
+		must(t, err)
+		if len(backends) != 1 || backends[0].Name != "10.0.0.99:8080" {
+			t.Errorf("after delete: %v", backends)
+		}
+	})
+}
+
+func TestNetworkBackendOperations(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		ctx := f.context
+		create, err := f.nlb.CreateBackend(ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), CreateBackendDetails: networkloadbalancer.CreateBackendDetails{
+				IpAddress: common.String("10.0.2.1"), Port: common.Int(30000), IsBackup: common.Bool(true)}})
+		must(t, err)
+		if create.RawResponse.StatusCode != http.StatusAccepted {
+			t.Errorf("CreateBackend status %d", create.RawResponse.StatusCode)
+		}
+		if wr := f.waitNetwork(t, *create.OpcWorkRequestId); wr.OperationType != networkloadbalancer.OperationTypeCreateBackend {
+			t.Errorf("CreateBackend work request type %s", wr.OperationType)
+		}
+		got, err := f.nlb.GetBackend(ctx, networkloadbalancer.GetBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		if *got.Weight != 1 || !*got.IsBackup || got.Etag == nil {
+			t.Errorf("created backend %v", got.Backend)
+		}
+		_, err = f.nlb.CreateBackend(ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), CreateBackendDetails: networkloadbalancer.CreateBackendDetails{
+				Name: common.String("another-name"), IpAddress: common.String("10.0.2.1"), Port: common.Int(30000)}})
+		serviceError(t, err, 409, "NotAuthorizedOrResourceAlreadyExists")
+		_, err = f.nlb.CreateBackend(ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), CreateBackendDetails: networkloadbalancer.CreateBackendDetails{Port: common.Int(30000)}})
+		serviceError(t, err, 400, "InvalidParameter")
+
+		update, err := f.nlb.UpdateBackend(ctx, networkloadbalancer.UpdateBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), BackendName: common.String("10.0.2.1:30000"),
+			UpdateBackendDetails: networkloadbalancer.UpdateBackendDetails{IsDrain: common.Bool(true)}})
+		must(t, err)
+		f.waitNetwork(t, *update.OpcWorkRequestId)
+		got, err = f.nlb.GetBackend(ctx, networkloadbalancer.GetBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		if !*got.IsDrain || !*got.IsBackup {
+			t.Errorf("UpdateBackend must change only the fields it sets: %v", got.Backend)
+		}
+
+		del, err := f.nlb.DeleteBackend(ctx, networkloadbalancer.DeleteBackendRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), BackendName: common.String("10.0.2.1:30000")})
+		must(t, err)
+		f.waitNetwork(t, *del.OpcWorkRequestId)
+		backends, err := f.emu.Backends(networkID, "tcp")
+		must(t, err)
+		if len(backends) != 2 {
+			t.Errorf("after delete: %v", backends)
+		}
+	})
+}
