@@ -1,0 +1,187 @@
+// Command benchdoc runs the project's benchmarks and writes them as a
+// Markdown table, each variant beside the baseline of its case.
+//
+// Benchmarks follow one naming rule: BenchmarkFamily/<case>/baseline and
+// BenchmarkFamily/<case>/<variant>. A variant's ratio is its ns/op over the
+// baseline's ns/op in the same run, so figures from different machines can
+// be compared by their ratios. Extra figures a benchmark reports with
+// b.ReportMetric are printed as they are.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// goals are what each family is meant to show, printed beside its table.
+var goals = map[string]string{
+	"BenchmarkConvert":     "conversion adds little to the JSON decode and encode the webhook does anyway",
+	"BenchmarkAdmission":   "within 1.5x of the admit-everything floor, and no growth from 100 to 10,000 existing resources",
+}
+
+func main() {
+	out := flag.String("out", "docs/benchmarks.md", "file to write")
+	pattern := flag.String("bench", ".", "benchmarks to run (go test -bench)")
+	benchtime := flag.String("benchtime", "1s", "go test -benchtime")
+	flag.Parse()
+
+	args := []string{"test", "-run", "^$", "-bench", *pattern, "-benchmem", "-benchtime", *benchtime, "./..."}
+	cmd := exec.Command("go", args...)
+	var raw bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&raw, os.Stdout)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchdoc: go test failed:", err)
+		os.Exit(1)
+	}
+	results, cpu := parse(&raw)
+	doc := render(results, cpu, "go "+strings.Join(args, " "))
+	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "benchdoc:", err)
+		os.Exit(1)
+	}
+	fmt.Println("wrote", *out)
+}
+
+// result is one benchmark line.
+type result struct {
+	pkg, family, kase, variant string
+	metrics                    []metric // in the order go test printed them
+}
+
+type metric struct {
+	value float64
+	unit  string
+}
+
+func (r result) get(unit string) (float64, bool) {
+	for _, m := range r.metrics {
+		if m.unit == unit {
+			return m.value, true
+		}
+	}
+	return 0, false
+}
+
+func parse(r io.Reader) ([]result, string) {
+	var results []result
+	var pkg, cpu string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "pkg: "):
+			pkg = strings.TrimPrefix(line, "pkg: ")
+		case strings.HasPrefix(line, "cpu: "):
+			cpu = strings.TrimPrefix(line, "cpu: ")
+		case strings.HasPrefix(line, "Benchmark"):
+			if res, ok := parseLine(pkg, line); ok {
+				results = append(results, res)
+			}
+		}
+	}
+	return results, cpu
+}
+
+// parseLine reads "BenchmarkF/case/variant-N  iterations  value unit  value unit ...".
+func parseLine(pkg, line string) (result, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 4 || len(fields)%2 != 0 {
+		return result{}, false
+	}
+	name := fields[0]
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		name = name[:i] // the GOMAXPROCS suffix
+	}
+	parts := strings.SplitN(name, "/", 3)
+	res := result{pkg: pkg, family: parts[0]}
+	switch len(parts) {
+	case 3:
+		res.kase, res.variant = parts[1], parts[2]
+	case 2:
+		res.variant = parts[1]
+	}
+	for i := 2; i+1 < len(fields); i += 2 {
+		v, err := strconv.ParseFloat(fields[i], 64)
+		if err != nil {
+			return result{}, false
+		}
+		res.metrics = append(res.metrics, metric{v, fields[i+1]})
+	}
+	return res, true
+}
+
+func render(results []result, cpu, command string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (hack/benchdoc) on %s: %s, %s/%s, %d CPUs, %s.\n\n",
+		time.Now().UTC().Format("2006-01-02"), cpu, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(&b, "Command: `%s`. Each variant's ratio is its time per operation over the baseline of the same case in the same run.\n", command)
+
+	var families []string
+	byFamily := map[string][]result{}
+	for _, r := range results {
+		if _, seen := byFamily[r.family]; !seen {
+			families = append(families, r.family)
+		}
+		byFamily[r.family] = append(byFamily[r.family], r)
+	}
+	for _, family := range families {
+		rows := byFamily[family]
+		fmt.Fprintf(&b, "\n## %s\n\n`%s`", family, rows[0].pkg)
+		if goal, ok := goals[family]; ok {
+			fmt.Fprintf(&b, ". Goal: %s", goal)
+		}
+		b.WriteString(".\n\n| case | variant | ns/op | ratio to baseline | allocs/op | B/op | other |\n|---|---|---:|---:|---:|---:|---|\n")
+		baselines := map[string]float64{}
+		for _, r := range rows {
+			if r.variant == "baseline" {
+				baselines[r.kase], _ = r.get("ns/op")
+			}
+		}
+		for _, r := range rows {
+			ns, _ := r.get("ns/op")
+			ratio := "–"
+			if base, ok := baselines[r.kase]; ok && base > 0 && r.variant != "baseline" {
+				ratio = fmt.Sprintf("%.2fx", ns/base)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.kase, r.variant, number(ns), ratio,
+				optional(r, "allocs/op"), optional(r, "B/op"), others(r))
+		}
+	}
+	return b.String()
+}
+
+func optional(r result, unit string) string {
+	if v, ok := r.get(unit); ok {
+		return number(v)
+	}
+	return ""
+}
+
+// others lists the figures a benchmark reported itself.
+func others(r result) string {
+	var out []string
+	for _, m := range r.metrics {
+		if !slices.Contains([]string{"ns/op", "B/op", "allocs/op"}, m.unit) {
+			out = append(out, number(m.value)+" "+m.unit)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func number(v float64) string {
+	if v == float64(int64(v)) {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
