@@ -25,8 +25,8 @@ import (
 
 // goals are what each family is meant to show, printed beside its table.
 var goals = map[string]string{
-	"BenchmarkConvert":     "conversion adds little to the JSON decode and encode the webhook does anyway",
-	"BenchmarkAdmission":   "within 1.5x of the admit-everything floor, and no growth from 100 to 10,000 existing resources",
+	"BenchmarkConvert":   "conversion adds little to the JSON decode and encode the webhook does anyway",
+	"BenchmarkAdmission": "within 1.5x of the admit-everything floor, and no growth from 100 to 10,000 existing resources",
 }
 
 func main() {
