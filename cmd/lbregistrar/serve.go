@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peppy-ratio/lbregistrar/api"
+	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/webhook"
+)
+
+// Certificate modes of serve.
+const (
+	certModeBuiltin     = "builtin"
+	certModeCertManager = "cert-manager"
+)
+
+type serveOptions struct {
+	kubeconfig  string
+	verbosity   int
+	leaderElect bool
+
+	webhookAddr    string
+	metricsAddr    string
+	healthAddr     string
+	enableHTTP2    bool
+	maxRequestSize int64
+	requestTimeout time.Duration
+
+	certMode       string
+	namespace      string
+	serviceName    string
+	extraHosts     []string
+	certSecret     string
+	certificate    string
+	validatingName string
+	crdName        string
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the webhooks (validation, conversion) and the controllers",
+		Long: `Run the webhook server (validation of both API versions, conversion), its
+certificate, health and readiness probes and metrics, and the controllers.
+
+Certificates (--cert-mode):
+  builtin       a self-signed CA and serving certificate kept in --cert-secret,
+                renewed before expiry; the CA bundle is written into the
+                validating webhook configuration and the CRD.
+  cert-manager  cert-manager issues --certificate into --cert-secret and
+                cainjector writes the CA bundle; serving starts once the
+                Certificate is Ready.
+
+See docs/certificates.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
+	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect one replica to run the controllers (every replica serves webhooks)")
+	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address")
+	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `metrics address ("0" disables)`)
+	f.StringVar(&o.healthAddr, "health-addr", ":8081", `health and readiness probe address ("0" disables)`)
+	f.BoolVar(&o.enableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook server")
+	f.Int64Var(&o.maxRequestSize, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest webhook request body")
+	f.DurationVar(&o.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time to read a webhook request and write its response")
+	f.StringVar(&o.certMode, "cert-mode", certModeBuiltin, `certificate mode: "builtin" or "cert-manager"`)
+	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "lbregistrar-system"), "namespace of the webhook Service and certificate Secret")
+	f.StringVar(&o.serviceName, "service-name", "lbregistrar-webhook", "webhook Service; its DNS names go into the built-in serving certificate")
+	f.StringSliceVar(&o.extraHosts, "webhook-host", nil, "more DNS names or IP addresses for the built-in serving certificate")
+	f.StringVar(&o.certSecret, "cert-secret", "lbregistrar-webhook-tls", "Secret holding the serving certificate")
+	f.StringVar(&o.certificate, "certificate", "lbregistrar-webhook", "cert-manager Certificate of the webhook (cert-manager mode)")
+	f.StringVar(&o.validatingName, "validating-webhook-configuration", "lbregistrar-validating", "ValidatingWebhookConfiguration whose caBundle the built-in mode keeps current")
+	f.StringVar(&o.crdName, "crd", "lbregistrars.nodes.peppy-ratio.dev", "CRD whose conversion caBundle the built-in mode keeps current")
+	return cmd
+}
+
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	log := newLogger(o.verbosity)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, err := o.newManager(cfg)
+	if err != nil {
+		return err
+	}
+	if err := setupComponents(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.LoggerInto(cmd.Context(), log))
+}
+
+// newManager builds the manager with the certificate source, the webhook
+// server, the probes and the metrics endpoint; setupComponents adds what it
+// serves and runs.
+func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
+	source, err := o.certSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{
+		Addr:            o.webhookAddr,
+		GetCertificate:  source.GetCertificate,
+		EnableHTTP2:     o.enableHTTP2,
+		MaxRequestBytes: o.maxRequestSize,
+		RequestTimeout:  o.requestTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Scheme:                 api.NewScheme(),
+		WebhookServer:          srv,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.healthAddr,
+		LeaderElection:         o.leaderElect,
+		LeaderElectionID:       "lbregistrar.nodes.peppy-ratio.dev",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(source); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("certificate", source.ReadyCheck); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// setupComponents registers the webhooks and controllers on the manager.
+func setupComponents(mgr manager.Manager) error {
+	return webhook.Register(mgr)
+}
+
+func (o *serveOptions) certSource(cfg *rest.Config) (certs.Source, error) {
+	switch o.certMode {
+	case certModeBuiltin:
+		return certs.NewRotator(cfg, certs.Options{
+			Secret: types.NamespacedName{Namespace: o.namespace, Name: o.certSecret},
+			Hosts: append([]string{
+				fmt.Sprintf("%s.%s.svc", o.serviceName, o.namespace),
+				fmt.Sprintf("%s.%s.svc.cluster.local", o.serviceName, o.namespace),
+			}, o.extraHosts...),
+			ValidatingWebhookConfigurations: []string{o.validatingName},
+			CRDs:                            []string{o.crdName},
+		})
+	case certModeCertManager:
+		return certs.NewCertManagerSource(cfg, certs.CertManagerOptions{Namespace: o.namespace, Certificate: o.certificate})
+	default:
+		return nil, fmt.Errorf("--cert-mode: %q is neither %q nor %q", o.certMode, certModeBuiltin, certModeCertManager)
+	}
+}
+
+// restConfig connects with the kubeconfig file given, or else the way
+// controller-runtime finds one ($KUBECONFIG, in-cluster, ~/.kube/config).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	cfg, err := crconfig.GetConfig()
+	if err != nil {
+		return nil, errors.Join(errors.New("no Kubernetes connection: pass --kubeconfig or set $KUBECONFIG"), err)
+	}
+	return cfg, nil
+}
+
+// newLogger logs JSON lines to stderr.
+func newLogger(verbosity int) logr.Logger {
+	return funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: verbosity, LogTimestamp: true})
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

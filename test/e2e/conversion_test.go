@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const deprecationWarning = "Warning: nodes.peppy-ratio.dev/v1alpha1 LBRegistrar is deprecated; use nodes.peppy-ratio.dev/v1beta1"
+
+// The original operator's users keep applying their v1alpha1 objects; they
+// are stored as v1beta1 through the conversion webhook and read back
+// unchanged in v1alpha1.
+func TestApplyV1alpha1SingleServiceReadsBackInBothVersions(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	manifest := testdata(t, "seed000-single-service.yaml")
+	applied := object(t, manifest)
+	name := applied["metadata"].(map[string]any)["name"].(string)
+
+	_, stderr := kubectl(t, c, manifest, "apply", "-f", "-")
+	if !strings.Contains(stderr, deprecationWarning) {
+		t.Errorf("kubectl apply did not print the deprecation warning; stderr:\n%s", stderr)
+	}
+
+	out, _ := kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", name, "-o", "yaml")
+	beta := object(t, out)
+	wantServices := []any{map[string]any{
+		"name":           "istio-ingressgateway",
+		"namespace":      "istio-system",
+		"port":           "https",
+		"backendSetName": "ingress",
+		"weight":         float64(1),
+	}}
+	if diff := cmp.Diff(wantServices, beta["spec"].(map[string]any)["services"]); diff != "" {
+		t.Errorf("v1beta1 services (-want +got):\n%s", diff)
+	}
+
+	out, _ = kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", name, "-o", "json")
+	alpha := object(t, out)
+	// The schema's defaults (weight 1, here and in service) are the only
+	// additions the API server makes.
+	want := applied["spec"].(map[string]any)
+	want["weight"] = float64(1)
+	want["service"].(map[string]any)["weight"] = float64(1)
+	if diff := cmp.Diff(want, alpha["spec"]); diff != "" {
+		t.Errorf("v1alpha1 spec read back (-applied +got):\n%s", diff)
+	}
+}

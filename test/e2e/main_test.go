@@ -1,0 +1,89 @@
+// Package e2e proves the product end to end: a real kube-apiserver calls the
+// webhooks over TLS with the CA bundle package certs produced, and a real
+// kubectl shows the result. Tests that only read and write their own objects
+// share one API server; tests that break or replace the webhooks get their own.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+)
+
+var (
+	sharedOnce    sync.Once
+	sharedCluster *kube.Cluster
+	sharedErr     error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedCluster != nil {
+		if err := sharedCluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the shared API server:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// shared is one API server with the CRD and webhooks installed, started by
+// the first test that needs it; tests using it must only touch objects they
+// named themselves.
+func shared(t *testing.T) *kube.Cluster {
+	t.Helper()
+	sharedOnce.Do(func() {
+		sharedCluster, sharedErr = kube.StartEnv(context.Background(), kube.Options{})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedCluster
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// kubectl runs bin/kubectl and fails the test when it fails.
+func kubectl(t *testing.T, c *kube.Cluster, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, err := c.Kubectl(testContext(t), stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+func testdata(t *testing.T, name string) string {
+	t.Helper()
+	root, err := kube.FindRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// object parses YAML or JSON into a generic map.
+func object(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatalf("parsing %q: %v", doc, err)
+	}
+	return obj
+}

@@ -1,0 +1,247 @@
+// Package kube starts a real kube-apiserver and etcd (controller-runtime's
+// envtest, with the binaries `make test-assets` builds into bin/), installs
+// the LBRegistrar CRD with its conversion webhook and the validating webhooks
+// exactly as config/ ships them but pointed at a webhook server running in
+// this process over TLS, and hands back clients and a kubeconfig for
+// bin/kubectl.
+//
+// Tests call Start; a command (make run) calls StartEnv and Stop.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peppy-ratio/lbregistrar/api"
+)
+
+// Names of the objects config/ ships, as the tests and the harness use them.
+const (
+	Namespace         = "lbregistrar-system"
+	CRDName           = "lbregistrars.nodes.peppy-ratio.dev"
+	ValidatingWebhook = "lbregistrar-validating"
+	CertSecret        = "lbregistrar-webhook-tls"
+)
+
+// Options configure a Cluster.
+type Options struct {
+	// Root is the repository root; found from the working directory when empty.
+	Root string
+
+	// Bare starts only the API server: no namespace, webhooks or CRD. Call
+	// InstallWebhooks later.
+	Bare bool
+
+	// Webhooks configure the in-process webhook server.
+	Webhooks WebhookOptions
+}
+
+// Cluster is a running API server.
+type Cluster struct {
+	// Config is an admin connection; Client uses it with a scheme that knows
+	// core, apiextensions and LBRegistrar types.
+	Config *rest.Config
+	Client client.Client
+	Scheme *runtime.Scheme
+
+	// Kubeconfig is a kubeconfig file for bin/kubectl.
+	Kubeconfig string
+
+	// Root is the repository root.
+	Root string
+
+	// Webhooks is the webhook server, once started.
+	Webhooks *Webhooks
+
+	env *envtest.Environment
+	dir string
+}
+
+// NewScheme knows core, apiextensions and every LBRegistrar version.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(api.AddToScheme(s))
+	return s
+}
+
+// StartEnv starts etcd and kube-apiserver and, unless o.Bare, the webhook
+// server, the namespace, the validating webhooks and the CRD. Stop it with
+// Stop.
+func StartEnv(ctx context.Context, o Options) (_ *Cluster, err error) {
+	root := o.Root
+	if root == "" {
+		if root, err = FindRoot(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "lbregistrar-kube-")
+	if err != nil {
+		return nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s (run `make test-assets`): %w", assets, err)
+	}
+	c := &Cluster{Config: cfg, Scheme: NewScheme(), Root: root, env: env, dir: dir}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	// Many tests share one server; the defaults throttle them.
+	cfg.QPS, cfg.Burst = 500, 1000
+	if c.Client, err = client.New(cfg, client.Options{Scheme: c.Scheme}); err != nil {
+		return nil, err
+	}
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return nil, err
+	}
+	if !o.Bare {
+		if err := c.InstallWebhooks(ctx, o.Webhooks); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Stop stops the webhook server, the API server and etcd, and removes the
+// temporary files.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.Webhooks != nil {
+		errs = append(errs, c.Webhooks.Stop())
+	}
+	errs = append(errs, c.env.Stop(), os.RemoveAll(c.dir))
+	return errors.Join(errs...)
+}
+
+// InstallWebhooks starts the webhook server, creates the namespace, and
+// installs the validating webhook configuration and the CRD (replacing an
+// older CRD of the same name) with the CA bundle the certificate source
+// produced.
+func (c *Cluster) InstallWebhooks(ctx context.Context, o WebhookOptions) error {
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string, caBundle []byte) error {
+		if err := c.installValidatingWebhook(ctx, url, caBundle); err != nil {
+			return err
+		}
+		return c.InstallCRD(ctx, url, caBundle)
+	})
+	if err != nil {
+		return err
+	}
+	c.Webhooks = w
+	return nil
+}
+
+// InstallCRD creates or replaces the CRD from config/crd/bases with its
+// conversion webhook at url and trusting caBundle, and waits until it is
+// served.
+func (c *Cluster) InstallCRD(ctx context.Context, url string, caBundle []byte) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := readYAML(filepath.Join(c.Root, "config/crd/bases", "nodes.peppy-ratio.dev_lbregistrars.yaml"), crd); err != nil {
+		return err
+	}
+	var patch struct {
+		Spec struct {
+			Conversion *apiextensionsv1.CustomResourceConversion `json:"conversion"`
+		} `json:"spec"`
+	}
+	if err := readYAML(filepath.Join(c.Root, "config/webhook/crd-conversion-patch.yaml"), &patch); err != nil {
+		return err
+	}
+	conversion := patch.Spec.Conversion
+	conversion.Webhook.ClientConfig = urlClientConfig(url, *conversion.Webhook.ClientConfig.Service.Path, caBundle)
+	crd.Spec.Conversion = conversion
+
+	existing := &apiextensionsv1.CustomResourceDefinition{}
+	err := c.Client.Get(ctx, client.ObjectKey{Name: CRDName}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = c.Client.Create(ctx, crd)
+	case err == nil:
+		existing.Spec = crd.Spec
+		err = c.Client.Update(ctx, existing)
+	}
+	if err != nil {
+		return fmt.Errorf("installing the CRD: %w", err)
+	}
+	return c.waitEstablished(ctx)
+}
+
+func (c *Cluster) waitEstablished(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: CRDName}, crd); err != nil {
+			return false, err
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// Kubectl runs bin/kubectl against the cluster with stdin as its input.
+func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// FindRoot walks up from the working directory to the repository root.
+func FindRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(mod, []byte("module github.com/peppy-ratio/lbregistrar\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("kube: not inside the lbregistrar repository")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,175 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// ServerOptions configure the webhook server.
+type ServerOptions struct {
+	// Addr is host:port to listen on; port 0 picks a free one (see Addr).
+	Addr string
+
+	// GetCertificate returns the serving certificate for each handshake,
+	// so a renewed certificate is served without a restart.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+
+	// EnableHTTP2 offers HTTP/2. It is off by default: the API server talks
+	// HTTP/1.1 to webhooks, and HTTP/2 has had denial-of-service flaws
+	// (rapid reset, CONTINUATION floods) that HTTP/1.1 does not share.
+	EnableHTTP2 bool
+
+	// MaxRequestBytes bounds a request body. The largest request is a
+	// ConversionReview of a whole list; the default allows thousands of
+	// objects.
+	MaxRequestBytes int64
+
+	// RequestTimeout bounds reading a request and writing its response. The
+	// API server waits at most 30 s for a webhook.
+	RequestTimeout time.Duration
+}
+
+// Defaults for ServerOptions left zero.
+const (
+	DefaultMaxRequestBytes = 32 << 20
+	DefaultRequestTimeout  = 30 * time.Second
+)
+
+// Server is the webhook server: HTTPS only, TLS 1.2 or later, bounded request
+// size and time, one certificate source, and metrics per path. It implements
+// controller-runtime's webhook.Server so the manager runs it and the
+// builders register on it.
+type Server struct {
+	opts     ServerOptions
+	listener net.Listener
+	mux      *http.ServeMux
+	started  atomic.Bool
+}
+
+var _ crwebhook.Server = (*Server)(nil)
+
+// NewServer listens on opts.Addr at once, so the address is known (Addr)
+// before the webhook configurations that point at it are written.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.GetCertificate == nil {
+		return nil, errors.New("webhook: a certificate source is required")
+	}
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	l, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, listener: l, mux: http.NewServeMux()}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// NeedLeaderElection is false: every replica serves.
+func (*Server) NeedLeaderElection() bool { return false }
+
+// Register serves hook at path, instrumented with the request metrics.
+func (s *Server) Register(path string, hook http.Handler) {
+	labels := prometheus.Labels{"path": path}
+	h := promhttp.InstrumentHandlerInFlight(requestsInFlight.With(labels),
+		promhttp.InstrumentHandlerDuration(requestDuration.MustCurryWith(labels),
+			promhttp.InstrumentHandlerCounter(requestsTotal.MustCurryWith(labels), hook)))
+	s.mux.Handle(path, h)
+}
+
+// WebhookMux is the mux the hooks are registered on.
+func (s *Server) WebhookMux() *http.ServeMux { return s.mux }
+
+// Start serves until ctx ends, then lets requests in flight finish.
+func (s *Server) Start(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("webhook-server")
+	cfg := &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: s.opts.GetCertificate,
+		NextProtos:     []string{"http/1.1"},
+	}
+	if s.opts.EnableHTTP2 {
+		cfg.NextProtos = []string{"h2", "http/1.1"}
+	}
+	srv := &http.Server{
+		Handler:           http.MaxBytesHandler(s.mux, s.opts.MaxRequestBytes),
+		TLSConfig:         cfg,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.opts.RequestTimeout,
+		WriteTimeout:      s.opts.RequestTimeout,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if !s.opts.EnableHTTP2 {
+		// A non-nil, empty map is how net/http is told not to offer HTTP/2.
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil {
+			log.Error(err, "shutting down the webhook server")
+		}
+	}()
+
+	log.Info("serving webhooks", "addr", s.listener.Addr().String())
+	s.started.Store(true)
+	err := srv.ServeTLS(s.listener, "", "")
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return nil
+	}
+	return err
+}
+
+// StartedChecker is healthy once the server accepts connections.
+func (s *Server) StartedChecker() healthz.Checker {
+	return func(*http.Request) error {
+		if !s.started.Load() {
+			return errors.New("webhook server not started yet")
+		}
+		return nil
+	}
+}
+
+var (
+	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lbregistrar_webhook_requests_total",
+		Help: "Webhook requests by path and HTTP status code.",
+	}, []string{"path", "code"})
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lbregistrar_webhook_request_duration_seconds",
+		Help:    "Webhook request latency by path.",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10},
+	}, []string{"path"})
+	requestsInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_webhook_requests_in_flight",
+		Help: "Webhook requests being served, by path.",
+	}, []string{"path"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(requestsTotal, requestDuration, requestsInFlight)
+}
