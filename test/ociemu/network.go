@@ -153,7 +153,7 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 		updated.Backends = []networkloadbalancer.Backend{}
 		seen := map[string]bool{}
 		for i, bd := range d.Backends {
-			be, err := networkBackend(networkloadbalancer.Backend{Port: bd.Port, IpAddress: bd.IpAddress, TargetId: bd.TargetId,
+			be, err := networkBackend(networkloadbalancer.Backend{Port: bd.Port, Name: bd.Name, IpAddress: bd.IpAddress, TargetId: bd.TargetId,
 				Weight: bd.Weight, IsDrain: bd.IsDrain, IsBackup: bd.IsBackup, IsOffline: bd.IsOffline})
 			if err != nil {
 				return nil, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
@@ -175,7 +175,8 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 }
 
 // networkBackend validates a backend and fills in its name and defaults.
-// The name, when not given, is ip:port or targetId:port.
+// The name, when not given, is ip:port or targetId:port; a given name is
+// kept, so names survive a client carrying them through UpdateBackendSet.
 func networkBackend(be networkloadbalancer.Backend) (networkloadbalancer.Backend, *apiError) {
 	if be.Port == nil {
 		return be, invalidParameter("port is required")
