@@ -11,8 +11,10 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +183,7 @@ func (c *Cluster) InstallCRD(ctx context.Context, url string, caBundle []byte) e
 			Conversion *apiextensionsv1.CustomResourceConversion `json:"conversion"`
 		} `json:"spec"`
 	}
-	if err := readYAML(filepath.Join(c.Root, "config/webhook/crd-conversion-patch.yaml"), &patch); err != nil {
+	if err := readYAML(filepath.Join(c.Root, "config/crd/conversion-webhook-patch.yaml"), &patch); err != nil {
 		return err
 	}
 	conversion := patch.Spec.Conversion
@@ -216,6 +218,41 @@ func (c *Cluster) waitEstablished(ctx context.Context) error {
 		}
 		return false, nil
 	})
+}
+
+// Stored returns the bytes etcd holds for key (e.g.
+// /registry/nodes.peppy-ratio.dev/lbregistrars/NAME), read through etcd's
+// JSON gateway rather than the API server, whose watch cache may hold an
+// object already converted.
+func (c *Cluster) Stored(ctx context.Context, key string) ([]byte, error) {
+	body, err := json.Marshal(map[string][]byte{"key": []byte(key)})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.env.ControlPlane.Etcd.URL.String()+"/v3/kv/range", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var result struct {
+		KVs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("etcd range %s: %s", key, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&result); err != nil {
+		return nil, err
+	}
+	if len(result.KVs) == 0 {
+		return nil, fmt.Errorf("etcd holds no %s", key)
+	}
+	return result.KVs[0].Value, nil
 }
 
 // Kubectl runs bin/kubectl against the cluster with stdin as its input.

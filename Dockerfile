@@ -1,0 +1,17 @@
+# Static lbregistrar binary on a distroless base, running as non-root.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY api/ api/
+COPY certs/ certs/
+COPY cmd/ cmd/
+COPY conversion/ conversion/
+COPY reconciler/ reconciler/
+COPY webhook/ webhook/
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/lbregistrar ./cmd/lbregistrar
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/lbregistrar /lbregistrar
+USER 65532:65532
+ENTRYPOINT ["/lbregistrar"]
