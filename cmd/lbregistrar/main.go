@@ -17,6 +17,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newMigrateStorageCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ var (
 	sharedOnce    sync.Once
 	sharedCluster *kube.Cluster
 	sharedErr     error
+
+	binaryOnce sync.Once
+	binaryDir  string
+	binaryErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +37,33 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "stopping the shared API server:", err)
 		}
 	}
+	if binaryDir != "" {
+		_ = os.RemoveAll(binaryDir)
+	}
 	os.Exit(code)
+}
+
+// lbregistrar builds the command once and returns its path.
+func lbregistrar(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		var root string
+		if root, binaryErr = kube.FindRoot(); binaryErr != nil {
+			return
+		}
+		if binaryDir, binaryErr = os.MkdirTemp("", "lbregistrar-e2e-"); binaryErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binaryDir, "./cmd/lbregistrar")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build ./cmd/lbregistrar: %w\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return filepath.Join(binaryDir, "lbregistrar")
 }
 
 // shared is one API server with the CRD and webhooks installed, started by
