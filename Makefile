@@ -21,6 +21,10 @@ build: ## Build the lbregistrar binary into bin/.
 ociemu: ## Build the OCI Load Balancer / NLB API emulator into bin/.
 	$(GO) build -o $(BIN)/ociemu ./cmd/ociemu
 
+.PHONY: run
+run: build test-assets ## Run everything locally: API server, OCI emulator, lbregistrar, samples (Ctrl-C stops).
+	$(GO) run ./cmd/localrun
+
 .PHONY: generate
 generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...

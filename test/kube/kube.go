@@ -158,7 +158,7 @@ func (c *Cluster) InstallWebhooks(ctx context.Context, o WebhookOptions) error {
 		return err
 	}
 	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string, caBundle []byte) error {
-		if err := c.installValidatingWebhook(ctx, url, caBundle); err != nil {
+		if err := c.InstallValidatingWebhook(ctx, url, caBundle); err != nil {
 			return err
 		}
 		return c.InstallCRD(ctx, url, caBundle)

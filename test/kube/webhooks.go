@@ -182,9 +182,9 @@ func (w *Webhooks) Stop() error {
 	return <-w.done
 }
 
-// installValidatingWebhook creates or replaces config/webhook's validating
+// InstallValidatingWebhook creates or replaces config/webhook's validating
 // webhook configuration with every webhook pointed at url.
-func (c *Cluster) installValidatingWebhook(ctx context.Context, url string, caBundle []byte) error {
+func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBundle []byte) error {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := readYAML(c.Root+"/config/webhook/manifests.yaml", vwc); err != nil {
 		return err
