@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -140,7 +141,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyResource),
 			builder.WithPredicates(nodeChanged())).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
 		WithOptions(controller.Options{
@@ -192,6 +193,18 @@ func nodeChanged() predicate.Predicate {
 			old, okOld := e.ObjectOld.(*corev1.Node)
 			cur, okCur := e.ObjectNew.(*corev1.Node)
 			return !okOld || !okCur || desired.NodeChanged(old, cur)
+		},
+	}
+}
+
+// serviceSpecChanged passes Service updates that change its spec; Services
+// have no generation, and status updates (load balancer ingress) do not matter.
+func serviceSpecChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.Service)
+			cur, okCur := e.ObjectNew.(*corev1.Service)
+			return !okOld || !okCur || !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
 		},
 	}
 }

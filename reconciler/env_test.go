@@ -1,0 +1,398 @@
+package reconciler_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peppy-ratio/lbregistrar/api"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+const (
+	classicLB = "ocid1.loadbalancer.oc1.iad.ingress"
+	networkLB = "ocid1.networkloadbalancer.oc1.iad.tcp"
+	foreignIP = "192.168.9.9"
+)
+
+var (
+	restConfig *rest.Config
+	scheme     = newScheme()
+	// k8s is an uncached client for the tests' own reads and writes.
+	k8s client.Client
+)
+
+func newScheme() *runtime.Scheme {
+	s := api.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// TestMain starts one kube-apiserver and etcd for the package. Without the
+// test binaries (make test-assets) the API server tests are skipped.
+func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard())
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if abs, err := filepath.Abs("../bin"); err == nil {
+			os.Setenv("KUBEBUILDER_ASSETS", abs)
+		}
+	}
+	var env *envtest.Environment
+	if _, err := os.Stat(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-apiserver")); err == nil {
+		env = &envtest.Environment{CRDDirectoryPaths: []string{"../config/crd/bases"}, ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the test API server:", err)
+			os.Exit(1)
+		}
+		restConfig = cfg
+		if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// fixture is an emulator seeded from testdata/seed.yaml, an API key for it
+// in a Secret, and a manager running the reconciler against both.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	emu    *ociemu.Emulator
+	ns     string
+	key    v1beta1.APIKey
+	keyPEM []byte
+	stop   []func()
+}
+
+var fixtureSeq atomic.Int32
+
+func fastOptions(emu *ociemu.Emulator) reconciler.Options {
+	o := reconciler.DefaultOptions()
+	o.OCI.LoadBalancerEndpoint = emu.HTTPSURL()
+	o.OCI.NetworkLoadBalancerEndpoint = emu.HTTPSURL()
+	o.OCI.HTTPClient = emu.HTTPClient()
+	o.OCI.RateLimit, o.OCI.Burst = 1000, 1000
+	o.OCI.PollMin, o.OCI.PollMax = 5*time.Millisecond, 100*time.Millisecond
+	o.Backoff = reconciler.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}
+	o.DrainPeriod = 0
+	o.CleanupTimeout = 30 * time.Second
+	o.Resync = time.Minute
+	return o
+}
+
+func newFixture(t *testing.T, emuOpts ociemu.Options) *fixture {
+	t.Helper()
+	if restConfig == nil {
+		t.Skip("no test API server binaries in KUBEBUILDER_ASSETS; run make test-assets")
+	}
+	emu, err := ociemu.Start(emuOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	f := &fixture{t: t, ctx: ctx, emu: emu, ns: fmt.Sprintf("lbr-%d", fixtureSeq.Add(1))}
+	t.Cleanup(func() {
+		f.cleanup()
+		cancel()
+		emu.Close()
+	})
+	f.must(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
+	f.key, f.keyPEM = f.newKey("oci-key")
+	return f
+}
+
+// newKey generates an API key, registers it with the emulator, and stores
+// its private half in a Secret.
+func (f *fixture) newKey(secret string) (v1beta1.APIKey, []byte) {
+	f.t.Helper()
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	f.must(err)
+	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	f.must(err)
+	user, err := f.emu.RegisterPublicKey("ocid1.tenancy.oc1..test", "ocid1.user.oc1..test-"+secret,
+		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+	f.must(err)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(priv)})
+	f.applySecret(secret, keyPEM)
+	return v1beta1.APIKey{
+		User: user.User, Fingerprint: user.Fingerprint, Tenancy: user.Tenancy, Region: "us-ashburn-1",
+		PrivateKey: v1beta1.SecretKeySource{Namespace: f.ns, SecretKeyRef: v1beta1.SecretKeyRef{Name: secret, Key: "key.pem"}},
+	}, keyPEM
+}
+
+func (f *fixture) applySecret(name string, keyPEM []byte) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+	_, err := ctrl.CreateOrUpdate(f.ctx, k8s, s, func() error {
+		s.Data = map[string][]byte{"key.pem": keyPEM}
+		return nil
+	})
+	f.must(err)
+}
+
+// startManager runs the reconciler in a manager until the test ends.
+func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Options)) (stop func()) {
+	f.t.Helper()
+	mo := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	for _, m := range mutate {
+		m(&mo)
+	}
+	mgr, err := ctrl.NewManager(restConfig, mo)
+	f.must(err)
+	f.must(reconciler.SetupWithManager(f.ctx, mgr, o))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			f.t.Errorf("manager: %v", err)
+		}
+	}()
+	var stopped atomic.Bool
+	stop = func() {
+		if stopped.CompareAndSwap(false, true) {
+			cancel()
+			<-done
+		}
+	}
+	f.stop = append(f.stop, stop)
+	return stop
+}
+
+// cleanup deletes every LBRegistrar while a manager still runs, so their
+// finalizers complete, then removes the test's nodes and stops the managers.
+func (f *fixture) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var list v1beta1.LBRegistrarList
+	if err := k8s.List(ctx, &list); err == nil {
+		for i := range list.Items {
+			_ = k8s.Delete(ctx, &list.Items[i])
+		}
+	}
+	for ctx.Err() == nil {
+		if err := k8s.List(ctx, &list); err != nil || len(list.Items) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(list.Items) > 0 { // no manager left to finalize them
+		for i := range list.Items {
+			o := &list.Items[i]
+			o.Finalizers = nil
+			_ = k8s.Update(ctx, o)
+		}
+	}
+	_ = k8s.DeleteAllOf(ctx, &corev1.Node{})
+	for _, stop := range slices.Backward(f.stop) {
+		stop()
+	}
+}
+
+func (f *fixture) must(err error) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// eventually retries check until it returns nil or the timeout passes.
+func (f *fixture) eventually(timeout time.Duration, check func() error) {
+	f.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// node creates a node (changed by mutate before creation) with an InternalIP, Ready.
+func (f *fixture) node(name, ip string, mutate ...func(*corev1.Node)) *corev1.Node {
+	f.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	for _, m := range mutate {
+		m(n)
+	}
+	f.must(k8s.Create(f.ctx, n))
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	f.must(k8s.Status().Update(f.ctx, n))
+	return n
+}
+
+// updateNode re-reads a node, changes it and writes it back.
+func (f *fixture) updateNode(name string, change func(*corev1.Node)) {
+	f.t.Helper()
+	var n corev1.Node
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Name: name}, &n))
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	change(&n)
+	f.must(k8s.Update(f.ctx, &n))
+}
+
+// service creates a NodePort Service; the API server allocates node ports.
+func (f *fixture) service(name string, ports ...corev1.ServicePort) *corev1.Service {
+	f.t.Helper()
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports, Selector: map[string]string{"app": name}},
+	}
+	f.must(k8s.Create(f.ctx, s))
+	return s
+}
+
+// endpoints replaces the Service's EndpointSlice with one ready endpoint per node.
+func (f *fixture) endpoints(service string, readyOn ...string) {
+	f.t.Helper()
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-slice"}}
+	_, err := ctrl.CreateOrUpdate(f.ctx, k8s, s, func() error {
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
+		s.AddressType = discoveryv1.AddressTypeIPv4
+		s.Endpoints = nil
+		for i, n := range readyOn {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{fmt.Sprintf("10.244.0.%d", i+1)},
+				NodeName:   ptr.To(n),
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			})
+		}
+		return nil
+	})
+	f.must(err)
+}
+
+// registrar creates an LBRegistrar with the fixture's API key.
+func (f *fixture) registrar(name, lb string, targets ...v1beta1.Target) *v1beta1.LBRegistrar {
+	f.t.Helper()
+	o := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-" + name},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key, Services: targets},
+	}
+	f.must(k8s.Create(f.ctx, o))
+	return o
+}
+
+func (f *fixture) get(o *v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
+	f.t.Helper()
+	var cur v1beta1.LBRegistrar
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(o), &cur))
+	return &cur
+}
+
+// backends returns the backend set's backends as sorted "ip:port/weight[flags]" strings.
+func (f *fixture) backends(lb, set string) []string {
+	f.t.Helper()
+	bs, err := f.emu.Backends(lb, set)
+	f.must(err)
+	var out []string
+	for _, b := range bs {
+		s := fmt.Sprintf("%s:%d/%d", b.IPAddress, b.Port, b.Weight)
+		if b.IPAddress == "" {
+			s = fmt.Sprintf("%s:%d/%d", b.TargetID, b.Port, b.Weight)
+		}
+		if b.Backup {
+			s += ",backup"
+		}
+		if b.Drain {
+			s += ",drain"
+		}
+		if b.Offline {
+			s += ",offline"
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectBackends waits until the backend set holds exactly want (sorted).
+func (f *fixture) expectBackends(lb, set string, want ...string) {
+	f.t.Helper()
+	slices.Sort(want)
+	f.eventually(20*time.Second, func() error {
+		if got := f.backends(lb, set); !slices.Equal(got, want) {
+			return fmt.Errorf("backend set %s: got %v, want %v", set, got, want)
+		}
+		return nil
+	})
+}
+
+func fixedPort(set string, port int32) v1beta1.Target {
+	return v1beta1.Target{NodePort: port, BackendSetName: set, Weight: 1}
+}
+
+func condition(o *v1beta1.LBRegistrar, typ string) *metav1.Condition {
+	for i := range o.Status.Conditions {
+		if o.Status.Conditions[i].Type == typ {
+			return &o.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// updateRegistrar changes a resource's spec, retrying on write conflicts
+// with the controller's status updates.
+func (f *fixture) updateRegistrar(o *v1beta1.LBRegistrar, change func(*v1beta1.LBRegistrar)) {
+	f.t.Helper()
+	f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := f.get(o)
+		change(cur)
+		return k8s.Update(f.ctx, cur)
+	}))
+}

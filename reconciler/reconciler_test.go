@@ -1,0 +1,338 @@
+package reconciler_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// settings is every setting of a backend set except its backends, as JSON.
+func (f *fixture) settings(lb, set string) string {
+	f.t.Helper()
+	st := f.emu.State()
+	for _, l := range st.LoadBalancers {
+		if *l.Id == lb {
+			bs := l.BackendSets[set]
+			bs.Backends = nil
+			raw, _ := json.Marshal(bs)
+			return string(raw)
+		}
+	}
+	for _, l := range st.NetworkLoadBalancers {
+		if *l.Id == lb {
+			bs := l.BackendSets[set]
+			bs.Backends = nil
+			raw, _ := json.Marshal(bs)
+			return string(raw)
+		}
+	}
+	f.t.Fatalf("no load balancer %s", lb)
+	return ""
+}
+
+func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	before := f.settings(classicLB, "web")
+	f.node(f.ns+"-a", "10.0.0.1")
+	f.node(f.ns+"-b", "10.0.0.2")
+	f.startManager(fastOptions(f.emu))
+	obj := f.registrar("web", classicLB, fixedPort("web", 30080))
+	foreign := "192.168.9.9:8080/3,backup"
+
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.2:30080/1")
+	f.eventually(10*time.Second, func() error {
+		o := f.get(obj)
+		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || o.Status.ObservedGeneration != o.Generation {
+			return fmt.Errorf("status: %+v", o.Status)
+		}
+		if len(o.Status.BackendSets) != 1 || len(o.Status.BackendSets[0].Backends) != 2 || o.Status.BackendSets[0].LastWorkRequest == nil {
+			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
+		}
+		return nil
+	})
+
+	f.node(f.ns+"-c", "10.0.0.3")
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.2:30080/1", "10.0.0.3:30080/1")
+
+	f.updateNode(f.ns+"-a", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.2:30080/1", "10.0.0.3:30080/1")
+
+	f.updateNode(f.ns+"-b", func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule})
+	})
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.3:30080/1")
+
+	f.updateNode(f.ns+"-a", func(n *corev1.Node) { delete(n.Labels, corev1.LabelNodeExcludeBalancers) })
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.3:30080/1")
+
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-c"}}))
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1")
+
+	// A NotReady node stays registered: the health check takes it out.
+	var n corev1.Node
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Name: f.ns + "-a"}, &n))
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	f.must(k8s.Status().Update(f.ctx, &n))
+
+	// nodeSelector narrows to labelled nodes.
+	f.node(f.ns+"-d", "10.0.0.4", func(n *corev1.Node) { n.Labels["pool"] = "edge" })
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.4:30080/1")
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) {
+		o.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "edge"}}
+	})
+	f.expectBackends(classicLB, "web", foreign, "10.0.0.4:30080/1")
+
+	if after := f.settings(classicLB, "web"); after != before {
+		t.Errorf("backend set settings changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func TestEndpointsAndNodePortChanges(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	for i, n := range []string{"a", "b", "c"} {
+		f.node(f.ns+"-"+n, fmt.Sprintf("10.0.1.%d", i+1))
+	}
+	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 31080})
+	f.endpoints("gw", f.ns+"-a")
+	f.startManager(fastOptions(f.emu))
+	port := intstr.FromString("http")
+	obj := f.registrar("gw", classicLB, v1beta1.Target{
+		Name: "gw", Namespace: f.ns, Port: &port, FilterByEndpoints: true, BackendSetName: "api", Weight: 2,
+	})
+	f.expectBackends(classicLB, "api", "10.0.1.1:31080/2")
+
+	// Endpoints move to b and c.
+	f.endpoints("gw", f.ns+"-b", f.ns+"-c")
+	f.expectBackends(classicLB, "api", "10.0.1.2:31080/2", "10.0.1.3:31080/2")
+
+	// Zero ready endpoints: nothing is removed, Degraded says why.
+	f.endpoints("gw")
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "no ready endpoint") {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api", "10.0.1.2:31080/2", "10.0.1.3:31080/2")
+	f.endpoints("gw", f.ns+"-c")
+	f.expectBackends(classicLB, "api", "10.0.1.3:31080/2")
+
+	// The Service's NodePort changes.
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(svc), svc))
+	svc.Spec.Ports[0].NodePort = 31081
+	f.must(k8s.Update(f.ctx, svc))
+	f.expectBackends(classicLB, "api", "10.0.1.3:31081/2")
+
+	// externalTrafficPolicy: Local narrows without filterByEndpoints.
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].FilterByEndpoints = false })
+	f.expectBackends(classicLB, "api", "10.0.1.1:31081/2", "10.0.1.2:31081/2", "10.0.1.3:31081/2")
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(svc), svc))
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	f.must(k8s.Update(f.ctx, svc))
+	f.expectBackends(classicLB, "api", "10.0.1.3:31081/2")
+}
+
+func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.2.1")
+	o := fastOptions(f.emu)
+	o.DrainPeriod = 1500 * time.Millisecond
+	f.startManager(o)
+	obj := f.registrar("nlb", networkLB, fixedPort("tcp", 30080))
+	foreign := []string{"192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1"}
+	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.2.1:30080/1")...)
+	before := f.settings(networkLB, "tcp")
+
+	f.must(k8s.Delete(f.ctx, obj))
+	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.2.1:30080/1,drain")...)
+	f.expectBackends(networkLB, "tcp", foreign...)
+	f.eventually(10*time.Second, func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("still present")
+		}
+		return nil
+	})
+	if after := f.settings(networkLB, "tcp"); after != before {
+		t.Errorf("backend set settings changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.3.1")
+	f.startManager(fastOptions(f.emu))
+	obj := f.registrar("gone", classicLB, fixedPort("no-such-set", 30080))
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not found") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	// Pretend it had registered there before the backend set went away.
+	cur := f.get(obj)
+	cur.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "no-such-set", Backends: []v1beta1.Backend{{IP: "10.0.3.1", Port: 30080, Weight: 1}}}}
+	f.must(k8s.Status().Update(f.ctx, cur))
+	f.must(k8s.Delete(f.ctx, obj))
+	f.eventually(10*time.Second, func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("still present")
+		}
+		return nil
+	})
+}
+
+func TestTwoResourcesOneLoadBalancerNeverConflict(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 150 * time.Millisecond})
+	for i := range 3 {
+		f.node(fmt.Sprintf("%s-%d", f.ns, i), fmt.Sprintf("10.0.4.%d", i+1))
+	}
+	f.startManager(fastOptions(f.emu))
+	f.registrar("one", classicLB, fixedPort("api", 30443))
+	f.registrar("two", classicLB, fixedPort("admin", 30444))
+	f.expectBackends(classicLB, "api", "10.0.4.1:30443/1", "10.0.4.2:30443/1", "10.0.4.3:30443/1")
+	f.expectBackends(classicLB, "admin", "10.0.4.1:30444/1", "10.0.4.2:30444/1", "10.0.4.3:30444/1")
+	f.node(f.ns+"-x", "10.0.4.9")
+	f.expectBackends(classicLB, "api", "10.0.4.1:30443/1", "10.0.4.2:30443/1", "10.0.4.3:30443/1", "10.0.4.9:30443/1")
+	f.expectBackends(classicLB, "admin", "10.0.4.1:30444/1", "10.0.4.2:30444/1", "10.0.4.3:30444/1", "10.0.4.9:30444/1")
+	if c := f.emu.Counters(); c.Conflicts != 0 {
+		t.Fatalf("the emulator answered %d writes with 409", c.Conflicts)
+	}
+}
+
+func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.5.1")
+	f.startManager(fastOptions(f.emu))
+	first := f.registrar("first", classicLB, fixedPort("api", 30001))
+	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	second := f.registrar("second", classicLB, fixedPort("api", 30002))
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(second), v1beta1.ConditionConflict)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, first.Name) {
+			return fmt.Errorf("conflict: %+v", c)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
+
+	// A replacement takes the claim over and adopts what is registered; the
+	// replaced resource's deletion leaves the adopted backends alone.
+	repl := f.registrarAnnotated("repl", map[string]string{validation.ReplacesAnnotation: first.Name}, classicLB, fixedPort("api", 30001))
+	f.eventually(10*time.Second, func() error {
+		o := f.get(repl)
+		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 {
+			return fmt.Errorf("replacement status: %+v", o.Status)
+		}
+		return nil
+	})
+	f.must(k8s.Delete(f.ctx, second))
+	f.must(k8s.Delete(f.ctx, first))
+	f.eventually(10*time.Second, func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(first), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("first still present")
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
+	if n := f.emu.Counters().Writes[classicLB]; n != 1 {
+		t.Fatalf("%d writes to the load balancer, want 1 (the first registration)", n)
+	}
+}
+
+func (f *fixture) registrarAnnotated(name string, annotations map[string]string, lb string, targets ...v1beta1.Target) *v1beta1.LBRegistrar {
+	f.t.Helper()
+	o := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-" + name, Annotations: annotations},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key, Services: targets},
+	}
+	f.must(k8s.Create(f.ctx, o))
+	return o
+}
+
+func TestBackendSetMoveCleansUpOldRegistration(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.6.1")
+	f.startManager(fastOptions(f.emu))
+	obj := f.registrar("mv", classicLB, fixedPort("api", 30010))
+	f.expectBackends(classicLB, "api", "10.0.6.1:30010/1")
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].BackendSetName = "admin" })
+	f.expectBackends(classicLB, "admin", "10.0.6.1:30010/1")
+	f.expectBackends(classicLB, "api")
+	f.eventually(10*time.Second, func() error {
+		if bs := f.get(obj).Status.BackendSets; len(bs) != 1 || bs[0].Name != "admin" {
+			return fmt.Errorf("record: %+v", bs)
+		}
+		return nil
+	})
+}
+
+func TestSecretRotationAndBadKey(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.7.1")
+	f.applySecret("oci-key", []byte("-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"))
+	f.startManager(fastOptions(f.emu))
+	obj := f.registrar("rot", classicLB, fixedPort("api", 30020))
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionReady)
+		if c == nil || c.Reason != "InvalidCredentials" {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	f.applySecret("oci-key", f.keyPEM)
+	f.expectBackends(classicLB, "api", "10.0.7.1:30020/1")
+
+	// Rotate to a new key: new Secret content and fingerprint.
+	key, _ := f.newKey("oci-key-2")
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key })
+	f.node(f.ns+"-b", "10.0.7.2")
+	f.expectBackends(classicLB, "api", "10.0.7.1:30020/1", "10.0.7.2:30020/1")
+	for _, c := range f.emu.Calls() {
+		if c.AuthError != "" {
+			t.Fatalf("a request was rejected: %+v", c)
+		}
+	}
+}
+
+func TestConvergesUnderFaults(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 30 * time.Millisecond})
+	for i := range 3 {
+		f.node(fmt.Sprintf("%s-%d", f.ns, i), fmt.Sprintf("10.0.8.%d", i+1))
+	}
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 409, Code: "Conflict", Times: 4})
+	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", Status: 429, RetryAfter: time.Second, Times: 1})
+	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", Status: 503, Times: 3})
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 2})
+	f.emu.AddFault(ociemu.Fault{Operation: "GetWorkRequest", Status: 500, Times: 3})
+	f.startManager(fastOptions(f.emu))
+	f.registrar("storm", networkLB, fixedPort("tcp", 30080))
+	foreign := []string{"192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1"}
+	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.8.1:30080/1", "10.0.8.2:30080/1", "10.0.8.3:30080/1")...)
+
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 409, Code: "IncorrectState", Times: 3})
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 502, Times: 2})
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-1"}}))
+	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.8.1:30080/1", "10.0.8.3:30080/1")...)
+}
+
+func TestOptionsDefaultsAreSane(t *testing.T) {
+	o := reconciler.DefaultOptions()
+	if o.Workers < 1 || o.Backoff.Attempts < 1 || o.Resync <= 0 || o.CleanupTimeout <= o.DrainPeriod {
+		t.Fatalf("defaults: %+v", o)
+	}
+}
