@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
@@ -50,10 +52,12 @@ type serveOptions struct {
 	certificate    string
 	validatingName string
 	crdName        string
+
+	reconciler reconciler.Options
 }
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{}
+	o := &serveOptions{reconciler: reconciler.DefaultOptions()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the webhooks (validation, conversion) and the controllers",
@@ -90,6 +94,7 @@ See docs/certificates.md.`,
 	f.StringVar(&o.certificate, "certificate", "lbregistrar-webhook", "cert-manager Certificate of the webhook (cert-manager mode)")
 	f.StringVar(&o.validatingName, "validating-webhook-configuration", "lbregistrar-validating", "ValidatingWebhookConfiguration whose caBundle the built-in mode keeps current")
 	f.StringVar(&o.crdName, "crd", "lbregistrars.nodes.peppy-ratio.dev", "CRD whose conversion caBundle the built-in mode keeps current")
+	o.reconciler.BindFlags(f)
 	return cmd
 }
 
@@ -106,7 +111,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := setupComponents(mgr); err != nil {
+	if err := setupComponents(cmd.Context(), mgr, o); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.LoggerInto(cmd.Context(), log))
@@ -157,8 +162,11 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 }
 
 // setupComponents registers the webhooks and controllers on the manager.
-func setupComponents(mgr manager.Manager) error {
-	return webhook.Register(mgr)
+func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) error {
+	if err := webhook.Register(mgr); err != nil {
+		return err
+	}
+	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)
 }
 
 func (o *serveOptions) certSource(cfg *rest.Config) (certs.Source, error) {
