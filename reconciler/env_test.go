@@ -103,11 +103,14 @@ type fixture struct {
 
 var fixtureSeq atomic.Int32
 
-func fastOptions(emu *ociemu.Emulator) reconciler.Options {
+// options are the reconciler's options for tests: the emulator's HTTPS
+// endpoint trusted through --oci-ca-file, short polls and backoffs.
+func (f *fixture) options() reconciler.Options {
 	o := reconciler.DefaultOptions()
-	o.OCI.LoadBalancerEndpoint = emu.HTTPSURL()
-	o.OCI.NetworkLoadBalancerEndpoint = emu.HTTPSURL()
-	o.OCI.HTTPClient = emu.HTTPClient()
+	o.OCI.LoadBalancerEndpoint = f.emu.HTTPSURL()
+	o.OCI.NetworkLoadBalancerEndpoint = f.emu.HTTPSURL()
+	o.OCICAFile = filepath.Join(f.t.TempDir(), "oci-ca.pem")
+	f.must(os.WriteFile(o.OCICAFile, f.emu.CACertPEM(), 0o600))
 	o.OCI.RateLimit, o.OCI.Burst = 1000, 1000
 	o.OCI.PollMin, o.OCI.PollMax = 5*time.Millisecond, 100*time.Millisecond
 	o.Backoff = reconciler.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}

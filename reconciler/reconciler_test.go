@@ -47,7 +47,7 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 	before := f.settings(classicLB, "web")
 	f.node(f.ns+"-a", "10.0.0.1")
 	f.node(f.ns+"-b", "10.0.0.2")
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	obj := f.registrar("web", classicLB, fixedPort("web", 30080))
 	foreign := "192.168.9.9:8080/3,backup"
 
@@ -106,7 +106,7 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 	}
 	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 31080})
 	f.endpoints("gw", f.ns+"-a")
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	port := intstr.FromString("http")
 	obj := f.registrar("gw", classicLB, v1beta1.Target{
 		Name: "gw", Namespace: f.ns, Port: &port, FilterByEndpoints: true, BackendSetName: "api", Weight: 2,
@@ -148,7 +148,7 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	f.node(f.ns+"-a", "10.0.2.1")
-	o := fastOptions(f.emu)
+	o := f.options()
 	o.DrainPeriod = 1500 * time.Millisecond
 	f.startManager(o)
 	obj := f.registrar("nlb", networkLB, fixedPort("tcp", 30080))
@@ -173,7 +173,7 @@ func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
 func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.3.1")
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	obj := f.registrar("gone", classicLB, fixedPort("no-such-set", 30080))
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionReady)
@@ -200,7 +200,7 @@ func TestTwoResourcesOneLoadBalancerNeverConflict(t *testing.T) {
 	for i := range 3 {
 		f.node(fmt.Sprintf("%s-%d", f.ns, i), fmt.Sprintf("10.0.4.%d", i+1))
 	}
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	f.registrar("one", classicLB, fixedPort("api", 30443))
 	f.registrar("two", classicLB, fixedPort("admin", 30444))
 	f.expectBackends(classicLB, "api", "10.0.4.1:30443/1", "10.0.4.2:30443/1", "10.0.4.3:30443/1")
@@ -216,7 +216,7 @@ func TestTwoResourcesOneLoadBalancerNeverConflict(t *testing.T) {
 func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.5.1")
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	first := f.registrar("first", classicLB, fixedPort("api", 30001))
 	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
@@ -267,7 +267,7 @@ func (f *fixture) registrarAnnotated(name string, annotations map[string]string,
 func TestBackendSetMoveCleansUpOldRegistration(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.6.1")
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	obj := f.registrar("mv", classicLB, fixedPort("api", 30010))
 	f.expectBackends(classicLB, "api", "10.0.6.1:30010/1")
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].BackendSetName = "admin" })
@@ -285,7 +285,7 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.7.1")
 	f.applySecret("oci-key", []byte("-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"))
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	obj := f.registrar("rot", classicLB, fixedPort("api", 30020))
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionReady)
@@ -319,7 +319,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", Status: 503, Times: 3})
 	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 2})
 	f.emu.AddFault(ociemu.Fault{Operation: "GetWorkRequest", Status: 500, Times: 3})
-	f.startManager(fastOptions(f.emu))
+	f.startManager(f.options())
 	f.registrar("storm", networkLB, fixedPort("tcp", 30080))
 	foreign := []string{"192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1"}
 	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.8.1:30080/1", "10.0.8.2:30080/1", "10.0.8.3:30080/1")...)

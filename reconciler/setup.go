@@ -2,7 +2,11 @@ package reconciler
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +51,9 @@ type Options struct {
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
 	Backoff           Backoff
+	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
+	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
+	OCICAFile string
 }
 
 // DefaultOptions are the defaults the flags start from.
@@ -67,6 +74,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
 	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
 		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
@@ -105,6 +113,13 @@ const (
 // controller runs only on the elected leader; webhooks on the same manager
 // keep serving on every replica.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.OCICAFile != "" && o.OCI.HTTPClient == nil {
+		c, err := httpClientTrusting(o.OCICAFile)
+		if err != nil {
+			return err
+		}
+		o.OCI.HTTPClient = c
+	}
 	factory := oci.NewFactory(o.OCI)
 	r := &Reconciler{
 		client:    mgr.GetClient(),
@@ -260,4 +275,23 @@ func (r *Reconciler) claimSiblings(ctx context.Context, obj client.Object) []rec
 		}
 	}
 	return reqs
+}
+
+// httpClientTrusting returns an HTTP client that trusts the system roots and
+// the certificates in caFile.
+func httpClientTrusting(caFile string) (*http.Client, error) {
+	pemData, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--oci-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("--oci-ca-file: %s holds no PEM certificate", caFile)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Timeout: 60 * time.Second, Transport: transport}, nil
 }
