@@ -118,8 +118,12 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	nodes, issues := eligibleNodes(spec.NodeSelector, c.Nodes, o)
 	r.Issues = append(r.Issues, issues...)
 
+	type key struct {
+		ip   string
+		port int32
+	}
 	type acc struct {
-		backends map[string]Backend
+		backends map[key]Backend
 		held     *Issue
 	}
 	sets := map[string]*acc{}
@@ -127,7 +131,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		t := &spec.Services[i]
 		a := sets[t.BackendSetName]
 		if a == nil {
-			a = &acc{backends: map[string]Backend{}}
+			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
 		backends, issue := targetBackends(i, t, nodes, c)
@@ -138,8 +142,12 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			}
 			continue
 		}
+		if a.backends == nil {
+			a.backends = make(map[key]Backend, len(backends))
+		}
 		for _, b := range backends {
-			if prev, ok := a.backends[b.Key()]; ok {
+			k := key{b.IP, b.Port}
+			if prev, ok := a.backends[k]; ok {
 				if prev.Weight != b.Weight {
 					r.Issues = append(r.Issues, Issue{ReasonDuplicateBackend, fmt.Sprintf(
 						"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
@@ -147,7 +155,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 				}
 				continue
 			}
-			a.backends[b.Key()] = b
+			a.backends[k] = b
 		}
 	}
 
