@@ -10,7 +10,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -74,7 +77,7 @@ Certificates (--cert-mode):
 
 See docs/certificates.md.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+		RunE: func(*cobra.Command, []string) error { return o.run() },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
@@ -98,10 +101,13 @@ See docs/certificates.md.`,
 	return cmd
 }
 
-func (o *serveOptions) run(cmd *cobra.Command) error {
+func (o *serveOptions) run() error {
 	log := newLogger(o.verbosity)
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	// SIGTERM and SIGINT stop the manager, which lets webhook requests in
+	// flight finish.
+	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -111,10 +117,10 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := setupComponents(cmd.Context(), mgr, o); err != nil {
+	if err := setupComponents(ctx, mgr, o); err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.LoggerInto(cmd.Context(), log))
+	return mgr.Start(ctx)
 }
 
 // newManager builds the manager with the certificate source, the webhook
@@ -136,7 +142,7 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 api.NewScheme(),
+		Scheme:                 newScheme(),
 		WebhookServer:          srv,
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.healthAddr,
@@ -159,6 +165,15 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// newScheme knows the core types the controllers read and every LBRegistrar
+// version.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(api.AddToScheme(s))
+	return s
 }
 
 // setupComponents registers the webhooks and controllers on the manager.
