@@ -176,8 +176,8 @@ func (f *fixture) applySecret(name string, keyPEM []byte) {
 	f.must(err)
 }
 
-// startManager runs the reconciler in a manager until the test ends.
-func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Options)) (stop func()) {
+// startManager runs the reconciler in a manager until the test ends or stop is called.
+func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
 	f.t.Helper()
 	mo := ctrl.Options{
 		Scheme:                 scheme,
@@ -207,7 +207,7 @@ func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Option
 		}
 	}
 	f.stop = append(f.stop, stop)
-	return stop
+	return mgr, stop
 }
 
 // cleanup deletes every LBRegistrar while a manager still runs, so their

@@ -1,0 +1,85 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+func (f *fixture) leaderElection(o *ctrl.Options) {
+	lease, renew, retry := 2*time.Second, 1500*time.Millisecond, 200*time.Millisecond
+	o.LeaderElection = true
+	o.LeaderElectionID = "lbregistrar-" + f.ns
+	o.LeaderElectionNamespace = f.ns
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = &lease, &renew, &retry
+	o.LeaderElectionReleaseOnCancel = true
+}
+
+func elected(t *testing.T, mgr ctrl.Manager, within time.Duration) bool {
+	t.Helper()
+	select {
+	case <-mgr.Elected():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// The leader is stopped while its work request runs: it still waits for the
+// work request and records it, and the new leader finds nothing to write.
+func TestLeaderStoppedMidWriteNoDuplicateWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 1500 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.9.1")
+	f.node(f.ns+"-b", "10.0.9.2")
+	leader, stopLeader := f.startManager(f.options(), f.leaderElection)
+	if !elected(t, leader, 10*time.Second) {
+		t.Fatal("first manager not elected")
+	}
+	standby, _ := f.startManager(f.options(), f.leaderElection)
+	if elected(t, standby, 500*time.Millisecond) {
+		t.Fatal("two leaders")
+	}
+
+	obj := f.registrar("le", classicLB, fixedPort("api", 30100))
+	f.eventually(10*time.Second, func() error {
+		if f.emu.Counters().Writes[classicLB] == 0 {
+			return fmt.Errorf("no write accepted yet")
+		}
+		return nil
+	})
+	if got := f.backends(classicLB, "api"); len(got) != 0 {
+		t.Fatalf("the work request already finished (%v); the leader was not stopped mid-write", got)
+	}
+	stopLeader()
+	if !elected(t, standby, 10*time.Second) {
+		t.Fatal("standby not elected after the leader stopped")
+	}
+	f.expectBackends(classicLB, "api", "10.0.9.1:30100/1", "10.0.9.2:30100/1")
+	f.eventually(10*time.Second, func() error {
+		o := f.get(obj)
+		if len(o.Status.BackendSets) != 1 || len(o.Status.BackendSets[0].Backends) != 2 ||
+			o.Status.BackendSets[0].LastWorkRequest == nil || o.Status.BackendSets[0].LastWorkRequest.Status != "SUCCEEDED" {
+			return fmt.Errorf("record: %+v", o.Status.BackendSets)
+		}
+		return nil
+	})
+
+	// The new leader reconciles (an annotation change makes sure) and writes nothing new.
+	reads := f.emu.Counters().Requests
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": "1"} })
+	f.eventually(10*time.Second, func() error {
+		if f.emu.Counters().Requests == reads {
+			return fmt.Errorf("the new leader has not read the backend set")
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := f.emu.Counters().Writes[classicLB]; n != 1 {
+		t.Fatalf("%d writes, want exactly 1", n)
+	}
+}
