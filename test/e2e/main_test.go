@@ -69,7 +69,7 @@ func lbregistrar(t *testing.T) string {
 // shared is one API server with the CRD and webhooks installed, started by
 // the first test that needs it; tests using it must only touch objects they
 // named themselves.
-func shared(t *testing.T) *kube.Cluster {
+func shared(t testing.TB) *kube.Cluster {
 	t.Helper()
 	sharedOnce.Do(func() {
 		sharedCluster, sharedErr = kube.StartEnv(context.Background(), kube.Options{})
@@ -80,7 +80,7 @@ func shared(t *testing.T) *kube.Cluster {
 	return sharedCluster
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+)
+
+// BenchmarkAPIServerAdmission measures server-side dry-run creates of a
+// v1beta1 LBRegistrar through a real API server, with no validating webhook
+// registered (baseline) and with ours (webhook), eight clients at a time.
+func BenchmarkAPIServerAdmission(b *testing.B) {
+	c := kube.Start(b, kube.Options{})
+	ctx := context.Background()
+	valid := betaObject("bench-valid", "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef")
+	invalid := betaObject("bench-invalid", "not-a-fingerprint")
+
+	b.Run("dry-run-create/baseline", func(b *testing.B) {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		vwc.Name = kube.ValidatingWebhook
+		if err := c.Client.Delete(ctx, vwc); err != nil && !apierrors.IsNotFound(err) {
+			b.Fatal(err)
+		}
+		waitAdmits(b, c, invalid, true)
+		measureCreates(b, c, valid)
+	})
+	b.Run("dry-run-create/webhook", func(b *testing.B) {
+		bundle, err := c.Webhooks.CABundle(ctx, c.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.InstallValidatingWebhook(ctx, c.Webhooks.URL, bundle); err != nil {
+			b.Fatal(err)
+		}
+		waitAdmits(b, c, invalid, false)
+		measureCreates(b, c, valid)
+	})
+}
+
+// waitAdmits waits until the API server admits obj (no webhook) or refuses
+// it (webhook in place), which tells that it has seen the configuration.
+func waitAdmits(b *testing.B, c *kube.Cluster, obj *v1beta1.LBRegistrar, admit bool) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll)
+		return (err == nil) == admit, nil
+	})
+	if err != nil {
+		b.Fatalf("the API server did not pick up the webhook configuration (admit=%v)", admit)
+	}
+}
+
+func measureCreates(b *testing.B, c *kube.Cluster, obj *v1beta1.LBRegistrar) {
+	var mu sync.Mutex
+	var latencies []time.Duration
+	b.SetParallelism(4)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			t0 := time.Now()
+			if err := c.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll); err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(t0))
+		}
+		mu.Lock()
+		latencies = append(latencies, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatencies(b, latencies, elapsed, "req/s")
+}
+
+// BenchmarkConversionReview posts one ConversionReview of 1,000 v1alpha1
+// objects to the conversion webhook over TLS (convert), beside the same body
+// posted to a handler on the same server that only reads it and answers
+// (baseline): the difference is conversion itself.
+func BenchmarkConversionReview(b *testing.B) {
+	c := shared(b)
+	ctx := context.Background()
+	review := conversionReview(b, 1000)
+	bundle, err := c.Webhooks.CABundle(ctx, c.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(bundle)
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	registerDrain.Do(func() {
+		c.Webhooks.Server.Register("/bench-drain", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = w.Write([]byte(`{}`))
+		}))
+	})
+
+	for _, run := range []struct{ variant, path string }{{"baseline", "/bench-drain"}, {"convert", "/convert"}} {
+		b.Run("1000-objects/"+run.variant, func(b *testing.B) {
+			var latencies []time.Duration
+			b.SetBytes(int64(len(review)))
+			start := time.Now()
+			for b.Loop() {
+				t0 := time.Now()
+				resp, err := httpClient.Post(c.Webhooks.URL+run.path, "application/json", bytes.NewReader(review))
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d: %v %s", resp.StatusCode, err, body)
+				}
+				latencies = append(latencies, time.Since(t0))
+				if run.variant == "convert" {
+					assertConverted(b, body, 1000)
+				}
+			}
+			elapsed := time.Since(start)
+			reportLatencies(b, latencies, elapsed, "reviews/s")
+			b.ReportMetric(float64(len(latencies))*1000/elapsed.Seconds(), "objects/s")
+		})
+	}
+}
+
+var registerDrain sync.Once
+
+func conversionReview(b *testing.B, n int) []byte {
+	b.Helper()
+	objects := make([]runtime.RawExtension, n)
+	for i := range objects {
+		obj := alphaObject(fmt.Sprintf("bench-%04d", i))
+		obj.APIVersion, obj.Kind = "nodes.peppy-ratio.dev/v1alpha1", "LBRegistrar"
+		obj.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		objects[i] = runtime.RawExtension{Raw: raw}
+	}
+	review, err := json.Marshal(&apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
+		Request:  &apiextensionsv1.ConversionRequest{UID: "bench", DesiredAPIVersion: "nodes.peppy-ratio.dev/v1beta1", Objects: objects},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return review
+}
+
+func assertConverted(b *testing.B, body []byte, n int) {
+	var review apiextensionsv1.ConversionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		b.Fatal(err)
+	}
+	if r := review.Response; r == nil || r.Result.Status != metav1.StatusSuccess || len(r.ConvertedObjects) != n {
+		b.Fatalf("conversion failed: %+v", review.Response)
+	}
+}
+
+// reportLatencies adds throughput and the median and 99th percentile.
+func reportLatencies(b *testing.B, latencies []time.Duration, elapsed time.Duration, rateUnit string) {
+	if len(latencies) == 0 {
+		return
+	}
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[int(q*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), rateUnit)
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+func betaObject(name, fingerprint string) *v1beta1.LBRegistrar {
+	return &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1beta1.LBRegistrarSpec{
+			LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaabench",
+			Services:       []v1beta1.Target{{NodePort: 30443, BackendSetName: "bench", Weight: 1}},
+			APIKey: v1beta1.APIKey{
+				User:        "ocid1.user.oc1..aaaaaaaaexample",
+				Fingerprint: fingerprint,
+				Tenancy:     "ocid1.tenancy.oc1..aaaaaaaaexample",
+				Region:      "ap-tokyo-1",
+				PrivateKey: v1beta1.SecretKeySource{
+					Namespace:    "lbregistrar-system",
+					SecretKeyRef: v1beta1.SecretKeyRef{Name: "oci-api-key", Key: "private-key"},
+				},
+			},
+		},
+	}
+}
