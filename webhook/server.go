@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -117,6 +119,8 @@ func (s *Server) Start(ctx context.Context) error {
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Failed handshakes and the like go to the structured log.
+		ErrorLog: slog.NewLogLogger(logr.ToSlogHandler(log), slog.LevelWarn),
 	}
 	if !s.opts.EnableHTTP2 {
 		// A non-nil, empty map is how net/http is told not to offer HTTP/2.

@@ -31,7 +31,7 @@ type WebhookOptions struct {
 	// Certs tunes the built-in certificate mode (lifetimes, delays). The
 	// Secret, the hosts and the objects to publish the CA bundle to are
 	// filled in; zero SyncInterval and PropagationDelay become a fraction of
-	// a second and two seconds, so a rotation completes within a test.
+	// a second and three seconds, so a rotation completes within a test.
 	Certs certs.Options
 
 	// CertSource replaces the built-in mode, e.g. with
@@ -143,7 +143,7 @@ func newSource(cfg *rest.Config, o WebhookOptions) (certs.Source, error) {
 		opts.SyncInterval = 250 * time.Millisecond
 	}
 	if opts.PropagationDelay == 0 {
-		opts.PropagationDelay = 2 * time.Second
+		opts.PropagationDelay = 3 * time.Second
 	}
 	return certs.NewRotator(cfg, opts)
 }
