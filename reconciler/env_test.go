@@ -92,7 +92,7 @@ func TestMain(m *testing.M) {
 // fixture is an emulator seeded from testdata/seed.yaml, an API key for it
 // in a Secret, and a manager running the reconciler against both.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	emu    *ociemu.Emulator
 	ns     string
@@ -120,7 +120,7 @@ func (f *fixture) options() reconciler.Options {
 	return o
 }
 
-func newFixture(t *testing.T, emuOpts ociemu.Options) *fixture {
+func newFixture(t testing.TB, emuOpts ociemu.Options) *fixture {
 	t.Helper()
 	if restConfig == nil {
 		t.Skip("no test API server binaries in KUBEBUILDER_ASSETS; run make test-assets")
@@ -270,10 +270,10 @@ func (f *fixture) node(name, ip string, mutate ...func(*corev1.Node)) *corev1.No
 	for _, m := range mutate {
 		m(n)
 	}
-	f.must(k8s.Create(f.ctx, n))
+	// Created with its status in one call, as a kubelet registers a node.
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	f.must(k8s.Status().Update(f.ctx, n))
+	f.must(k8s.Create(f.ctx, n))
 	return n
 }
 

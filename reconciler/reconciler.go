@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,6 +137,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: r.opts.RequireReadyNodes})
 	out.issues = result.Issues
 
+	var jobs []syncJob
 	inSpec := map[string]bool{}
 	for _, bs := range result.BackendSets {
 		inSpec[bs.Name] = true
@@ -147,14 +149,15 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			mode = plan.Hold
 			out.held = append(out.held, bs.Name)
 		}
-		r.syncOne(ctx, api, st, &out, bs.Name, mode, bs.Backends)
+		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends})
 	}
 	// Backend sets no longer in the spec: the target moved; remove what this resource put there.
-	for _, rec := range slices.Clone(obj.Status.BackendSets) {
+	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			r.syncOne(ctx, api, st, &out, rec.Name, plan.Remove, nil)
+			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
 		}
 	}
+	r.syncAll(ctx, api, st, &out, jobs)
 
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
@@ -168,22 +171,79 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	return r.resync(), nil
 }
 
-// syncOne syncs one backend set and folds the result into the status and outcome.
-func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, name string, mode plan.Mode, want []desired.Backend) {
+// syncJob is one backend set to bring in line within a reconcile.
+type syncJob struct {
+	name       string
+	mode       plan.Mode
+	want       []desired.Backend
+	protected  map[string]bool
+	prefetched *oci.BackendSet
+	skip       bool // its inputs could not be read
+}
+
+func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
+	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Backends, Desired: j.want, Protected: j.protected}
+}
+
+// syncAll syncs backend sets of one load balancer, one write at a time, as
+// OCI requires. Reads and the intent record are done first, for all of them
+// at once, so the writes follow each other with nothing in between.
+func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, jobs []syncJob) {
 	obj := st.obj
-	protected, err := r.protected(ctx, obj, name)
-	if err != nil {
-		out.fail(name, err)
-		return
+	var wg sync.WaitGroup
+	for i := range jobs {
+		j := &jobs[i]
+		var err error
+		if j.protected, err = r.protected(ctx, obj, j.name); err != nil {
+			out.fail(j.name, err)
+			j.skip = true
+			continue
+		}
+		wg.Go(func() {
+			// A failed read is retried by the sync itself.
+			j.prefetched, _ = api.GetBackendSet(ctx, obj.Spec.LoadBalancerID, j.name)
+		})
 	}
+	wg.Wait()
+	intents := false
+	for i := range jobs {
+		j := &jobs[i]
+		if j.prefetched == nil {
+			continue
+		}
+		in := j.input(obj, j.prefetched.Backends)
+		if p := plan.Compute(in); len(p.Added) > 0 {
+			record(obj, j.name).Backends = plan.Intent(in.Owned, &p)
+			intents = true
+		}
+	}
+	if intents {
+		if err := st.flush(ctx); err != nil {
+			out.fail("*", err)
+			return
+		}
+	}
+	for i := range jobs {
+		if !jobs[i].skip {
+			r.syncOne(ctx, api, st, out, &jobs[i])
+		}
+	}
+}
+
+// syncOne syncs one backend set and folds the result into the status and outcome.
+func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, j *syncJob) {
+	obj, name, mode := st.obj, j.name, j.mode
 	res, err := syncBackendSet(ctx, api, r.opts.Backoff, syncRequest{
 		LoadBalancerID: obj.Spec.LoadBalancerID,
 		Name:           name,
-		Input: func(current []plan.Backend) plan.Input {
-			return plan.Input{Mode: mode, Current: current, Owned: record(obj, name).Backends, Desired: want, Protected: protected}
-		},
+		Prefetched:     j.prefetched,
+		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
-			record(obj, name).Backends = owned
+			rec := record(obj, name)
+			if slices.Equal(rec.Backends, owned) {
+				return nil // recorded ahead, by syncAll
+			}
+			rec.Backends = owned
 			return st.flush(ctx)
 		},
 	})
@@ -251,9 +311,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			if time.Now().Before(drainUntil) {
 				mode = plan.Drain
 			}
-			for _, rec := range slices.Clone(obj.Status.BackendSets) {
-				r.syncOne(ctx, api, st, &out, rec.Name, mode, nil)
+			var jobs []syncJob
+			for _, rec := range obj.Status.BackendSets {
+				jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
 			}
+			r.syncAll(ctx, api, st, &out, jobs)
 			release()
 			if out.err == nil && mode == plan.Drain {
 				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,

@@ -48,6 +48,8 @@ type syncRequest struct {
 	Input func(current []plan.Backend) plan.Input
 	// RecordIntent stores the ownership record ahead of a write that adds backends.
 	RecordIntent func(owned []v1beta1.Backend) error
+	// Prefetched, when set, is used instead of the first read.
+	Prefetched *oci.BackendSet
 }
 
 // syncResult is the outcome of a sync.
@@ -66,7 +68,10 @@ type syncResult struct {
 func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
 	var res syncResult
 	for attempt := 0; ; attempt++ {
-		bs, err := api.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+		bs, err := req.Prefetched, error(nil)
+		if bs == nil || attempt > 0 {
+			bs, err = api.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+		}
 		if err == nil {
 			in := req.Input(bs.Backends)
 			res.Plan = plan.Compute(in)

@@ -17,8 +17,8 @@ import (
 // success and a retryable *Error (reason "workrequest") when it failed.
 //
 // Polling adapts to how long work requests of this kind have been taking:
-// the first poll comes just before the expected end, later ones at an eighth
-// of it, within [PollMin, PollMax], so the wait ends close to the real
+// the first poll comes just before the expected end, later ones at a
+// sixteenth of it, within [PollMin, PollMax], so the wait ends close to the real
 // finish without polling a slow work request every few milliseconds.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
@@ -99,7 +99,7 @@ func (e *estimator) first() time.Duration {
 func (e *estimator) next() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.clamp(e.avg / 8)
+	return e.clamp(e.avg / 16)
 }
 
 func (e *estimator) observe(d time.Duration) {

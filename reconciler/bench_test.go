@@ -1,0 +1,203 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// seedBench adds lbs classic load balancers with sets empty backend sets each.
+func (f *fixture) seedBench(lbs, sets int) []string {
+	f.t.Helper()
+	var seed ociemu.Seed
+	var ids []string
+	for l := range lbs {
+		id := fmt.Sprintf("ocid1.loadbalancer.oc1.iad.%s-bench-%d", f.ns, l)
+		ids = append(ids, id)
+		lb := loadbalancer.LoadBalancer{Id: common.String(id), BackendSets: map[string]loadbalancer.BackendSet{}}
+		for s := range sets {
+			name := fmt.Sprintf("bs-%d", s)
+			lb.BackendSets[name] = loadbalancer.BackendSet{
+				Name: common.String(name), Policy: common.String("ROUND_ROBIN"), Backends: []loadbalancer.Backend{},
+				HealthChecker: &loadbalancer.HealthChecker{Protocol: common.String("TCP"), Port: common.Int(443),
+					ReturnCode: common.Int(200), ResponseBodyRegex: common.String(""), Retries: common.Int(3),
+					TimeoutInMillis: common.Int(3000), IntervalInMillis: common.Int(10000)},
+			}
+		}
+		seed.LoadBalancers = append(seed.LoadBalancers, lb)
+	}
+	f.must(f.emu.SeedState(seed))
+	return ids
+}
+
+// holds reports whether every named backend set of every load balancer holds ip.
+func (f *fixture) holds(lbs []string, sets int, ip string, want bool) bool {
+	for _, lb := range lbs {
+		for s := range sets {
+			bs, err := f.emu.Backends(lb, fmt.Sprintf("bs-%d", s))
+			f.must(err)
+			if slices.ContainsFunc(bs, func(b ociemu.Backend) bool { return b.IPAddress == ip }) != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (f *fixture) waitHolds(lbs []string, sets int, ip string, want bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !f.holds(lbs, sets, ip, want) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("backend sets never converged on %s (want present %v)", ip, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (f *fixture) writes(lbs []string) int {
+	c := f.emu.Counters()
+	n := 0
+	for _, lb := range lbs {
+		n += c.Writes[lb]
+	}
+	return n
+}
+
+// benchRegistrars starts the reconciler and one resource per load balancer,
+// each registering a fixed port into every backend set, and waits for the
+// first registration.
+func (f *fixture) benchRegistrars(lbs []string, sets int) {
+	f.t.Helper()
+	f.node(f.ns+"-base", "10.1.0.1")
+	f.startManager(f.options())
+	for i, lb := range lbs {
+		var targets []v1beta1.Target
+		for s := range sets {
+			targets = append(targets, fixedPort(fmt.Sprintf("bs-%d", s), int32(31000+s)))
+		}
+		f.registrar(fmt.Sprintf("bench-%d", i), lb, targets...)
+	}
+	f.waitHolds(lbs, sets, "10.1.0.1", true)
+}
+
+// BenchmarkConvergence measures the time from one node joining until every
+// affected backend set holds it, with work requests taking L = 100 ms.
+// "one-lb": S backend sets of one load balancer must be written one after
+// the other, so the floor is S x L; x-floor is the measured time over it.
+// "many-lbs": K load balancers, one backend set each, are written in
+// parallel, so the floor is L whatever K is.
+func BenchmarkConvergence(b *testing.B) {
+	const latency = 100 * time.Millisecond
+	cases := []struct {
+		name      string
+		lbs, sets int
+	}{
+		{"one-lb/baseline", 1, 1},
+		{"one-lb/4-backend-sets", 1, 4},
+		{"one-lb/8-backend-sets", 1, 8},
+		{"many-lbs/baseline", 1, 1},
+		{"many-lbs/4-load-balancers", 4, 1},
+		{"many-lbs/8-load-balancers", 8, 1},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			f := newFixture(b, ociemu.Options{WorkRequestLatency: latency})
+			lbs := f.seedBench(tc.lbs, tc.sets)
+			f.benchRegistrars(lbs, tc.sets)
+			writes := f.writes(lbs)
+			n := 0
+			var total time.Duration
+			for b.Loop() {
+				n++
+				ip := fmt.Sprintf("10.1.%d.%d", n/250+1, n%250+1)
+				start := time.Now()
+				f.node(fmt.Sprintf("%s-n%d", f.ns, n), ip)
+				f.waitHolds(lbs, tc.sets, ip, true)
+				total += time.Since(start)
+			}
+			floor := time.Duration(tc.sets) * latency
+			b.ReportMetric(float64(total)/float64(n)/float64(floor), "x-floor")
+			b.ReportMetric(float64(f.writes(lbs)-writes)/float64(n*tc.lbs*tc.sets), "writes/backend-set")
+		})
+	}
+}
+
+// BenchmarkNodeBurst sends a burst of node events (nodes leaving the
+// exclusion label) while the first resulting work request (L = 1 s) runs,
+// and reports the writes it took per backend set; the goal is at most 2.
+func BenchmarkNodeBurst(b *testing.B) {
+	const latency = time.Second
+	for _, tc := range []struct {
+		name   string
+		events int
+	}{{"during-one-work-request/baseline", 1}, {"during-one-work-request/100-events", 100}} {
+		b.Run(tc.name, func(b *testing.B) {
+			f := newFixture(b, ociemu.Options{WorkRequestLatency: latency})
+			lbs := f.seedBench(1, 1)
+			excluded := func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "" }
+			for i := range tc.events {
+				f.node(fmt.Sprintf("%s-burst-%d", f.ns, i), fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), excluded)
+			}
+			f.benchRegistrars(lbs, 1)
+			last := fmt.Sprintf("10.2.%d.%d", (tc.events-1)/250, (tc.events-1)%250+1)
+			var ops, writes int
+			include := true
+			for b.Loop() {
+				before := f.writes(lbs)
+				for i := range tc.events {
+					f.updateNode(fmt.Sprintf("%s-burst-%d", f.ns, i), func(n *corev1.Node) {
+						if include {
+							delete(n.Labels, corev1.LabelNodeExcludeBalancers)
+						} else {
+							excluded(n)
+						}
+					})
+				}
+				f.waitHolds(lbs, 1, last, include)
+				writes += f.writes(lbs) - before
+				ops++
+				include = !include
+			}
+			b.ReportMetric(float64(writes)/float64(ops), "writes/backend-set")
+		})
+	}
+}
+
+// BenchmarkNoChange reconciles a resource whose backend sets already hold
+// what they should; the goal is 0 writes.
+func BenchmarkNoChange(b *testing.B) {
+	b.Run("reconcile/baseline", func(b *testing.B) {
+		f := newFixture(b, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+		lbs := f.seedBench(1, 4)
+		f.benchRegistrars(lbs, 4)
+		var list v1beta1.LBRegistrarList
+		f.must(k8s.List(f.ctx, &list))
+		var obj *v1beta1.LBRegistrar
+		for i := range list.Items {
+			if list.Items[i].Spec.LoadBalancerID == lbs[0] {
+				obj = &list.Items[i]
+			}
+		}
+		writes := f.writes(lbs)
+		n := 0
+		for b.Loop() {
+			n++
+			reads := f.emu.Counters().Requests
+			f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": fmt.Sprint(n)} })
+			// One reconcile reads the four backend sets.
+			for f.emu.Counters().Requests < reads+4 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		b.ReportMetric(float64(f.writes(lbs)-writes)/float64(n), "writes/reconcile")
+	})
+}
