@@ -189,3 +189,57 @@ func TestCallLogAndCounters(t *testing.T) {
 		t.Errorf("ResetCalls left %+v", f.emu.Counters())
 	}
 }
+
+// The SDK's per-client circuit breaker (on by default for both services)
+// opens after 10 requests of which 80% failed with 429 or 5xx, and then
+// fails calls without sending them. Fault tests therefore set
+// Configuration.CircuitBreaker to nil, as the fixture does.
+func TestDefaultCircuitBreakerHidesFaults(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(f.config)
+	must(t, err)
+	nlb.Host = f.emu.URL()
+	noRetry := common.NoRetryPolicy() // the NLB client retries 429 and 5xx by default
+	nlb.Configuration.RetryPolicy = &noRetry
+	if nlb.Configuration.CircuitBreaker == nil {
+		t.Skip("the SDK no longer enables a circuit breaker by default (OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED=false?)")
+	}
+	f.emu.AddFault(ociemu.Fault{Status: 503})
+	var breakerErrors int
+	for range 12 {
+		_, err := nlb.GetNetworkLoadBalancer(f.context, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: common.String(networkID)})
+		if _, isService := common.IsServiceError(err); !isService {
+			breakerErrors++
+		}
+	}
+	if sent := len(f.emu.Calls()); sent != 10 || breakerErrors != 2 {
+		t.Errorf("%d requests reached the emulator and %d calls failed in the client; want 10 and 2", sent, breakerErrors)
+	}
+}
+
+// Unlike the classic client, the NLB client retries 429 and 5xx by default
+// (common.DefaultRetryPolicy), reusing the write's opc-retry-token; a 409
+// Conflict is not retried.
+func TestNetworkClientRetriesByDefault(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(f.config)
+	must(t, err)
+	nlb.Host = f.emu.URL()
+	nlb.Configuration.CircuitBreaker = nil
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 503, Times: 1})
+	_, err = nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+	must(t, err)
+	calls := f.emu.Calls()
+	if len(calls) != 2 || calls[0].Status != 503 || calls[1].Status != 202 || calls[0].RetryToken == "" || calls[0].RetryToken != calls[1].RetryToken {
+		t.Errorf("calls %+v", calls)
+	}
+
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", StuckUpdating: true})
+	_, err = nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+	must(t, err)
+	_, err = nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+	serviceError(t, err, 409, "Conflict")
+	if n := len(f.emu.Calls()); n != 4 {
+		t.Errorf("the 409 was retried: %d calls", n)
+	}
+}
