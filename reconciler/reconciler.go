@@ -124,6 +124,12 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return r.resync(), st.flush(ctx)
 	}
 
+	if err := r.leaveOldLoadBalancer(ctx, api, st, &out); err != nil {
+		r.setConditions(obj, &out, nil)
+		return ctrl.Result{}, errors.Join(err, st.flush(ctx))
+	}
+	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
+
 	release, err := r.lanes.acquire(ctx, obj.Spec.LoadBalancerID)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -157,7 +163,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
 		}
 	}
-	r.syncAll(ctx, api, st, &out, jobs)
+	r.syncAll(ctx, api, st, &out, obj.Spec.LoadBalancerID, jobs)
 
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
@@ -188,20 +194,20 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 // syncAll syncs backend sets of one load balancer, one write at a time, as
 // OCI requires. Reads and the intent record are done first, for all of them
 // at once, so the writes follow each other with nothing in between.
-func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, jobs []syncJob) {
+func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lb string, jobs []syncJob) {
 	obj := st.obj
 	var wg sync.WaitGroup
 	for i := range jobs {
 		j := &jobs[i]
 		var err error
-		if j.protected, err = r.protected(ctx, obj, j.name); err != nil {
+		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
 			out.fail(j.name, err)
 			j.skip = true
 			continue
 		}
 		wg.Go(func() {
 			// A failed read is retried by the sync itself.
-			j.prefetched, _ = api.GetBackendSet(ctx, obj.Spec.LoadBalancerID, j.name)
+			j.prefetched, _ = api.GetBackendSet(ctx, lb, j.name)
 		})
 	}
 	wg.Wait()
@@ -225,16 +231,16 @@ func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusW
 	}
 	for i := range jobs {
 		if !jobs[i].skip {
-			r.syncOne(ctx, api, st, out, &jobs[i])
+			r.syncOne(ctx, api, st, out, lb, &jobs[i])
 		}
 	}
 }
 
 // syncOne syncs one backend set and folds the result into the status and outcome.
-func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, j *syncJob) {
+func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lb string, j *syncJob) {
 	obj, name, mode := st.obj, j.name, j.mode
 	res, err := syncBackendSet(ctx, api, r.opts.Backoff, syncRequest{
-		LoadBalancerID: obj.Spec.LoadBalancerID,
+		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
@@ -267,7 +273,7 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 		dropRecord(obj, name)
 	case res.NotFound:
 		// The user must create it; the periodic resync retries, not the error backoff.
-		out.failures = append(out.failures, fmt.Sprintf("backend set %q not found in load balancer %s", name, obj.Spec.LoadBalancerID))
+		out.failures = append(out.failures, fmt.Sprintf("backend set %q not found in load balancer %s", name, lb))
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		dropRecord(obj, name)
 	default:
@@ -302,7 +308,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		if err != nil {
 			out.fail("*", err)
 		} else {
-			release, err := r.lanes.acquire(ctx, obj.Spec.LoadBalancerID)
+			lb := recordedLoadBalancer(obj)
+			release, err := r.lanes.acquire(ctx, lb)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -315,7 +322,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			for _, rec := range obj.Status.BackendSets {
 				jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
 			}
-			r.syncAll(ctx, api, st, &out, jobs)
+			r.syncAll(ctx, api, st, &out, lb, jobs)
 			release()
 			if out.err == nil && mode == plan.Drain {
 				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
@@ -347,6 +354,39 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
+// recordedLoadBalancer is the load balancer obj's ownership record refers
+// to; records written before status.loadBalancerId existed refer to the spec's.
+func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
+	if obj.Status.LoadBalancerID != "" {
+		return obj.Status.LoadBalancerID
+	}
+	return obj.Spec.LoadBalancerID
+}
+
+// leaveOldLoadBalancer removes what obj registered in a load balancer its
+// spec no longer names, before anything is registered in the new one.
+func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome) error {
+	obj := st.obj
+	old := recordedLoadBalancer(obj)
+	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
+		return nil
+	}
+	release, err := r.lanes.acquire(ctx, old)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var jobs []syncJob
+	for _, rec := range obj.Status.BackendSets {
+		jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
+	}
+	r.syncAll(ctx, api, st, out, old, jobs)
+	if out.err != nil {
+		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.err)
+	}
+	return nil
+}
+
 // api returns the OCI client for obj's credentials.
 func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
 	creds, err := credentials(ctx, r.apiReader, &obj.Spec.APIKey)
@@ -371,7 +411,7 @@ func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (
 		if _, seen := lost[name]; seen {
 			continue
 		}
-		others, err := r.claimants(ctx, obj, name)
+		others, err := r.claimants(ctx, obj, obj.Spec.LoadBalancerID, name)
 		if err != nil {
 			return nil, err
 		}
@@ -386,8 +426,8 @@ func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (
 }
 
 // protected returns the backends other live resources record in the same backend set.
-func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, name string) (map[string]bool, error) {
-	others, err := r.claimants(ctx, obj, name)
+func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) (map[string]bool, error) {
+	others, err := r.claimants(ctx, obj, lb, name)
 	if err != nil {
 		return nil, err
 	}
@@ -405,10 +445,10 @@ func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, na
 	return keys, nil
 }
 
-// claimants lists the other resources claiming (obj's load balancer, name).
-func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, name string) ([]v1beta1.LBRegistrar, error) {
+// claimants lists the resources other than obj claiming (lb, name).
+func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) ([]v1beta1.LBRegistrar, error) {
 	var list v1beta1.LBRegistrarList
-	if err := r.client.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: validation.ClaimKey(obj.Spec.LoadBalancerID, name)}); err != nil {
+	if err := r.client.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: validation.ClaimKey(lb, name)}); err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(list.Items, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil

@@ -336,3 +336,23 @@ func TestOptionsDefaultsAreSane(t *testing.T) {
 		t.Fatalf("defaults: %+v", o)
 	}
 }
+
+func TestLoadBalancerChangeCleansUpOldRegistration(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.10.1")
+	f.startManager(f.options())
+	obj := f.registrar("move-lb", classicLB, fixedPort("api", 30200))
+	f.expectBackends(classicLB, "api", "10.0.10.1:30200/1")
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) {
+		o.Spec.LoadBalancerID = networkLB
+		o.Spec.Services = []v1beta1.Target{fixedPort("tcp", 30200)}
+	})
+	f.expectBackends(classicLB, "api")
+	f.expectBackends(networkLB, "tcp", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1", "10.0.10.1:30200/1")
+	f.eventually(10*time.Second, func() error {
+		if st := f.get(obj).Status; st.LoadBalancerID != networkLB || len(st.BackendSets) != 1 || st.BackendSets[0].Name != "tcp" {
+			return fmt.Errorf("status: %+v", st)
+		}
+		return nil
+	})
+}

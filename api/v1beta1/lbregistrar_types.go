@@ -153,6 +153,12 @@ type LBRegistrarStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// LoadBalancerID is the load balancer backendSets refers to; when the
+	// spec names another one, the registrations recorded here are removed
+	// from this one first.
+	// +optional
+	LoadBalancerID string `json:"loadBalancerId,omitempty"`
+
 	// +optional
 	// +listType=map
 	// +listMapKey=name
