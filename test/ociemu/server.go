@@ -2,6 +2,7 @@ package ociemu
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -182,8 +183,12 @@ func (e *Emulator) idempotent(rc *requestContext, h opHandler) (*response, error
 	return resp, err
 }
 
+// newRequestID is the emulator's part of an opc-request-id, appended to the
+// client's own as OCI does.
 func newRequestID(clientID string) string {
-	id := strings.ToUpper(strings.ReplaceAll(newOCID("x", "")[len("ocid1.x.oc1.."):], "-", ""))
+	var b [16]byte
+	rand.Read(b[:])
+	id := strings.ToUpper(hex.EncodeToString(b[:]))
 	if clientID != "" {
 		return clientID + "/" + id
 	}
@@ -316,14 +321,21 @@ type Counters struct {
 	WorkRequests int `json:"workRequests"`
 }
 
+// maxCalls bounds the call log of a long-running emulator.
+const maxCalls = 10000
+
 func (e *Emulator) record(c Call) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.calls) == maxCalls {
+		e.calls = append(e.calls[:0], e.calls[maxCalls/10:]...)
+	}
 	e.calls = append(e.calls, c)
 	e.counters.Requests++
 }
 
-// Calls returns the call log, oldest first.
+// Calls returns the call log, oldest first; past 10,000 entries the oldest
+// are dropped.
 func (e *Emulator) Calls() []Call {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -97,6 +97,9 @@ func (e *Emulator) submit(rc *requestContext, b *balancer, wr write) (*workReque
 
 // afterLocked runs f under e.mu after d, unless the emulator is closed.
 func (e *Emulator) afterLocked(d time.Duration, f func()) {
+	if e.closed {
+		return
+	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		e.mu.Lock()
