@@ -1,0 +1,212 @@
+package oci_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+const lbID = "ocid1.loadbalancer.oc1.iad.ingress"
+
+func newKey(t *testing.T) (*rsa.PrivateKey, []byte) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+}
+
+func TestFactoryChecksKeysWithoutRevealingThem(t *testing.T) {
+	k, plain := newKey(t)
+	//nolint:staticcheck // legacy encrypted PEM is what `openssl genrsa -aes256` writes and the SDK reads
+	block, err := x509.EncryptPEMBlock(rand.Reader, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(k), []byte("s3cret"), x509.PEMCipherAES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted := pem.EncodeToMemory(block)
+	base := oci.Credentials{Tenancy: "ocid1.tenancy.oc1..t", User: "ocid1.user.oc1..u", Fingerprint: "aa:bb", Region: "us-ashburn-1"}
+	with := func(key, pass []byte) oci.Credentials {
+		c := base
+		c.PrivateKey, c.Passphrase = key, pass
+		return c
+	}
+	tests := []struct {
+		name    string
+		creds   oci.Credentials
+		wantErr string
+	}{
+		{"plain key", with(plain, nil), ""},
+		{"encrypted key with its passphrase", with(encrypted, []byte("s3cret")), ""},
+		{"encrypted key without passphrase", with(encrypted, nil), "no passphrase"},
+		{"wrong passphrase", with(encrypted, []byte("nope")), "passphrase is wrong"},
+		{"not a key", with([]byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), nil), "not a PEM RSA key"},
+		{"no region", func() oci.Credentials { c := with(plain, nil); c.Region = ""; return c }(), "apiKey.region is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := oci.NewFactory(oci.Options{}).Client(tc.creds)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, oci.ErrInvalidCredentials) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "BEGIN") {
+				t.Fatalf("error reveals key material: %v", err)
+			}
+		})
+	}
+
+	c := with(plain, []byte("s3cret"))
+	if s := fmt.Sprintf("%v %+v %#v %s", c, c, c, c); strings.Contains(s, "BEGIN") || strings.Contains(s, "s3cret") {
+		t.Fatalf("formatted credentials reveal key material: %s", s)
+	}
+}
+
+func TestFactoryCachesOneClientPerCredential(t *testing.T) {
+	_, keyPEM := newKey(t)
+	f := oci.NewFactory(oci.Options{})
+	c := oci.Credentials{Tenancy: "t", User: "u", Fingerprint: "f", Region: "us-ashburn-1", PrivateKey: keyPEM}
+	a, err := f.Client(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.Client(c)
+	c.Fingerprint = "g"
+	other, _ := f.Client(c)
+	if a != b || a == other {
+		t.Fatalf("cache: same credentials %v, other credentials %v", a == b, a == other)
+	}
+}
+
+// emulatorClient returns a client of a key registered with a fresh emulator.
+func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client) {
+	t.Helper()
+	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { emu.Close() })
+	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+	k, keyPEM := newKey(t)
+	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	user := ociemu.User{Tenancy: "ocid1.tenancy.oc1..t", User: "ocid1.user.oc1..u"}
+	if register {
+		if user, err = emu.RegisterPublicKey(user.Tenancy, user.User, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		user.Fingerprint, _ = ociemu.Fingerprint(&k.PublicKey)
+	}
+	f := oci.NewFactory(oci.Options{
+		LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(),
+		RateLimit: 1000, Burst: 1000, PollMin: time.Millisecond, PollMax: 50 * time.Millisecond,
+	})
+	c, err := f.Client(oci.Credentials{Tenancy: user.Tenancy, User: user.User, Fingerprint: user.Fingerprint, Region: "us-ashburn-1", PrivateKey: keyPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emu, c
+}
+
+func TestErrorsAreClassifiedForRetry(t *testing.T) {
+	ctx := context.Background()
+	emu, c := emulatorClient(t, true)
+	tests := []struct {
+		name       string
+		fault      ociemu.Fault
+		wantReason string
+		wantAfter  time.Duration
+	}{
+		{"409 Conflict", ociemu.Fault{Status: 409, Code: "Conflict"}, "conflict", 0},
+		{"409 IncorrectState", ociemu.Fault{Status: 409, Code: "IncorrectState"}, "conflict", 0},
+		{"412", ociemu.Fault{Status: 412, Code: "NoEtagMatch"}, "precondition", 0},
+		{"429 with Retry-After", ociemu.Fault{Status: 429, RetryAfter: 2 * time.Second}, "throttled", 2 * time.Second},
+		{"500", ociemu.Fault{Status: 500}, "server", 0},
+		{"503", ociemu.Fault{Status: 503}, "server", 0},
+		{"400 is final", ociemu.Fault{Status: 400, Code: "InvalidParameter"}, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fault.Operation, tc.fault.Times = "GetBackendSet", 1
+			emu.AddFault(tc.fault)
+			_, err := c.GetBackendSet(ctx, lbID, "web")
+			reason, after, retry := oci.Retryable(err)
+			if err == nil || reason != tc.wantReason || retry != (tc.wantReason != "") || after != tc.wantAfter {
+				t.Fatalf("Retryable(%v) = %q, %s, %v", err, reason, after, retry)
+			}
+		})
+	}
+	if _, err := c.GetBackendSet(ctx, lbID, "no-such-set"); !oci.IsNotFound(err) {
+		t.Fatalf("missing backend set: %v", err)
+	}
+	if _, err := c.GetBackendSet(ctx, "ocid1.loadbalancer.oc1.iad.nothere", "web"); !oci.IsNotFound(err) {
+		t.Fatalf("missing load balancer: %v", err)
+	}
+
+	_, unregistered := emulatorClient(t, false)
+	if _, err := unregistered.GetBackendSet(ctx, lbID, "web"); err == nil {
+		t.Fatal("an unregistered key was accepted")
+	} else if _, _, retry := oci.Retryable(err); retry {
+		t.Fatalf("authentication failure classified as retryable: %v", err)
+	}
+}
+
+func TestFailedWorkRequestIsRetryable(t *testing.T) {
+	ctx := context.Background()
+	emu, c := emulatorClient(t, true)
+	emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1})
+	bs, err := c.GetBackendSet(ctx, lbID, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.UpdateBackendSet(ctx, bs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.WaitWorkRequest(ctx, lbID, id)
+	if reason, _, retry := oci.Retryable(err); !retry || reason != "workrequest" {
+		t.Fatalf("failed work request: %v (%q)", err, reason)
+	}
+}
+
+func TestWriteWithStaleETagIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, c := emulatorClient(t, true)
+	first, err := c.GetBackendSet(ctx, lbID, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := c.GetBackendSet(ctx, lbID, "web")
+	id, err := c.UpdateBackendSet(ctx, first, first.Backends[:0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitWorkRequest(ctx, lbID, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.UpdateBackendSet(ctx, second, second.Backends)
+	if reason, _, retry := oci.Retryable(err); !retry || reason != "precondition" {
+		t.Fatalf("write with a stale ETag: %v (%q)", err, reason)
+	}
+}
