@@ -44,7 +44,7 @@ func transports(t *testing.T, opts ociemu.Options, test func(t *testing.T, f *fi
 	}
 }
 
-func newFixture(t *testing.T, opts ociemu.Options, useTLS bool) *fixture {
+func newFixture(t testing.TB, opts ociemu.Options, useTLS bool) *fixture {
 	t.Helper()
 	emu, err := ociemu.Start(opts)
 	if err != nil {
@@ -70,7 +70,7 @@ func newFixture(t *testing.T, opts ociemu.Options, useTLS bool) *fixture {
 // clients builds SDK clients the way a controller would, then points them
 // at the emulator with retries and the circuit breaker off, so each call is
 // exactly one request and injected faults are seen as they are.
-func (f *fixture) clients(t *testing.T, config common.ConfigurationProvider) (loadbalancer.LoadBalancerClient, networkloadbalancer.NetworkLoadBalancerClient) {
+func (f *fixture) clients(t testing.TB, config common.ConfigurationProvider) (loadbalancer.LoadBalancerClient, networkloadbalancer.NetworkLoadBalancerClient) {
 	t.Helper()
 	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(config)
 	if err != nil {
@@ -112,7 +112,7 @@ func serviceError(t *testing.T, err error, status int, code string) common.Servi
 	return se
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
