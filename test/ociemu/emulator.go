@@ -10,6 +10,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -105,9 +107,13 @@ func Start(opts Options) (*Emulator, error) {
 		return nil, err
 	}
 	handler := e.Handler()
-	e.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Connection-level errors (a client rejecting the certificate, say) are
+	// expected in tests; what the API answered is in the call log.
+	quiet := log.New(io.Discard, "", 0)
+	e.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: quiet}
 	e.tlsServer = &http.Server{
 		Handler:           handler,
+		ErrorLog:          quiet,
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{ca.serverCert}, MinVersion: tls.VersionTLS12},
 	}
