@@ -243,6 +243,7 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
+		WaitTimeout:    r.opts.WorkRequestTimeout,
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
 			rec := record(obj, name)

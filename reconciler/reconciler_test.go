@@ -1,21 +1,31 @@
 package reconciler_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
 // settings is every setting of a backend set except its backends, as JSON.
@@ -61,6 +71,17 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
+	})
+
+	f.eventually(10*time.Second, func() error {
+		var evs eventsv1.EventList
+		f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
+		for _, e := range evs.Items {
+			if e.Regarding.Name == obj.Name && e.Reason == "BackendSetUpdated" && strings.Contains(e.Note, "2 added") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no BackendSetUpdated event for %s", obj.Name)
 	})
 
 	f.node(f.ns+"-c", "10.0.0.3")
@@ -314,6 +335,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 	for i := range 3 {
 		f.node(fmt.Sprintf("%s-%d", f.ns, i), fmt.Sprintf("10.0.8.%d", i+1))
 	}
+	conflicts, failedWRs := counter(t, metrics.Retries.WithLabelValues("conflict")), counter(t, metrics.Retries.WithLabelValues("workrequest"))
 	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 409, Code: "Conflict", Times: 4})
 	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", Status: 429, RetryAfter: time.Second, Times: 1})
 	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", Status: 503, Times: 3})
@@ -328,6 +350,35 @@ func TestConvergesUnderFaults(t *testing.T) {
 	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", Status: 502, Times: 2})
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-1"}}))
 	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.8.1:30080/1", "10.0.8.3:30080/1")...)
+	if counter(t, metrics.Retries.WithLabelValues("conflict")) < conflicts+7 || counter(t, metrics.Retries.WithLabelValues("workrequest")) < failedWRs+2 {
+		t.Errorf("retries not counted")
+	}
+}
+
+func counter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestSetupAlongsideWebhooks(t *testing.T) {
+	if restConfig == nil {
+		t.Skip("no test API server")
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := webhook.Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := reconciler.SetupWithManager(context.Background(), mgr, reconciler.DefaultOptions()); err != nil {
+		t.Fatalf("the reconciler cannot share a manager with the webhooks: %v", err)
+	}
 }
 
 func TestOptionsDefaultsAreSane(t *testing.T) {

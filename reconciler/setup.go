@@ -48,6 +48,10 @@ type Options struct {
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
 	CleanupTimeout time.Duration
+	// WorkRequestTimeout bounds the wait for one work request. A write
+	// accepted before shutdown is still waited for, up to the manager's
+	// graceful shutdown timeout.
+	WorkRequestTimeout time.Duration
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
 	Backoff           Backoff
@@ -59,12 +63,13 @@ type Options struct {
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
 	return Options{
-		OCI:            oci.Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second},
-		Workers:        8,
-		Resync:         10 * time.Minute,
-		DrainPeriod:    30 * time.Second,
-		CleanupTimeout: 30 * time.Minute,
-		Backoff:        Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
+		OCI:                oci.Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second},
+		Workers:            8,
+		Resync:             10 * time.Minute,
+		DrainPeriod:        30 * time.Second,
+		CleanupTimeout:     30 * time.Minute,
+		WorkRequestTimeout: 10 * time.Minute,
+		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
 }
 
@@ -85,6 +90,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
+	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
 }
 

@@ -50,6 +50,9 @@ type syncRequest struct {
 	RecordIntent func(owned []v1beta1.Backend) error
 	// Prefetched, when set, is used instead of the first read.
 	Prefetched *oci.BackendSet
+	// WaitTimeout bounds the wait for one work request; the wait goes on
+	// after ctx is cancelled (shutdown), so an accepted write is recorded.
+	WaitTimeout time.Duration
 }
 
 // syncResult is the outcome of a sync.
@@ -83,7 +86,7 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 					return res, err
 				}
 			}
-			err = write(ctx, api, bs, &res)
+			err = write(ctx, api, bs, req.WaitTimeout, &res)
 			if err == nil {
 				return res, nil
 			}
@@ -107,18 +110,14 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 	}
 }
 
-// writeGrace bounds how long an accepted write is still waited for after
-// the reconcile's context is cancelled.
-const writeGrace = 2 * time.Minute
-
-func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, res *syncResult) error {
+func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, timeout time.Duration, res *syncResult) error {
 	id, err := api.UpdateBackendSet(ctx, bs, res.Plan.Backends)
 	if err != nil {
 		return err
 	}
 	res.Written = true
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: "ACCEPTED", Time: metav1.Now()}
-	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeGrace)
+	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := api.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		res.WorkRequest.Status = "FAILED"

@@ -83,6 +83,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 					return plan.Input{Current: cur, Desired: want}
 				},
 				RecordIntent: func([]v1beta1.Backend) error { intents++; return nil },
+				WaitTimeout:  time.Second,
 			})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
