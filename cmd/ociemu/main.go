@@ -4,8 +4,6 @@
 package main
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"log"
@@ -66,7 +64,7 @@ func main() {
 		log.Printf("registered key %s", u.KeyID())
 	}
 	if *credsDir != "" {
-		if err := writeCredentials(emu, *credsDir, opts.Region); err != nil {
+		if err := writeCredentials(emu, *credsDir); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -79,30 +77,23 @@ func main() {
 
 // writeCredentials registers a new API key and writes it as an OCI config
 // file profile plus the private key, readable by the owner only.
-func writeCredentials(emu *ociemu.Emulator, dir, region string) error {
-	config, err := emu.NewUser()
+func writeCredentials(emu *ociemu.Emulator, dir string) error {
+	key, err := emu.NewAPIKey()
 	if err != nil {
 		return err
 	}
-	key, err := config.PrivateRSAKey()
-	if err != nil {
-		return err
-	}
-	tenancy, _ := config.TenancyOCID()
-	user, _ := config.UserOCID()
-	fingerprint, _ := config.KeyFingerprint()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	keyFile := filepath.Join(dir, "key.pem")
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := os.WriteFile(keyFile, key.PrivateKeyPEM, 0o600); err != nil {
 		return err
 	}
-	profile := fmt.Sprintf("[DEFAULT]\nuser=%s\nfingerprint=%s\ntenancy=%s\nregion=%s\nkey_file=%s\n", user, fingerprint, tenancy, region, keyFile)
+	profile := fmt.Sprintf("[DEFAULT]\nuser=%s\nfingerprint=%s\ntenancy=%s\nregion=%s\nkey_file=%s\n",
+		key.User.User, key.Fingerprint, key.Tenancy, key.Region, keyFile)
 	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(profile), 0o600); err != nil {
 		return err
 	}
-	log.Printf("wrote credentials for %s to %s", user, dir)
+	log.Printf("wrote credentials for %s to %s", key.User.User, dir)
 	return nil
 }

@@ -75,20 +75,44 @@ func (e *Emulator) registerKey(tenancy, user string, key *rsa.PublicKey) (User, 
 	return u, nil
 }
 
-// NewUser generates a 2048-bit RSA key for a new tenancy and user, registers
-// its public half and returns an SDK configuration provider that signs with
-// it. The key never leaves the process.
-func (e *Emulator) NewUser() (common.ConfigurationProvider, error) {
+// APIKey is a registered API signing key with its private half, in the
+// forms an OCI config file or a Kubernetes Secret holds.
+type APIKey struct {
+	User
+	Region        string
+	PrivateKeyPEM []byte // PKCS#1, unencrypted
+}
+
+// ConfigurationProvider signs SDK requests with the key.
+func (k APIKey) ConfigurationProvider() common.ConfigurationProvider {
+	return common.NewRawConfigurationProvider(k.Tenancy, k.User.User, k.Region, k.Fingerprint, string(k.PrivateKeyPEM), nil)
+}
+
+// NewAPIKey generates a 2048-bit RSA key for a new tenancy and user and
+// registers its public half.
+func (e *Emulator) NewAPIKey() (APIKey, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return nil, err
+		return APIKey{}, err
 	}
 	u, err := e.registerKey(newOCID("tenancy", ""), newOCID("user", ""), &key.PublicKey)
 	if err != nil {
+		return APIKey{}, err
+	}
+	return APIKey{
+		User:          u,
+		Region:        e.opts.Region,
+		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+	}, nil
+}
+
+// NewUser is NewAPIKey returning only the SDK configuration provider.
+func (e *Emulator) NewUser() (common.ConfigurationProvider, error) {
+	k, err := e.NewAPIKey()
+	if err != nil {
 		return nil, err
 	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	return common.NewRawConfigurationProvider(u.Tenancy, u.User, e.opts.Region, u.Fingerprint, string(keyPEM), nil), nil
+	return k.ConfigurationProvider(), nil
 }
 
 func parseRSAPublicKey(data []byte) (*rsa.PublicKey, error) {

@@ -8,6 +8,8 @@ import (
 	"encoding/pem"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,23 @@ func TestRegisterExistingPublicKey(t *testing.T) {
 	if _, err := f.emu.RegisterPublicKey("t", "u", []byte("not a key")); err == nil {
 		t.Errorf("registering garbage succeeded")
 	}
+}
+
+// NewAPIKey's private key, as written to an OCI config file (or a Secret),
+// signs for the registered user.
+func TestNewAPIKeyInAConfigFile(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	key, err := f.emu.NewAPIKey()
+	must(t, err)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.pem")
+	must(t, os.WriteFile(keyFile, key.PrivateKeyPEM, 0o600))
+	configFile := filepath.Join(dir, "config")
+	must(t, os.WriteFile(configFile, []byte("[DEFAULT]\nuser="+key.User.User+"\nfingerprint="+key.Fingerprint+
+		"\ntenancy="+key.Tenancy+"\nregion="+key.Region+"\nkey_file="+keyFile+"\n"), 0o600))
+	config, err := common.ConfigurationProviderFromFile(configFile, "")
+	must(t, err)
+	_, nlb := f.clients(t, config)
+	_, err = nlb.GetNetworkLoadBalancer(f.context, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: common.String(networkID)})
+	must(t, err)
 }
