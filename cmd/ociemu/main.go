@@ -1,11 +1,14 @@
 // Command ociemu serves the OCI Load Balancing and Network Load Balancer API
 // emulator (package test/ociemu) for local runs: point an SDK client's Host
-// at the printed URL and sign with a key registered here.
+// at the printed URL and sign with a key registered here. docs/oci-emulator.md
+// describes it.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -16,63 +19,70 @@ import (
 )
 
 func main() {
-	var (
-		opts       ociemu.Options
-		seedFile   = flag.String("seed", "", "YAML or JSON file with the load balancers to serve")
-		caOut      = flag.String("ca-out", "", "write the HTTPS CA certificate (PEM) to this file")
-		credsDir   = flag.String("credentials-dir", "", "generate an API key and write key.pem and config (OCI config file format) here")
-		publicKey  = flag.String("public-key", "", "register this RSA public key (PEM) for -tenancy and -user")
-		tenancy    = flag.String("tenancy", "", "tenancy OCID for -public-key")
-		user       = flag.String("user", "", "user OCID for -public-key")
-		classic409 = flag.String("classic-conflict-code", "", "service code of the 409 a busy classic load balancer returns (default Conflict)")
-	)
-	flag.StringVar(&opts.HTTPAddress, "http", "127.0.0.1:0", "plain HTTP listen address")
-	flag.StringVar(&opts.HTTPSAddress, "https", "127.0.0.1:0", "HTTPS listen address")
-	flag.DurationVar(&opts.WorkRequestLatency, "work-request-latency", 0, "time a work request takes from ACCEPTED to SUCCEEDED")
-	flag.StringVar(&opts.Region, "region", "us-ashburn-1", "region used in generated OCIDs and credentials")
-	flag.Parse()
-	opts.ClassicConflictCode = *classic409
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run serves until ctx is done, after printing the endpoints to out.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	var opts ociemu.Options
+	flags := flag.NewFlagSet("ociemu", flag.ContinueOnError)
+	seedFile := flags.String("seed", "", "YAML or JSON file with the load balancers to serve")
+	caOut := flags.String("ca-out", "", "write the HTTPS CA certificate (PEM) to this file")
+	credsDir := flags.String("credentials-dir", "", "generate an API key and write key.pem and config (OCI config file format) here")
+	publicKey := flags.String("public-key", "", "register this RSA public key (PEM) for -tenancy and -user")
+	tenancy := flags.String("tenancy", "", "tenancy OCID for -public-key")
+	user := flags.String("user", "", "user OCID for -public-key")
+	flags.StringVar(&opts.HTTPAddress, "http", "127.0.0.1:0", "plain HTTP listen address")
+	flags.StringVar(&opts.HTTPSAddress, "https", "127.0.0.1:0", "HTTPS listen address")
+	flags.DurationVar(&opts.WorkRequestLatency, "work-request-latency", 0, "time a work request takes from ACCEPTED to SUCCEEDED")
+	flags.StringVar(&opts.ClassicConflictCode, "classic-conflict-code", "", "service code of the 409 a busy classic load balancer returns (default Conflict)")
+	flags.StringVar(&opts.Region, "region", "us-ashburn-1", "region used in generated OCIDs and credentials")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
 
 	emu, err := ociemu.Start(opts)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer emu.Close()
 	if *seedFile != "" {
 		seed, err := ociemu.LoadSeedFile(*seedFile)
-		if err == nil {
-			err = emu.SeedState(seed)
-		}
 		if err != nil {
-			log.Fatal(err)
+			return err
+		}
+		if err := emu.SeedState(seed); err != nil {
+			return fmt.Errorf("%s: %w", *seedFile, err)
 		}
 	}
 	if *caOut != "" {
 		if err := os.WriteFile(*caOut, emu.CACertPEM(), 0o644); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
 	if *publicKey != "" {
 		data, err := os.ReadFile(*publicKey)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		u, err := emu.RegisterPublicKey(*tenancy, *user, data)
 		if err != nil {
-			log.Fatal(err)
+			return fmt.Errorf("%s: %w", *publicKey, err)
 		}
 		log.Printf("registered key %s", u.KeyID())
 	}
 	if *credsDir != "" {
 		if err := writeCredentials(emu, *credsDir); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
-	fmt.Printf("http  %s\nhttps %s\nstate %s/admin/state\n", emu.URL(), emu.HTTPSURL(), emu.URL())
-
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	<-stop
+	fmt.Fprintf(out, "http  %s\nhttps %s\nstate %s/admin/state\n", emu.URL(), emu.HTTPSURL(), emu.URL())
+	<-ctx.Done()
+	return nil
 }
 
 // writeCredentials registers a new API key and writes it as an OCI config
