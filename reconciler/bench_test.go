@@ -84,7 +84,7 @@ func (f *fixture) benchRegistrars(lbs []string, sets int) {
 		for s := range sets {
 			targets = append(targets, fixedPort(fmt.Sprintf("bs-%d", s), int32(31000+s)))
 		}
-		f.registrar(fmt.Sprintf("bench-%d", i), lb, targets...)
+		f.registrar(fmt.Sprintf("bench-%d", i), lb, targets)
 	}
 	f.waitHolds(lbs, sets, "10.1.0.1", true)
 }

@@ -320,12 +320,16 @@ func (f *fixture) endpoints(service string, readyOn ...string) {
 	f.must(err)
 }
 
-// registrar creates an LBRegistrar with the fixture's API key.
-func (f *fixture) registrar(name, lb string, targets ...v1beta1.Target) *v1beta1.LBRegistrar {
+// registrar creates an LBRegistrar with the fixture's API key, changed by
+// mutate before creation.
+func (f *fixture) registrar(name, lb string, targets []v1beta1.Target, mutate ...func(*v1beta1.LBRegistrar)) *v1beta1.LBRegistrar {
 	f.t.Helper()
 	o := &v1beta1.LBRegistrar{
 		ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-" + name},
 		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key, Services: targets},
+	}
+	for _, m := range mutate {
+		m(o)
 	}
 	f.must(k8s.Create(f.ctx, o))
 	return o

@@ -45,7 +45,7 @@ func TestLeaderStoppedMidWriteNoDuplicateWrite(t *testing.T) {
 		t.Fatal("two leaders")
 	}
 
-	obj := f.registrar("le", classicLB, fixedPort("api", 30100))
+	obj := f.registrar("le", classicLB, []v1beta1.Target{fixedPort("api", 30100)})
 	f.eventually(10*time.Second, func() error {
 		if f.emu.Counters().Writes[classicLB] == 0 {
 			return fmt.Errorf("no write accepted yet")

@@ -390,7 +390,7 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI
 
 // api returns the OCI client for obj's credentials.
 func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
-	creds, err := credentials(ctx, r.apiReader, &obj.Spec.APIKey)
+	creds, err := credentials(ctx, r.apiReader, &obj.Spec.APIKey, r.opts.SecretNamespaces)
 	if err != nil {
 		return nil, err
 	}

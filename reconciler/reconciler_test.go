@@ -58,7 +58,7 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 	f.node(f.ns+"-a", "10.0.0.1")
 	f.node(f.ns+"-b", "10.0.0.2")
 	f.startManager(f.options())
-	obj := f.registrar("web", classicLB, fixedPort("web", 30080))
+	obj := f.registrar("web", classicLB, []v1beta1.Target{fixedPort("web", 30080)})
 	foreign := "192.168.9.9:8080/3,backup"
 
 	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.2:30080/1")
@@ -129,9 +129,9 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 	f.endpoints("gw", f.ns+"-a")
 	f.startManager(f.options())
 	port := intstr.FromString("http")
-	obj := f.registrar("gw", classicLB, v1beta1.Target{
+	obj := f.registrar("gw", classicLB, []v1beta1.Target{{
 		Name: "gw", Namespace: f.ns, Port: &port, FilterByEndpoints: true, BackendSetName: "api", Weight: 2,
-	})
+	}})
 	f.expectBackends(classicLB, "api", "10.0.1.1:31080/2")
 
 	// Endpoints move to b and c.
@@ -172,7 +172,7 @@ func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
 	o := f.options()
 	o.DrainPeriod = 1500 * time.Millisecond
 	f.startManager(o)
-	obj := f.registrar("nlb", networkLB, fixedPort("tcp", 30080))
+	obj := f.registrar("nlb", networkLB, []v1beta1.Target{fixedPort("tcp", 30080)})
 	foreign := []string{"192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1"}
 	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.2.1:30080/1")...)
 	before := f.settings(networkLB, "tcp")
@@ -195,7 +195,7 @@ func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.3.1")
 	f.startManager(f.options())
-	obj := f.registrar("gone", classicLB, fixedPort("no-such-set", 30080))
+	obj := f.registrar("gone", classicLB, []v1beta1.Target{fixedPort("no-such-set", 30080)})
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not found") {
@@ -222,8 +222,8 @@ func TestTwoResourcesOneLoadBalancerNeverConflict(t *testing.T) {
 		f.node(fmt.Sprintf("%s-%d", f.ns, i), fmt.Sprintf("10.0.4.%d", i+1))
 	}
 	f.startManager(f.options())
-	f.registrar("one", classicLB, fixedPort("api", 30443))
-	f.registrar("two", classicLB, fixedPort("admin", 30444))
+	f.registrar("one", classicLB, []v1beta1.Target{fixedPort("api", 30443)})
+	f.registrar("two", classicLB, []v1beta1.Target{fixedPort("admin", 30444)})
 	f.expectBackends(classicLB, "api", "10.0.4.1:30443/1", "10.0.4.2:30443/1", "10.0.4.3:30443/1")
 	f.expectBackends(classicLB, "admin", "10.0.4.1:30444/1", "10.0.4.2:30444/1", "10.0.4.3:30444/1")
 	f.node(f.ns+"-x", "10.0.4.9")
@@ -238,10 +238,10 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.5.1")
 	f.startManager(f.options())
-	first := f.registrar("first", classicLB, fixedPort("api", 30001))
+	first := f.registrar("first", classicLB, []v1beta1.Target{fixedPort("api", 30001)})
 	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
-	second := f.registrar("second", classicLB, fixedPort("api", 30002))
+	second := f.registrar("second", classicLB, []v1beta1.Target{fixedPort("api", 30002)})
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(second), v1beta1.ConditionConflict)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, first.Name) {
@@ -253,7 +253,9 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 
 	// A replacement takes the claim over and adopts what is registered; the
 	// replaced resource's deletion leaves the adopted backends alone.
-	repl := f.registrarAnnotated("repl", map[string]string{validation.ReplacesAnnotation: first.Name}, classicLB, fixedPort("api", 30001))
+	repl := f.registrar("repl", classicLB, []v1beta1.Target{fixedPort("api", 30001)}, func(o *v1beta1.LBRegistrar) {
+		o.Annotations = map[string]string{validation.ReplacesAnnotation: first.Name}
+	})
 	f.eventually(10*time.Second, func() error {
 		o := f.get(repl)
 		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 {
@@ -275,21 +277,11 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	}
 }
 
-func (f *fixture) registrarAnnotated(name string, annotations map[string]string, lb string, targets ...v1beta1.Target) *v1beta1.LBRegistrar {
-	f.t.Helper()
-	o := &v1beta1.LBRegistrar{
-		ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-" + name, Annotations: annotations},
-		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key, Services: targets},
-	}
-	f.must(k8s.Create(f.ctx, o))
-	return o
-}
-
 func TestBackendSetMoveCleansUpOldRegistration(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.6.1")
 	f.startManager(f.options())
-	obj := f.registrar("mv", classicLB, fixedPort("api", 30010))
+	obj := f.registrar("mv", classicLB, []v1beta1.Target{fixedPort("api", 30010)})
 	f.expectBackends(classicLB, "api", "10.0.6.1:30010/1")
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].BackendSetName = "admin" })
 	f.expectBackends(classicLB, "admin", "10.0.6.1:30010/1")
@@ -306,8 +298,22 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.7.1")
 	f.applySecret("oci-key", []byte("-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"))
-	f.startManager(f.options())
-	obj := f.registrar("rot", classicLB, fixedPort("api", 30020))
+	o := f.options()
+	o.SecretNamespaces = []string{f.ns} // Secrets watched through a cache of their own
+	f.startManager(o)
+	obj := f.registrar("rot", classicLB, []v1beta1.Target{fixedPort("api", 30020)})
+
+	outside := f.key
+	outside.PrivateKey.Namespace = metav1.NamespaceDefault
+	elsewhere := f.registrar("elsewhere", networkLB, []v1beta1.Target{fixedPort("tcp", 30021)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = outside })
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(elsewhere), v1beta1.ConditionReady)
+		if c == nil || c.Reason != "SecretNamespaceNotAllowed" || !strings.Contains(c.Message, "--secret-namespaces") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionReady)
 		if c == nil || c.Reason != "InvalidCredentials" {
@@ -342,7 +348,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 2})
 	f.emu.AddFault(ociemu.Fault{Operation: "GetWorkRequest", Status: 500, Times: 3})
 	f.startManager(f.options())
-	f.registrar("storm", networkLB, fixedPort("tcp", 30080))
+	f.registrar("storm", networkLB, []v1beta1.Target{fixedPort("tcp", 30080)})
 	foreign := []string{"192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1"}
 	f.expectBackends(networkLB, "tcp", append(foreign, "10.0.8.1:30080/1", "10.0.8.2:30080/1", "10.0.8.3:30080/1")...)
 
@@ -392,7 +398,7 @@ func TestLoadBalancerChangeCleansUpOldRegistration(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.10.1")
 	f.startManager(f.options())
-	obj := f.registrar("move-lb", classicLB, fixedPort("api", 30200))
+	obj := f.registrar("move-lb", classicLB, []v1beta1.Target{fixedPort("api", 30200)})
 	f.expectBackends(classicLB, "api", "10.0.10.1:30200/1")
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) {
 		o.Spec.LoadBalancerID = networkLB

@@ -16,16 +16,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
@@ -55,6 +58,10 @@ type Options struct {
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
 	Backoff           Backoff
+	// SecretNamespaces are the namespaces API key Secrets are read from and
+	// watched in; empty means every namespace (which needs cluster-wide
+	// access to Secrets).
+	SecretNamespaces []string
 	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
 	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
 	OCICAFile string
@@ -62,7 +69,7 @@ type Options struct {
 
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
-	return Options{
+	o := Options{
 		OCI:                oci.Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second},
 		Workers:            8,
 		Resync:             10 * time.Minute,
@@ -71,6 +78,12 @@ func DefaultOptions() Options {
 		WorkRequestTimeout: 10 * time.Minute,
 		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
+	// In a cluster, API keys are read from the controller's own namespace
+	// unless said otherwise; that is what the shipped RBAC allows.
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		o.SecretNamespaces = []string{ns}
+	}
+	return o
 }
 
 // BindFlags registers the reconciler's flags on fs, with o's values as defaults.
@@ -79,6 +92,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
 	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
 		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
+		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
@@ -153,6 +168,10 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 
+	secrets, err := r.secretSource(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("lbregistrar").
 		For(&v1beta1.LBRegistrar{}, builder.WithPredicates(predicate.Or[client.Object](
@@ -164,7 +183,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
+		WatchesRawSource(secrets).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.Workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
@@ -173,6 +192,32 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			),
 		}).
 		Complete(r)
+}
+
+// secretSource watches the metadata of Secrets (never their data) in the
+// namespaces API keys may live in, through a cache of its own when those are
+// not every namespace.
+func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	c := mgr.GetCache()
+	if len(r.opts.SecretNamespaces) > 0 {
+		namespaces := map[string]cache.Config{}
+		for _, ns := range r.opts.SecretNamespaces {
+			namespaces[ns] = cache.Config{}
+		}
+		own, err := cache.New(mgr.GetConfig(), cache.Options{
+			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(), DefaultNamespaces: namespaces,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(own); err != nil {
+			return nil, err
+		}
+		c = own
+	}
+	return source.Kind[client.Object](c, meta, handler.EnqueueRequestsFromMapFunc(r.bySecret)), nil
 }
 
 func indexServices(obj client.Object) []string {
