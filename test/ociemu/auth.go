@@ -19,11 +19,6 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common"
 )
 
-type registeredKey struct {
-	keyID string
-	key   *rsa.PublicKey
-}
-
 // User is an API signing key registered with the emulator.
 type User struct {
 	Tenancy     string `json:"tenancy"`
@@ -70,7 +65,7 @@ func (e *Emulator) registerKey(tenancy, user string, key *rsa.PublicKey) (User, 
 	}
 	u := User{Tenancy: tenancy, User: user, Fingerprint: fp}
 	e.mu.Lock()
-	e.keys[u.KeyID()] = &registeredKey{keyID: u.KeyID(), key: key}
+	e.keys[u.KeyID()] = key
 	e.mu.Unlock()
 	return u, nil
 }
@@ -153,9 +148,9 @@ func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) err
 		return errNotAuthenticated{"unsupported signature version or algorithm"}
 	}
 	e.mu.Lock()
-	rk := e.keys[params["keyId"]]
+	key := e.keys[params["keyId"]]
 	e.mu.Unlock()
-	if rk == nil {
+	if key == nil {
 		return errNotAuthenticated{"unknown keyId " + params["keyId"]}
 	}
 
@@ -213,7 +208,7 @@ func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) err
 		return errNotAuthenticated{"signature is not base64"}
 	}
 	digest := sha256.Sum256(signingString.Bytes())
-	if err := rsa.VerifyPKCS1v15(rk.key, crypto.SHA256, digest[:], signature); err != nil {
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], signature); err != nil {
 		return errNotAuthenticated{"signature does not verify"}
 	}
 	return nil

@@ -7,6 +7,7 @@
 package ociemu
 
 import (
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -75,7 +76,7 @@ type Emulator struct {
 	ca            *certAuthority
 
 	mu            sync.Mutex
-	keys          map[string]*registeredKey // by keyId
+	keys          map[string]*rsa.PublicKey // by keyId
 	balancers     map[string]*balancer      // by OCID
 	workRequests  map[string]*workRequest   // by OCID
 	workOrder     []*workRequest            // creation order
@@ -125,7 +126,7 @@ func Start(opts Options) (*Emulator, error) {
 func newEmulator(opts Options) *Emulator {
 	return &Emulator{
 		opts:          opts.withDefaults(),
-		keys:          map[string]*registeredKey{},
+		keys:          map[string]*rsa.PublicKey{},
 		balancers:     map[string]*balancer{},
 		workRequests:  map[string]*workRequest{},
 		retryTokens:   map[string]retryEntry{},
