@@ -4,10 +4,14 @@
 package webhook
 
 import (
+	"context"
+	"strings"
+
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
@@ -18,7 +22,10 @@ const (
 	ValidateV1beta1Path  = "/validate-nodes-peppy-ratio-dev-v1beta1-lbregistrar"
 )
 
-// Register adds the conversion webhook to the manager's webhook server.
+// Register adds the conversion webhook and both validating webhooks to the
+// manager's webhook server, and the validation.ClaimIndexField index, which
+// the validating webhooks read through the manager's cache, to its field
+// indexer. The reconciler may register the same index; either order works.
 func Register(mgr manager.Manager) error {
 	converter, err := conversion.NewConverter(mgr.GetScheme())
 	if err != nil {
@@ -28,5 +35,12 @@ func Register(mgr manager.Manager) error {
 		return err
 	}
 	mgr.GetWebhookServer().Register(ConvertPath, crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
+
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims)
+	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return err
+	}
+	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetScheme(), mgr.GetCache()))
+	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetScheme(), mgr.GetCache()))
 	return nil
 }

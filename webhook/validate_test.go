@@ -1,0 +1,366 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/peppy-ratio/lbregistrar/api"
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+)
+
+const (
+	testNLB = "ocid1.networkloadbalancer.oc1.ap-tokyo-1.amaaaaaaexample"
+	testLB  = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaexample"
+)
+
+func apiKey() v1beta1.APIKey {
+	return v1beta1.APIKey{
+		User:        "ocid1.user.oc1..aaaaaaaaexampleuser",
+		Tenancy:     "ocid1.tenancy.oc1..aaaaaaaaexampletenancy",
+		Fingerprint: "12:34:56:78:9a:bc:de:f0:12:34:56:78:9a:bc:de:f0",
+		Region:      "ap-tokyo-1",
+		PrivateKey:  v1beta1.SecretKeySource{Namespace: "lbregistrar-system", SecretKeyRef: v1beta1.SecretKeyRef{Name: "oci-api-key", Key: "private-key"}},
+	}
+}
+
+// hubObject is a valid v1beta1 LBRegistrar with one target per backend set.
+func hubObject(name, lb string, backendSets ...string) *v1beta1.LBRegistrar {
+	obj := &v1beta1.LBRegistrar{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "LBRegistrar"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: apiKey()},
+	}
+	for i, set := range backendSets {
+		obj.Spec.Services = append(obj.Spec.Services, v1beta1.Target{NodePort: int32(30000 + i), BackendSetName: set, Weight: 1})
+	}
+	return obj
+}
+
+// alphaObject is the seed's single-service v1alpha1 LBRegistrar.
+func alphaObject(name, backendSet string) *v1alpha1.LBRegistrar {
+	key := apiKey()
+	return &v1alpha1.LBRegistrar{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "LBRegistrar"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.LBRegistrarSpec{
+			LoadBalancerID: testNLB,
+			BackendSetName: backendSet,
+			Weight:         1,
+			Service:        &v1alpha1.ServiceSpec{Name: "istio-ingressgateway", Namespace: "istio-system", Port: intstr.FromString("https")},
+			APIKey: v1alpha1.APIKeySpec{
+				User: key.User, Tenancy: key.Tenancy, Fingerprint: key.Fingerprint, Region: key.Region,
+				PrivateKey: v1alpha1.SecretKeySpec{Namespace: key.PrivateKey.Namespace, SecretKeyRef: v1alpha1.SecretKeyRef(key.PrivateKey.SecretKeyRef)},
+			},
+		},
+	}
+}
+
+// handlers serves both validating webhooks with a fake client holding
+// existing as the cache.
+func handlers(t testing.TB, existing ...client.Object) http.Handler {
+	t.Helper()
+	scheme := api.NewScheme()
+	claims := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
+		WithObjects(existing...).Build()
+	mux := http.NewServeMux()
+	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(scheme, claims))
+	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(scheme, claims))
+	return mux
+}
+
+// review is the AdmissionReview JSON the API server sends for obj (and old).
+func review(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) []byte {
+	t.Helper()
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	req := &admissionv1.AdmissionRequest{
+		UID:       "705ab4f5-6393-11e8-b7cc-42010a800002",
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "lbregistrars"},
+		Name:      obj.(client.Object).GetName(),
+		Operation: op,
+		Object:    runtime.RawExtension{Raw: mustJSON(t, obj)},
+	}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: mustJSON(t, old)}
+	}
+	if op == admissionv1.Delete {
+		req.Object, req.OldObject = runtime.RawExtension{}, runtime.RawExtension{Raw: mustJSON(t, obj)}
+	}
+	return mustJSON(t, &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	})
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// send posts body to path and decodes the AdmissionReview that comes back.
+func send(t testing.TB, h http.Handler, path string, body []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("response is not an AdmissionReview: %v\n%s", err, rec.Body)
+	}
+	if out.Response == nil {
+		t.Fatalf("no response in %s", rec.Body)
+	}
+	return out.Response
+}
+
+func causeFields(resp *admissionv1.AdmissionResponse) []string {
+	if resp.Result == nil || resp.Result.Details == nil {
+		return nil
+	}
+	var fields []string
+	for _, c := range resp.Result.Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	return fields
+}
+
+func TestValidatingWebhooks(t *testing.T) {
+	owner := hubObject("owner", testNLB, "ingress")
+	h := handlers(t, owner, hubObject("elsewhere", testLB, "ingress"))
+
+	manyMistakes := hubObject("broken", "lb-1", "bad name", "ok")
+	manyMistakes.Spec.APIKey.Fingerprint = "12:34"
+	manyMistakes.Spec.APIKey.Region = ""
+	manyMistakes.Spec.Services[1].Weight = 0
+
+	mixed := alphaObject("mixed", "other")
+	mixed.Spec.Services = []v1alpha1.ServiceSpec{{Name: "web", Namespace: "default", Port: intstr.FromInt32(80), BackendSetName: "web"}}
+	mixedEdited := mixed.DeepCopy()
+	mixedEdited.Spec.Services[0].Weight = 5
+
+	moved := hubObject("owner", testLB, "fresh")
+
+	tests := []struct {
+		name      string
+		path      string
+		body      []byte
+		allowed   bool
+		causes    []string
+		warnings  []string // substrings, one per expected warning
+		inMessage string
+	}{
+		{name: "v1beta1 valid create", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Create, hubObject("new", testNLB, "other"), nil), allowed: true},
+		{name: "v1beta1 every mistake is a cause", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Create, manyMistakes, nil),
+			causes: []string{"spec.loadBalancerId", "spec.apiKey.region", "spec.apiKey.fingerprint",
+				"spec.services[0].backendSetName", "spec.services[1].weight"}},
+		{name: "v1beta1 claim conflict names the other resource", path: ValidateV1beta1Path,
+			body:   review(t, admissionv1.Create, hubObject("second", testNLB, "ingress"), nil),
+			causes: []string{"spec.services[0].backendSetName"}, inMessage: `already claimed by LBRegistrar "owner"`},
+		{name: "v1beta1 replacement may overlap", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Create, func() runtime.Object {
+				obj := hubObject("merged", testNLB, "ingress", "other")
+				obj.Annotations = map[string]string{validation.ReplacesAnnotation: "owner"}
+				return obj
+			}(), nil), allowed: true},
+		{name: "v1beta1 update of the owner itself", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Update, hubObject("owner", testNLB, "ingress", "more"), owner), allowed: true},
+		{name: "v1beta1 load balancer is immutable", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Update, moved, owner), causes: []string{"spec.loadBalancerId"}, inMessage: "immutable"},
+		{name: "v1beta1 delete", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Delete, owner, nil), allowed: true},
+
+		{name: "v1alpha1 single service warns of deprecated fields", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Create, alphaObject("alpha", "other"), nil), allowed: true,
+			warnings: []string{"spec.service is deprecated: use spec.services", "spec.backendSetName is deprecated"}},
+		{name: "v1alpha1 claim conflict on the field written", path: ValidateV1alpha1Path,
+			body:   review(t, admissionv1.Create, alphaObject("alpha", "ingress"), nil),
+			causes: []string{"spec.backendSetName"}, inMessage: `"owner"`,
+			warnings: []string{"spec.service is deprecated", "spec.backendSetName is deprecated"}},
+		{name: "v1alpha1 mixing is refused on create", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Create, mixed, nil), causes: []string{"spec.service"},
+			warnings: []string{"spec.service is deprecated", "spec.backendSetName is deprecated"}},
+		{name: "v1alpha1 mixing only warns on update", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Update, mixedEdited, mixed), allowed: true,
+			warnings: []string{"spec.service: Forbidden", "spec.service is deprecated", "spec.backendSetName is deprecated"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := send(t, h, tt.path, tt.body)
+			if resp.UID != "705ab4f5-6393-11e8-b7cc-42010a800002" {
+				t.Errorf("UID = %q", resp.UID)
+			}
+			if resp.Allowed != tt.allowed {
+				t.Fatalf("allowed = %v, want %v: %+v", resp.Allowed, tt.allowed, resp.Result)
+			}
+			if !tt.allowed {
+				if resp.Result.Code != http.StatusUnprocessableEntity || resp.Result.Reason != metav1.StatusReasonInvalid {
+					t.Errorf("status = %d %s, want 422 Invalid", resp.Result.Code, resp.Result.Reason)
+				}
+				if got := causeFields(resp); strings.Join(got, ",") != strings.Join(tt.causes, ",") {
+					t.Errorf("causes = %q, want %q", got, tt.causes)
+				}
+				if !strings.Contains(resp.Result.Message, tt.inMessage) {
+					t.Errorf("message %q does not contain %q", resp.Result.Message, tt.inMessage)
+				}
+			}
+			if len(resp.Warnings) != len(tt.warnings) {
+				t.Fatalf("warnings = %q, want %d", resp.Warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(resp.Warnings[i], w) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, resp.Warnings[i], w)
+				}
+			}
+		})
+	}
+}
+
+func failureCount(t *testing.T, labels ...string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := validationFailures.WithLabelValues(labels...).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func TestRefusalsAreCountedPerRule(t *testing.T) {
+	h := handlers(t)
+	before := failureCount(t, "v1beta1", validation.RuleWeight)
+	beforeFP := failureCount(t, "v1beta1", validation.RuleFingerprint)
+
+	obj := hubObject("weights", testNLB, "a", "b")
+	obj.Spec.Services[0].Weight, obj.Spec.Services[1].Weight = 0, 1000 // one rule broken twice
+	if resp := send(t, h, ValidateV1beta1Path, review(t, admissionv1.Create, obj, nil)); resp.Allowed {
+		t.Fatal("allowed")
+	}
+	if got := failureCount(t, "v1beta1", validation.RuleWeight) - before; got != 1 {
+		t.Errorf("weight failures grew by %v, want 1", got)
+	}
+	if got := failureCount(t, "v1beta1", validation.RuleFingerprint) - beforeFP; got != 0 {
+		t.Errorf("fingerprint failures grew by %v, want 0", got)
+	}
+}
+
+// A literal AdmissionReview as the API server sends it, for a v1alpha1 object
+// in the shape of the original operator's README.
+const literalReview = `{
+  "apiVersion": "admission.k8s.io/v1",
+  "kind": "AdmissionReview",
+  "request": {
+    "uid": "0df28fbd-5f5f-4f61-b3b4-1d2b8bb2e3c1",
+    "kind": {"group": "nodes.peppy-ratio.dev", "version": "v1alpha1", "kind": "LBRegistrar"},
+    "resource": {"group": "nodes.peppy-ratio.dev", "version": "v1alpha1", "resource": "lbregistrars"},
+    "requestKind": {"group": "nodes.peppy-ratio.dev", "version": "v1alpha1", "kind": "LBRegistrar"},
+    "requestResource": {"group": "nodes.peppy-ratio.dev", "version": "v1alpha1", "resource": "lbregistrars"},
+    "name": "lbregistrar-sample",
+    "operation": "CREATE",
+    "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
+    "object": {
+      "apiVersion": "nodes.peppy-ratio.dev/v1alpha1",
+      "kind": "LBRegistrar",
+      "metadata": {"name": "lbregistrar-sample", "uid": "b6a4c1de-3f0e-4a7a-9a59-0d1c9c7d0f11", "creationTimestamp": null},
+      "spec": {
+        "loadBalancerId": "ocid1.loadbalancer.oc1.ap-tokyo-1.xxx",
+        "nodePort": 30080,
+        "weight": 1,
+        "apiKey": {
+          "user": "ocid1.user.oc1..xxx",
+          "fingerprint": "xx:xx:xx",
+          "tenancy": "ocid1.tenancy.oc1..xxx",
+          "region": "ap-tokyo-1",
+          "privateKey": {"namespace": "default", "secretKeyRef": {"name": "oci-api-key", "key": "private-key"}}
+        }
+      }
+    },
+    "oldObject": null,
+    "dryRun": false,
+    "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+  }
+}`
+
+func TestLiteralAdmissionReview(t *testing.T) {
+	resp := send(t, handlers(t), ValidateV1alpha1Path, []byte(literalReview))
+	if resp.Allowed {
+		t.Fatal("allowed a resource without backend set and with a bad fingerprint")
+	}
+	if got, want := strings.Join(causeFields(resp), ","), "spec.apiKey.fingerprint,spec.backendSetName"; got != want {
+		t.Errorf("causes = %s, want %s", got, want)
+	}
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "spec.nodePort is deprecated") {
+		t.Errorf("warnings = %q", resp.Warnings)
+	}
+}
+
+func TestMalformedReviewIsABadRequest(t *testing.T) {
+	h := handlers(t)
+	for name, body := range map[string]string{
+		"not JSON":      "{",
+		"no request":    `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
+		"object broken": strings.Replace(literalReview, `"nodePort": 30080`, `"nodePort": "many"`, 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, ValidateV1alpha1Path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("HTTP %d, body %s", rec.Code, rec.Body)
+			}
+			if out.Response.Allowed || out.Response.Result.Code != http.StatusBadRequest {
+				t.Errorf("response = %+v, want a refusal with code 400", out.Response)
+			}
+		})
+	}
+}
+
+// FuzzAdmission sends arbitrary bodies through the HTTP handlers: whatever
+// arrives, the answer is an AdmissionReview, never a panic.
+func FuzzAdmission(f *testing.F) {
+	f.Add([]byte(literalReview), false)
+	f.Add(review(f, admissionv1.Create, hubObject("a", testNLB, "ingress", "x"), nil), true)
+	f.Add(review(f, admissionv1.Update, hubObject("a", testLB, "ingress"), hubObject("a", testNLB, "ingress")), true)
+	f.Add(review(f, admissionv1.Create, alphaObject("a", "ingress"), nil), false)
+	f.Add([]byte(`{"request":{"operation":"UPDATE","object":{"spec":{"services":[{}]}},"oldObject":{}}}`), false)
+	h := handlers(f, hubObject("owner", testNLB, "ingress"))
+	f.Fuzz(func(t *testing.T, body []byte, hub bool) {
+		path := ValidateV1alpha1Path
+		if hub {
+			path = ValidateV1beta1Path
+		}
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("HTTP %d, body %s", rec.Code, rec.Body)
+		}
+	})
+}
