@@ -4,6 +4,11 @@
 // it: signed requests, asynchronous writes with work requests, conflicts
 // while a load balancer is updating, etags, retry tokens and injectable
 // faults. docs/oci-emulator.md lists what is modelled and what is assumed.
+//
+// In short: Start, SeedState (or LoadSeedFile), NewUser for an SDK
+// configuration provider, then set the SDK client's Host to URL (or HTTPSURL
+// with HTTPClient). Backends, State, WorkRequests, Calls and Counters show
+// what happened; AddFault changes what happens next.
 package ociemu
 
 import (
@@ -84,7 +89,7 @@ type Emulator struct {
 	faults        []*faultEntry
 	nextFaultID   int
 	calls         []Call
-	counters      counters
+	counters      Counters
 	forwarders    []*forwarder
 	closed        bool
 	pendingTimers map[*time.Timer]struct{}

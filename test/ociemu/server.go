@@ -302,15 +302,6 @@ type Call struct {
 	AuthError      string    `json:"authError,omitempty"` // why the signature was rejected
 }
 
-type counters struct {
-	Requests     int
-	Writes       map[string]int
-	Conflicts    int
-	WorkRequests int
-}
-
-func newCounters() counters { return counters{Writes: map[string]int{}} }
-
 // Counters are running totals since the emulator started or ResetCalls.
 type Counters struct {
 	Requests int `json:"requests"`
@@ -320,6 +311,8 @@ type Counters struct {
 	Conflicts    int `json:"conflicts"`
 	WorkRequests int `json:"workRequests"`
 }
+
+func newCounters() Counters { return Counters{Writes: map[string]int{}} }
 
 // maxCalls bounds the call log of a long-running emulator.
 const maxCalls = 10000
@@ -347,7 +340,8 @@ func (e *Emulator) Counters() Counters {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.counters
-	return Counters{Requests: c.Requests, Writes: maps.Clone(c.Writes), Conflicts: c.Conflicts, WorkRequests: c.WorkRequests}
+	c.Writes = maps.Clone(c.Writes)
+	return c
 }
 
 // ResetCalls empties the call log and zeroes the counters.
