@@ -211,23 +211,29 @@ func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusW
 		})
 	}
 	wg.Wait()
-	intents := false
+	var changing []string
 	for i := range jobs {
 		j := &jobs[i]
 		if j.prefetched == nil {
 			continue
 		}
 		in := j.input(obj, j.prefetched.Backends)
-		if p := plan.Compute(in); len(p.Added) > 0 {
+		p := plan.Compute(in)
+		if !p.Changed() {
+			continue
+		}
+		changing = append(changing, j.name)
+		if len(p.Added) > 0 {
 			record(obj, j.name).Backends = plan.Intent(in.Owned, &p)
-			intents = true
 		}
 	}
-	if intents {
-		if err := st.flush(ctx); err != nil {
-			out.fail("*", err)
-			return
-		}
+	if len(changing) > 0 && obj.DeletionTimestamp.IsZero() {
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
+			"writing backend sets "+strings.Join(changing, ", "))
+	}
+	if err := st.flush(ctx); err != nil {
+		out.fail("*", err)
+		return
 	}
 	for i := range jobs {
 		if !jobs[i].skip {
