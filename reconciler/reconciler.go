@@ -118,6 +118,8 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		if !errors.As(err, &ce) {
 			return ctrl.Result{}, err
 		}
+		obj.Status.ObservedGeneration = obj.Generation
+		obj.Status.Targets = int32(len(obj.Spec.Services))
 		r.setConditions(obj, &out, ce)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
 		// The Secret watch brings the resource back once the Secret is fixed.
