@@ -413,3 +413,72 @@ func TestLoadBalancerChangeCleansUpOldRegistration(t *testing.T) {
 		return nil
 	})
 }
+
+func TestServiceWithoutNodePortIsACondition(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.11.1")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lb-only"},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr.To(false),
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443}}, Selector: map[string]string{"app": "x"},
+		},
+	}
+	f.must(k8s.Create(f.ctx, svc))
+	f.startManager(f.options())
+	port := intstr.FromString("https")
+	obj := f.registrar("no-nodeport", classicLB, []v1beta1.Target{{Name: "lb-only", Namespace: f.ns, Port: &port, BackendSetName: "api", Weight: 1}})
+	f.eventually(10*time.Second, func() error {
+		o := f.get(obj)
+		d, r := condition(o, v1beta1.ConditionDegraded), condition(o, v1beta1.ConditionReady)
+		if d == nil || d.Reason != "NodePortNotAllocated" || r == nil || r.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions: %+v", o.Status.Conditions)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api")
+}
+
+func TestResyncRepairsDriftMadeOutside(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.12.1")
+	o := f.options()
+	o.Resync = 300 * time.Millisecond
+	f.startManager(o)
+	f.registrar("drift", classicLB, []v1beta1.Target{fixedPort("api", 30300)})
+	f.expectBackends(classicLB, "api", "10.0.12.1:30300/1")
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml") // the load balancer as it was, without our backend
+	f.must(err)
+	f.must(f.emu.SeedState(seed))
+	f.expectBackends(classicLB, "api", "10.0.12.1:30300/1")
+}
+
+func TestDeletionGivesUpAfterCleanupTimeout(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.13.1")
+	o := f.options()
+	o.CleanupTimeout = 2 * time.Second
+	f.startManager(o)
+	obj := f.registrar("stuck", classicLB, []v1beta1.Target{fixedPort("api", 30400)})
+	f.expectBackends(classicLB, "api", "10.0.13.1:30400/1")
+	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "oci-key"}}))
+	f.must(k8s.Delete(f.ctx, obj))
+	f.eventually(15*time.Second, func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("still present")
+		}
+		return nil
+	})
+	f.eventually(5*time.Second, func() error {
+		var evs eventsv1.EventList
+		f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
+		for _, e := range evs.Items {
+			if e.Regarding.Name == obj.Name && e.Reason == "CleanupAbandoned" && strings.Contains(e.Note, "Secret") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no CleanupAbandoned event")
+	})
+	// What could not be removed stays; nothing else was touched.
+	f.expectBackends(classicLB, "api", "10.0.13.1:30400/1")
+}
