@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ func TestCertManagerMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhookAddr, healthAddr := freeAddr(t), freeAddr(t)
+	webhookAddr, healthAddr, metricsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	url := "https://" + webhookAddr
 	// cainjector's part: the CA into the webhook configuration and the CRD.
 	if err := c.InstallValidatingWebhook(ctx, url, ca.CertPEM); err != nil {
@@ -55,7 +56,7 @@ func TestCertManagerMode(t *testing.T) {
 
 	var logs bytes.Buffer
 	serve := exec.Command(binary, "serve", "--cert-mode=cert-manager", "--kubeconfig", c.Kubeconfig,
-		"--namespace", kube.Namespace, "--webhook-addr", webhookAddr, "--health-addr", healthAddr, "--metrics-addr", "0")
+		"--namespace", kube.Namespace, "--webhook-addr", webhookAddr, "--health-addr", healthAddr, "--metrics-addr", metricsAddr)
 	serve.Stdout, serve.Stderr = &logs, &logs
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -139,6 +140,24 @@ func TestCertManagerMode(t *testing.T) {
 	out, _ = kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "cert-manager-mode", "-o", "jsonpath={.spec.services[0].backendSetName}")
 	if out != "ingress" {
 		t.Errorf("read as v1beta1 through the binary's conversion webhook: backendSetName %q", out)
+	}
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []string{
+		`lbregistrar_webhook_requests_total{code="200",path="/convert"}`,
+		`lbregistrar_webhook_requests_total{code="200",path="/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"}`,
+	} {
+		if !bytes.Contains(metrics, []byte(series)) {
+			t.Errorf("/metrics has no %s", series)
+		}
 	}
 }
 

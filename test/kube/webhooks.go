@@ -51,8 +51,9 @@ type Webhooks struct {
 	Source  certs.Source
 	Manager manager.Manager
 
-	cancel context.CancelFunc
-	done   chan error
+	cancel     context.CancelFunc
+	sourceDone chan error // the certificate source's error, if it stops early
+	done       chan error // the manager's result
 }
 
 // StartWebhooks starts a manager serving every LBRegistrar webhook on
@@ -70,7 +71,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	w := &Webhooks{URL: "https://" + srv.Addr().String(), Server: srv, Source: source, cancel: cancel, done: make(chan error, 2)}
+	w := &Webhooks{URL: "https://" + srv.Addr().String(), Server: srv, Source: source, cancel: cancel, sourceDone: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			cancel()
@@ -78,7 +79,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	}()
 	go func() {
 		if err := source.Start(runCtx); err != nil {
-			w.done <- err
+			w.sourceDone <- err
 		}
 	}()
 	if err := w.waitFor(ctx, func() bool { return source.ReadyCheck(nil) == nil }); err != nil {
@@ -111,6 +112,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 			return nil, err
 		}
 	}
+	w.done = make(chan error, 1)
 	go func() { w.done <- w.Manager.Start(runCtx) }()
 	if err := w.waitFor(ctx, func() bool { return srv.StartedChecker()(nil) == nil }); err != nil {
 		return nil, fmt.Errorf("waiting for the webhook server: %w", err)
@@ -122,8 +124,10 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 func (w *Webhooks) waitFor(ctx context.Context, ready func() bool) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		select {
+		case err := <-w.sourceDone:
+			return false, fmt.Errorf("the certificate source stopped: %w", err)
 		case err := <-w.done:
-			return false, fmt.Errorf("stopped: %w", err)
+			return false, fmt.Errorf("the manager stopped: %w", err)
 		default:
 		}
 		return ready(), nil
