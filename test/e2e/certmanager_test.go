@@ -1,13 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +23,6 @@ import (
 // cert-manager and its cainjector would do is done here by hand.
 func TestCertManagerMode(t *testing.T) {
 	t.Parallel()
-	binary := lbregistrar(t)
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
 
@@ -44,43 +37,20 @@ func TestCertManagerMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhookAddr, healthAddr, metricsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	url := "https://" + webhookAddr
+	serve := newServeProcess(t)
 	// cainjector's part: the CA into the webhook configuration and the CRD.
-	if err := c.InstallValidatingWebhook(ctx, url, ca.CertPEM); err != nil {
+	if err := c.InstallValidatingWebhook(ctx, serve.url(), ca.CertPEM); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.InstallCRD(ctx, url, ca.CertPEM); err != nil {
+	if err := c.InstallCRD(ctx, serve.url(), ca.CertPEM); err != nil {
 		t.Fatal(err)
 	}
+	serve.start(t, c, "--cert-mode=cert-manager")
 
-	var logs bytes.Buffer
-	serve := exec.Command(binary, "serve", "--cert-mode=cert-manager", "--kubeconfig", c.Kubeconfig,
-		"--namespace", kube.Namespace, "--webhook-addr", webhookAddr, "--health-addr", healthAddr, "--metrics-addr", metricsAddr)
-	serve.Stdout, serve.Stderr = &logs, &logs
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = serve.Process.Signal(os.Interrupt)
-		_ = serve.Wait()
-		if t.Failed() {
-			t.Logf("lbregistrar serve:\n%s", logs.String())
-		}
-	})
-
-	readyz := func() int {
-		resp, err := http.Get("http://" + healthAddr + "/readyz")
-		if err != nil {
-			return 0
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
 	// Up but not ready while the Certificate is not Ready.
 	answered := false
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		switch code := readyz(); code {
+		switch code := serve.readyz(); code {
 		case 0:
 		case http.StatusOK:
 			t.Fatal("ready before the Certificate is Ready")
@@ -129,11 +99,7 @@ func TestCertManagerMode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for deadline := time.Now().Add(30 * time.Second); readyz() != http.StatusOK; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not ready 30 s after the Certificate became Ready")
-		}
-	}
+	serve.waitReady(t)
 
 	manifest := strings.Replace(testdata(t, "seed000-single-service.yaml"), "name: lbregistrar-ingress-https", "name: cert-manager-mode", 1)
 	kubectl(t, c, manifest, "apply", "-f", "-")
@@ -142,32 +108,7 @@ func TestCertManagerMode(t *testing.T) {
 		t.Errorf("read as v1beta1 through the binary's conversion webhook: backendSetName %q", out)
 	}
 
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, series := range []string{
+	serve.assertMetrics(t,
 		`lbregistrar_webhook_requests_total{code="200",path="/convert"}`,
-		`lbregistrar_webhook_requests_total{code="200",path="/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"}`,
-	} {
-		if !bytes.Contains(metrics, []byte(series)) {
-			t.Errorf("/metrics has no %s", series)
-		}
-	}
-}
-
-// freeAddr is a 127.0.0.1 address with a port free at the time of the call.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+		`lbregistrar_webhook_requests_total{code="200",path="/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"}`)
 }
