@@ -424,14 +424,40 @@ func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (
 		if err != nil {
 			return nil, err
 		}
+		live := []*v1beta1.LBRegistrar{obj}
 		for j := range others {
-			if o := &others[j]; o.DeletionTimestamp.IsZero() && validation.Precedes(o, obj) {
-				lost[name] = o.Name
-				break
+			if others[j].DeletionTimestamp.IsZero() {
+				live = append(live, &others[j])
 			}
+		}
+		if holder := claimHolder(live); holder != obj {
+			lost[name] = holder.Name
 		}
 	}
 	return lost, nil
+}
+
+// claimHolder picks, among resources claiming one backend set, the one that
+// keeps it. validation.Precedes decides between two; it need not be
+// transitive (a replacement precedes what it replaces, an older resource
+// precedes a newer one), so the candidates are taken oldest first and each
+// replaces the current holder when it precedes it. Every resource that sees
+// the same claimants picks the same holder, so exactly one writes.
+func claimHolder(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
+	ordered := slices.Clone(claimants)
+	slices.SortFunc(ordered, func(a, b *v1beta1.LBRegistrar) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	holder := ordered[0]
+	for _, c := range ordered[1:] {
+		if validation.Precedes(c, holder) {
+			holder = c
+		}
+	}
+	return holder
 }
 
 // protected returns the backends other live resources record in the same backend set.
