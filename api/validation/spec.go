@@ -217,8 +217,11 @@ func validateDuplicates(targets []v1beta1.Target, paths specPaths) field.ErrorLi
 			continue
 		}
 		detail := fmt.Sprintf("registers the same %s in backend set %q as %s", describeTarget(t), t.BackendSetName, paths.target(j).entry)
-		if w := targets[j].Weight; w != t.Weight {
-			detail += fmt.Sprintf(", with weight %d instead of %d: one backend cannot carry two weights", t.Weight, w)
+		switch prev := &targets[j]; {
+		case prev.Weight != t.Weight:
+			detail += fmt.Sprintf(", with weight %d instead of %d: one backend cannot carry two weights", t.Weight, prev.Weight)
+		case prev.FilterByEndpoints != t.FilterByEndpoints:
+			detail += fmt.Sprintf(", with filterByEndpoints %t instead of %t", t.FilterByEndpoints, prev.FilterByEndpoints)
 		}
 		errs = append(errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: paths.target(i).entry.String(), BadValue: describeTarget(t), Detail: detail, Origin: RuleDuplicateTarget})
 	}

@@ -18,6 +18,9 @@ func main() {
 	}
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newMigrateStorageCommand())
+	root.AddCommand(newValidateCommand())
+	root.AddCommand(newConvertCommand())
+	root.AddCommand(newMigrateCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// repo is the repository root, from this package's directory.
+const repo = "../.."
+
+func testdata(name string) string { return filepath.Join(repo, "test", "testdata", "cli", name) }
+
+// run executes one subcommand as main does and returns what it printed.
+func run(t *testing.T, cmd *cobra.Command, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage = true
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestSplitDocumentsKeepsLines(t *testing.T) {
+	docs := splitDocuments([]byte("a: 1\n---\nb: 2\nc: 3\n--- # next\n\nd: 4\n---\n"))
+	var lines []int
+	for _, d := range docs {
+		lines = append(lines, d.line)
+	}
+	if want := []int{1, 3, 6, 9}; !slices.Equal(lines, want) {
+		t.Errorf("document lines = %v, want %v", lines, want)
+	}
+	if string(docs[1].data) != "b: 2\nc: 3\n" {
+		t.Errorf("second document = %q", docs[1].data)
+	}
+}
+
+func TestReadManifests(t *testing.T) {
+	set, err := readManifests([]string{testdata("malformed.yaml"), testdata("list.yaml"), testdata("unknown-field.json")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.skipped != 1 {
+		t.Errorf("skipped = %d, want the ConfigMap", set.skipped)
+	}
+	if len(set.manifests) != 2 || set.manifests[0].name() != "listed-a" || set.manifests[1].alpha == nil {
+		t.Errorf("manifests = %+v, want listed-a (v1beta1) and listed-b (v1alpha1) from the List", set.manifests)
+	}
+	if len(set.errs) != 2 {
+		t.Fatalf("errors = %v, want two", set.errs)
+	}
+	for i, want := range []string{
+		testdata("malformed.yaml") + ":12: invalid YAML: did not find expected ',' or ']'",
+		testdata("unknown-field.json") + `:1: invalid LBRegistrar: unknown field "spec.loadBalancerID"`,
+	} {
+		if got := set.errs[i].Error(); got != want {
+			t.Errorf("error %d = %q, want %q", i, got, want)
+		}
+	}
+}
+
+func TestReadManifestsErrors(t *testing.T) {
+	for name, input := range map[string]string{
+		"no kind":         "metadata: {name: x}\n",
+		"unknown version": "apiVersion: nodes.peppy-ratio.dev/v2\nkind: LBRegistrar\n",
+		"not an object":   "- a\n- b\n",
+		"wrong type":      "apiVersion: nodes.peppy-ratio.dev/v1beta1\nkind: LBRegistrar\nspec:\n  services: 3\n",
+		"tab indentation": "apiVersion: v1\nkind: LBRegistrar\nspec:\n\tfoo: 1\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			set, err := readManifests([]string{"-"}, strings.NewReader(input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(set.errs) != 1 || !strings.HasPrefix(set.errs[0].Error(), "-:") {
+				t.Errorf("errors = %v, want one naming standard input and a line", set.errs)
+			}
+		})
+	}
+	if _, err := readManifests([]string{filepath.Join(t.TempDir(), "missing.yaml")}, nil); !os.IsNotExist(err) {
+		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+// FuzzManifests feeds arbitrary files to the decoder and the checks behind
+// validate, convert and migrate: none may panic, and every document is
+// either an object or an error with a line inside the input.
+func FuzzManifests(f *testing.F) {
+	for _, dir := range []string{filepath.Join(repo, "config", "samples"), filepath.Join(repo, "test", "testdata", "cli")} {
+		files, err := manifestFiles(dir)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("apiVersion: nodes.peppy-ratio.dev/v1alpha1\nkind: LBRegistrar\nspec: {services: [{}], service: {}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := readManifests([]string{"-"}, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, e := range set.errs {
+			if e.line < 1 || e.line > lines {
+				t.Errorf("error on line %d of a %d-line input: %v", e.line, lines, e)
+			}
+		}
+		validateManifests(set, nil, false)
+		for i := range set.manifests {
+			convertManifest(&set.manifests[i], "v1alpha1", false)
+			convertManifest(&set.manifests[i], "v1beta1", false)
+		}
+		hubs := make([]v1beta1.LBRegistrar, 0, len(set.manifests))
+		for i := range set.manifests {
+			hubs = append(hubs, *set.manifests[i].toHub())
+		}
+		migrate(hubs)
+	})
+}
