@@ -296,12 +296,33 @@ func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconci
 	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + obj.GetName()})
 }
 
+// byEndpointSlice maps a slice to the resources whose nodes depend on the
+// Service's endpoints: targets with filterByEndpoints, or any target of a
+// Service with externalTrafficPolicy: Local. Slices change often; the others
+// need not hear about it.
 func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []reconcile.Request {
-	svc := obj.GetLabels()[discoveryv1.LabelServiceName]
-	if svc == "" {
+	name := obj.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
 		return nil
 	}
-	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + svc})
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+	var list v1beta1.LBRegistrarList
+	if err := r.client.List(ctx, &list, client.MatchingFields{serviceIndex: key.String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for an EndpointSlice event")
+		return nil
+	}
+	var svc corev1.Service
+	local := r.client.Get(ctx, key, &svc) == nil && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		for _, t := range list.Items[i].Spec.Services {
+			if t.Namespace == key.Namespace && t.Name == key.Name && (local || t.FilterByEndpoints) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+				break
+			}
+		}
+	}
+	return reqs
 }
 
 func (r *Reconciler) bySecret(ctx context.Context, obj client.Object) []reconcile.Request {
