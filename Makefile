@@ -45,7 +45,7 @@ test-assets: ## Build kube-apiserver, etcd and kubectl from source into bin/ (sk
 
 .PHONY: test
 test: verify test-assets ## Run every test, including the real API server ones.
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: bench
 bench: ## Run the benchmarks and rewrite docs/benchmarks.md.

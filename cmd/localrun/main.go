@@ -85,6 +85,7 @@ func main() {
 	check := flag.Bool("check", false, "exit once every sample is registered and a request went through a load balancer (for tests)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "with -check, how long to wait")
 	latency := flag.Duration("work-request-latency", time.Second, "how long the emulator's work requests take")
+	binary := flag.String("lbregistrar", "bin/lbregistrar", "the lbregistrar binary to run, relative to the repository root unless absolute")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,13 +95,13 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if err := run(ctx, *check, *latency); err != nil {
+	if err := run(ctx, *binary, *check, *latency); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, check bool, latency time.Duration) error {
+func run(ctx context.Context, binary string, check bool, latency time.Duration) error {
 	root, err := kube.FindRoot()
 	if err != nil {
 		return err
@@ -131,8 +132,16 @@ func run(ctx context.Context, check bool, latency time.Duration) error {
 		return err
 	}
 
-	serveLog := filepath.Join(os.TempDir(), "lbregistrar-localrun.log")
-	serve, err := startServe(ctx, root, cluster, emu, serveLog)
+	// The log outlives the run, for reading after Ctrl-C.
+	logFile, err := os.CreateTemp("", "lbregistrar-localrun-*.log")
+	if err != nil {
+		return err
+	}
+	serveLog := logFile.Name()
+	if !filepath.IsAbs(binary) {
+		binary = filepath.Join(root, binary)
+	}
+	serve, err := startServe(ctx, binary, cluster, emu, logFile)
 	if err != nil {
 		return err
 	}
@@ -267,7 +276,9 @@ type serveProcess struct {
 // startServe installs the CRD and the validating webhooks pointed at a local
 // address, starts bin/lbregistrar serve there (it writes the CA bundle into
 // both itself), and waits until it is ready and the API server trusts it.
-func startServe(ctx context.Context, root string, cluster *kube.Cluster, emu *ociemu.Emulator, logPath string) (*serveProcess, error) {
+func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*serveProcess, error) {
+	defer logFile.Close() // the process has its own descriptor
+	logPath := logFile.Name()
 	webhookAddr, err := freeAddress()
 	if err != nil {
 		return nil, err
@@ -285,12 +296,8 @@ func startServe(ctx context.Context, root string, cluster *kube.Cluster, emu *oc
 		return nil, err
 	}
 
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	say("starting lbregistrar serve (log: " + logPath + ")")
-	cmd := exec.Command(filepath.Join(root, "bin", "lbregistrar"), "serve",
+	cmd := exec.Command(binary, "serve",
 		"--kubeconfig", cluster.Kubeconfig,
 		"--webhook-addr", webhookAddr,
 		"--webhook-host", "127.0.0.1",
@@ -305,13 +312,11 @@ func startServe(ctx context.Context, root string, cluster *kube.Cluster, emu *oc
 	// The process must not outlive this one, even when this one is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
 		return nil, err
 	}
 	p := &serveProcess{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		logFile.Close()
 		close(p.done)
 	}()
 	if err := waitFor(ctx, p.done, func() bool { return ready("http://" + healthAddr + "/readyz") }); err != nil {
