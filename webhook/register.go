@@ -40,7 +40,7 @@ func Register(mgr manager.Manager) error {
 	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
 		return err
 	}
-	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetScheme(), mgr.GetCache()))
-	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetScheme(), mgr.GetCache()))
+	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache()))
+	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache()))
 	return nil
 }

@@ -2,13 +2,18 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -22,71 +27,113 @@ import (
 //
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // conversion.NormalizeSpec, and v1beta1 states every value on purpose.
-func NewV1beta1Validator(scheme *runtime.Scheme, claims client.Reader) *admission.Webhook {
-	return admission.WithValidator(scheme, &hubValidator{claims: claims})
+func NewV1beta1Validator(claims client.Reader) *admission.Webhook {
+	return &admission.Webhook{Handler: &hubValidator{claims: claims}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
 // the same rules over the normalized spec, with errors on v1alpha1 fields.
-func NewV1alpha1Validator(scheme *runtime.Scheme, claims client.Reader) *admission.Webhook {
-	return admission.WithValidator(scheme, &alphaValidator{claims: claims})
+func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
+	return &admission.Webhook{Handler: &alphaValidator{claims: claims}}
 }
+
+// Creates and updates are checked; deletes are allowed whatever the spec
+// says, since the reconciler's finalizer deregisters what the resource
+// registered, and CONNECT does not apply to LBRegistrars.
 
 type hubValidator struct{ claims client.Reader }
 
-func (v *hubValidator) ValidateCreate(ctx context.Context, obj *v1beta1.LBRegistrar) (admission.Warnings, error) {
-	errs, warnings := validation.ValidateCreate(obj)
-	claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
-	if err != nil {
-		return warnings, err
+func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var obj, old v1beta1.LBRegistrar
+	switch req.Operation {
+	case admissionv1.Create:
+		if err := decode(req.Object, &obj); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		errs, warnings := validation.ValidateCreate(&obj)
+		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+		}
+		errs = append(errs, validation.ValidateClaims(&obj, claimants)...)
+		return verdict(v1beta1.GroupVersion.Version, obj.Name, errs, warnings)
+	case admissionv1.Update:
+		if err := decodeUpdate(req, &obj, &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		errs, warnings := validation.ValidateUpdate(&obj, &old)
+		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+		}
+		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateClaims(&obj, claimants), validation.ValidateClaims(&old, claimants))
+		return verdict(v1beta1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
+	case admissionv1.Delete, admissionv1.Connect:
+		return admission.Allowed("")
 	}
-	errs = append(errs, validation.ValidateClaims(obj, claimants)...)
-	return verdict(v1beta1.GroupVersion.Version, obj.Name, errs, warnings)
-}
-
-func (v *hubValidator) ValidateUpdate(ctx context.Context, old, obj *v1beta1.LBRegistrar) (admission.Warnings, error) {
-	errs, warnings := validation.ValidateUpdate(obj, old)
-	claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
-	if err != nil {
-		return warnings, err
-	}
-	claimErrs, claimWarnings := validation.Ratchet(validation.ValidateClaims(obj, claimants), validation.ValidateClaims(old, claimants))
-	return verdict(v1beta1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
-}
-
-// ValidateDelete allows every delete: the reconciler's finalizer deregisters
-// what the resource registered, whatever its spec says.
-func (*hubValidator) ValidateDelete(context.Context, *v1beta1.LBRegistrar) (admission.Warnings, error) {
-	return nil, nil
+	return unknownOperation(req)
 }
 
 type alphaValidator struct{ claims client.Reader }
 
-func (v *alphaValidator) ValidateCreate(ctx context.Context, obj *v1alpha1.LBRegistrar) (admission.Warnings, error) {
-	errs, warnings := validation.ValidateV1alpha1Create(obj)
-	hub := conversion.NormalizeSpec(&obj.Spec)
-	claimants, err := listClaimants(ctx, v.claims, &hub)
-	if err != nil {
-		return warnings, err
+func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var obj, old v1alpha1.LBRegistrar
+	switch req.Operation {
+	case admissionv1.Create:
+		if err := decode(req.Object, &obj); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		errs, warnings := validation.ValidateV1alpha1Create(&obj)
+		hub := conversion.NormalizeSpec(&obj.Spec)
+		claimants, err := listClaimants(ctx, v.claims, &hub)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+		}
+		errs = append(errs, validation.ValidateV1alpha1Claims(&obj, claimants)...)
+		return verdict(v1alpha1.GroupVersion.Version, obj.Name, errs, warnings)
+	case admissionv1.Update:
+		if err := decodeUpdate(req, &obj, &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		errs, warnings := validation.ValidateV1alpha1Update(&obj, &old)
+		hub := conversion.NormalizeSpec(&obj.Spec)
+		claimants, err := listClaimants(ctx, v.claims, &hub)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+		}
+		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateV1alpha1Claims(&obj, claimants), validation.ValidateV1alpha1Claims(&old, claimants))
+		return verdict(v1alpha1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
+	case admissionv1.Delete, admissionv1.Connect:
+		return admission.Allowed("")
 	}
-	errs = append(errs, validation.ValidateV1alpha1Claims(obj, claimants)...)
-	return verdict(v1alpha1.GroupVersion.Version, obj.Name, errs, warnings)
+	return unknownOperation(req)
 }
 
-func (v *alphaValidator) ValidateUpdate(ctx context.Context, old, obj *v1alpha1.LBRegistrar) (admission.Warnings, error) {
-	errs, warnings := validation.ValidateV1alpha1Update(obj, old)
-	hub := conversion.NormalizeSpec(&obj.Spec)
-	claimants, err := listClaimants(ctx, v.claims, &hub)
-	if err != nil {
-		return warnings, err
-	}
-	claimErrs, claimWarnings := validation.Ratchet(validation.ValidateV1alpha1Claims(obj, claimants), validation.ValidateV1alpha1Claims(old, claimants))
-	return verdict(v1alpha1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
+func unknownOperation(req admission.Request) admission.Response {
+	return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
 }
 
-// ValidateDelete allows every delete, as for v1beta1.
-func (*alphaValidator) ValidateDelete(context.Context, *v1alpha1.LBRegistrar) (admission.Warnings, error) {
-	return nil, nil
+// decode reads an object of the request's own version in one pass. The API
+// server has already pruned unknown fields, so no scheme lookup or strict
+// check is needed; field names are matched case-sensitively, as it does.
+func decode(raw runtime.RawExtension, into any) error {
+	if len(raw.Raw) == 0 {
+		return errors.New("the request carries no object")
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, into); err != nil {
+		return fmt.Errorf("decoding the object: %w", err)
+	}
+	return nil
+}
+
+func decodeUpdate(req admission.Request, obj, old any) error {
+	if err := decode(req.Object, obj); err != nil {
+		return err
+	}
+	if err := decode(req.OldObject, old); err != nil {
+		return fmt.Errorf("old object: %w", err)
+	}
+	return nil
 }
 
 // listClaimants returns the resources that claim any (load balancer, backend
@@ -94,15 +141,13 @@ func (*alphaValidator) ValidateDelete(context.Context, *v1alpha1.LBRegistrar) (a
 // whatever the number of LBRegistrars.
 func listClaimants(ctx context.Context, claims client.Reader, spec *v1beta1.LBRegistrarSpec) ([]v1beta1.LBRegistrar, error) {
 	var claimants []v1beta1.LBRegistrar
-	seen := map[string]bool{}
 	for _, key := range validation.ClaimKeys(spec) {
 		var list v1beta1.LBRegistrarList
 		if err := claims.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: key}); err != nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading the LBRegistrars that claim %s: %w", key, err))
+			return nil, fmt.Errorf("reading the LBRegistrars that claim %s: %w", key, err)
 		}
 		for _, item := range list.Items {
-			if !seen[item.Name] {
-				seen[item.Name] = true
+			if !slices.ContainsFunc(claimants, func(c v1beta1.LBRegistrar) bool { return c.Name == item.Name }) {
 				claimants = append(claimants, item)
 			}
 		}
@@ -110,11 +155,11 @@ func listClaimants(ctx context.Context, claims client.Reader, spec *v1beta1.LBRe
 	return claimants, nil
 }
 
-// verdict counts each broken rule once and turns errs into one Invalid status
+// verdict counts each broken rule once and answers with one Invalid status
 // that lists every cause, which the API server returns to the client as is.
-func verdict(version, name string, errs field.ErrorList, warnings []string) (admission.Warnings, error) {
+func verdict(version, name string, errs field.ErrorList, warnings []string) admission.Response {
 	if len(errs) == 0 {
-		return warnings, nil
+		return admission.Allowed("").WithWarnings(warnings...)
 	}
 	counted := map[string]bool{}
 	for _, e := range errs {
@@ -123,5 +168,6 @@ func verdict(version, name string, errs field.ErrorList, warnings []string) (adm
 			validationFailures.WithLabelValues(version, e.Origin).Inc()
 		}
 	}
-	return warnings, apierrors.NewInvalid(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), name, errs)
+	status := apierrors.NewInvalid(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), name, errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}.WithWarnings(warnings...)
 }

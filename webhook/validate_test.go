@@ -78,8 +78,8 @@ func handlers(t testing.TB, existing ...client.Object) http.Handler {
 		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
 		WithObjects(existing...).Build()
 	mux := http.NewServeMux()
-	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(scheme, claims))
-	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(scheme, claims))
+	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims))
+	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(claims))
 	return mux
 }
 

@@ -37,10 +37,12 @@ const (
 	ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
 )
 
-// ClaimKey is the index key of one (load balancer, backend set) claim. Both
-// parts are quoted, so no two pairs share a key whatever they contain.
+// ClaimKey is the index key of one (load balancer, backend set) claim:
+// "<length of the load balancer id>:<load balancer id>/<backend set>". The
+// length says where the id ends, so no two pairs share a key whatever they
+// contain.
 func ClaimKey(loadBalancerID, backendSetName string) string {
-	return strconv.Quote(loadBalancerID) + "/" + strconv.Quote(backendSetName)
+	return strconv.Itoa(len(loadBalancerID)) + ":" + loadBalancerID + "/" + backendSetName
 }
 
 // ClaimKeys returns the claim keys of a spec, each once, in order of first use.

@@ -2,9 +2,9 @@ package validation
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -20,26 +20,6 @@ const (
 	// Backend set names: letters, digits, '-' and '_', at most 32 characters.
 	maxBackendSetNameLength = 32
 )
-
-var (
-	// An OCID is ocid1.<resource type>.<realm>.[region][.future use].<unique id>.
-	loadBalancerOCID = ocidPattern("loadbalancer|networkloadbalancer")
-	tenancyOCID      = ocidPattern("tenancy")
-	userOCID         = ocidPattern("user")
-
-	// A region identifier (ap-tokyo-1, us-gov-ashburn-1) or a region key (nrt),
-	// the two forms the OCI SDK resolves.
-	regionPattern = regexp.MustCompile(`^([a-z]+(-[a-z]+)+-[0-9]+|[a-z]{3})$`)
-
-	// The fingerprint of an API signing key: 16 colon-separated hex pairs.
-	fingerprintPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){15}$`)
-
-	backendSetNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-)
-
-func ocidPattern(resourceType string) *regexp.Regexp {
-	return regexp.MustCompile(`^ocid1\.(` + resourceType + `)\.[a-z0-9]+\.[a-z0-9-]*(\.[a-z0-9-]+)?\.[a-z0-9]+$`)
-}
 
 // specPaths says where the user wrote each part of a normalized spec, so that
 // errors about a v1alpha1 object name its own fields rather than the v1beta1
@@ -89,7 +69,7 @@ func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths spec
 		errs = append(errs, field.Required(paths.targets, "at least one target is required").WithOrigin(RuleTargetRequired))
 	}
 	for i := range spec.Services {
-		errs = append(errs, validateTarget(&spec.Services[i], paths.target(i))...)
+		errs = append(errs, validateTarget(&spec.Services[i], paths, i)...)
 	}
 	return append(errs, validateDuplicates(spec.Services, paths)...)
 }
@@ -98,17 +78,17 @@ func validateLoadBalancerID(id string, fldPath *field.Path) field.ErrorList {
 	switch {
 	case id == "":
 		return field.ErrorList{field.Required(fldPath, "the OCID of a load balancer or network load balancer").WithOrigin(RuleLoadBalancerID)}
-	case !loadBalancerOCID.MatchString(id):
+	case !isOCID(id, "loadbalancer", "networkloadbalancer"):
 		return field.ErrorList{field.Invalid(fldPath, id, "must be the OCID of a load balancer (ocid1.loadbalancer.…) or network load balancer (ocid1.networkloadbalancer.…)").WithOrigin(RuleLoadBalancerID)}
 	}
 	return nil
 }
 
 func validateAPIKey(key *v1beta1.APIKey, fldPath *field.Path) field.ErrorList {
-	errs := matchRequired(key.User, userOCID, fldPath.Child("user"), RuleUser, "must be a user OCID (ocid1.user.…)")
-	errs = append(errs, matchRequired(key.Tenancy, tenancyOCID, fldPath.Child("tenancy"), RuleTenancy, "must be a tenancy OCID (ocid1.tenancy.…)")...)
-	errs = append(errs, matchRequired(key.Region, regionPattern, fldPath.Child("region"), RuleRegion, "must be an OCI region identifier such as ap-tokyo-1, or a region key such as nrt")...)
-	errs = append(errs, matchRequired(key.Fingerprint, fingerprintPattern, fldPath.Child("fingerprint"), RuleFingerprint, "must be 16 colon-separated hex pairs, as OCI shows for an API key")...)
+	errs := matchRequired(key.User, isUserOCID, fldPath, "user", RuleUser, "must be a user OCID (ocid1.user.…)")
+	errs = append(errs, matchRequired(key.Tenancy, isTenancyOCID, fldPath, "tenancy", RuleTenancy, "must be a tenancy OCID (ocid1.tenancy.…)")...)
+	errs = append(errs, matchRequired(key.Region, isRegion, fldPath, "region", RuleRegion, "must be an OCI region identifier such as ap-tokyo-1, or a region key such as nrt")...)
+	errs = append(errs, matchRequired(key.Fingerprint, isFingerprint, fldPath, "fingerprint", RuleFingerprint, "must be 16 colon-separated hex pairs, as OCI shows for an API key")...)
 	errs = append(errs, validateSecretKeySource(&key.PrivateKey, fldPath.Child("privateKey"))...)
 	if key.Passphrase != nil {
 		errs = append(errs, validateSecretKeySource(key.Passphrase, fldPath.Child("passphrase"))...)
@@ -116,87 +96,91 @@ func validateAPIKey(key *v1beta1.APIKey, fldPath *field.Path) field.ErrorList {
 	return errs
 }
 
-// matchRequired checks a required string against a pattern.
-func matchRequired(value string, pattern *regexp.Regexp, fldPath *field.Path, rule, detail string) field.ErrorList {
+func isUserOCID(s string) bool    { return isOCID(s, "user") }
+func isTenancyOCID(s string) bool { return isOCID(s, "tenancy") }
+
+// matchRequired checks the required string parent.name with match. The path
+// is built only for an error: this runs on every admission request.
+func matchRequired(value string, match func(string) bool, parent *field.Path, name, rule, detail string) field.ErrorList {
 	switch {
 	case value == "":
-		return field.ErrorList{field.Required(fldPath, "").WithOrigin(rule)}
-	case !pattern.MatchString(value):
-		return field.ErrorList{field.Invalid(fldPath, value, detail).WithOrigin(rule)}
+		return field.ErrorList{field.Required(parent.Child(name), "").WithOrigin(rule)}
+	case !match(value):
+		return field.ErrorList{field.Invalid(parent.Child(name), value, detail).WithOrigin(rule)}
 	}
 	return nil
 }
 
 func validateSecretKeySource(ref *v1beta1.SecretKeySource, fldPath *field.Path) field.ErrorList {
-	errs := validateName(ref.Namespace, fldPath.Child("namespace"), utilvalidation.IsDNS1123Label, RuleSecretReference)
-	secretRef := fldPath.Child("secretKeyRef")
-	errs = append(errs, validateName(ref.SecretKeyRef.Name, secretRef.Child("name"), utilvalidation.IsDNS1123Subdomain, RuleSecretReference)...)
-	return append(errs, validateName(ref.SecretKeyRef.Key, secretRef.Child("key"), utilvalidation.IsConfigMapKey, RuleSecretReference)...)
+	errs := validateName(ref.Namespace, func() *field.Path { return fldPath.Child("namespace") }, dns1123Label, RuleSecretReference)
+	errs = append(errs, validateName(ref.SecretKeyRef.Name, func() *field.Path { return fldPath.Child("secretKeyRef", "name") }, dns1123Subdomain, RuleSecretReference)...)
+	return append(errs, validateName(ref.SecretKeyRef.Key, func() *field.Path { return fldPath.Child("secretKeyRef", "key") }, configMapKey, RuleSecretReference)...)
 }
 
-// validateName checks a required Kubernetes name with one of apimachinery's
-// name checks.
-func validateName(value string, fldPath *field.Path, check func(string) []string, rule string) field.ErrorList {
+// validateName checks a required Kubernetes name; the path is built only
+// for an error.
+func validateName(value string, fldPath func() *field.Path, check nameCheck, rule string) field.ErrorList {
 	if value == "" {
-		return field.ErrorList{field.Required(fldPath, "").WithOrigin(rule)}
+		return field.ErrorList{field.Required(fldPath(), "").WithOrigin(rule)}
 	}
 	var errs field.ErrorList
-	for _, msg := range check(value) {
-		errs = append(errs, field.Invalid(fldPath, value, msg).WithOrigin(rule))
+	for _, msg := range check.errors(value) {
+		errs = append(errs, field.Invalid(fldPath(), value, msg).WithOrigin(rule))
 	}
 	return errs
 }
 
-func validateTarget(t *v1beta1.Target, paths targetPaths) field.ErrorList {
+// validateTarget checks target i; its paths are built only for an error.
+func validateTarget(t *v1beta1.Target, paths specPaths, i int) field.ErrorList {
+	p := func() targetPaths { return paths.target(i) }
 	var errs field.ErrorList
 	isService := t.Name != "" || t.Namespace != "" || t.Port != nil
 	switch {
 	case t.NodePort != 0 && isService:
-		errs = append(errs, field.Invalid(paths.entry, describeTarget(t), "set either name, namespace and port (a Service) or nodePort (a fixed port), not both").WithOrigin(RuleTargetKind))
+		errs = append(errs, field.Invalid(p().entry, describeTarget(t), "set either name, namespace and port (a Service) or nodePort (a fixed port), not both").WithOrigin(RuleTargetKind))
 	case t.NodePort != 0:
 		if t.NodePort < 1 || t.NodePort > 65535 {
-			errs = append(errs, field.Invalid(paths.nodePort, t.NodePort, utilvalidation.InclusiveRangeError(1, 65535)).WithOrigin(RulePort))
+			errs = append(errs, field.Invalid(p().nodePort, t.NodePort, utilvalidation.InclusiveRangeError(1, 65535)).WithOrigin(RulePort))
 		}
 	case isService:
-		errs = append(errs, validateName(t.Name, paths.name, utilvalidation.IsDNS1035Label, RuleServiceRef)...)
-		errs = append(errs, validateName(t.Namespace, paths.namespace, utilvalidation.IsDNS1123Label, RuleServiceRef)...)
-		errs = append(errs, validateServicePort(t, paths.port)...)
+		errs = append(errs, validateName(t.Name, func() *field.Path { return p().name }, dns1035Label, RuleServiceRef)...)
+		errs = append(errs, validateName(t.Namespace, func() *field.Path { return p().namespace }, dns1123Label, RuleServiceRef)...)
+		errs = append(errs, validateServicePort(t.Port, func() *field.Path { return p().port })...)
 	default:
-		errs = append(errs, field.Required(paths.entry, "a Service (name, namespace and port) or a fixed nodePort").WithOrigin(RuleTargetKind))
+		errs = append(errs, field.Required(p().entry, "a Service (name, namespace and port) or a fixed nodePort").WithOrigin(RuleTargetKind))
 	}
 	if t.Weight < minWeight || t.Weight > maxWeight {
-		errs = append(errs, field.Invalid(paths.weight, t.Weight, utilvalidation.InclusiveRangeError(minWeight, maxWeight)).WithOrigin(RuleWeight))
+		errs = append(errs, field.Invalid(p().weight, t.Weight, utilvalidation.InclusiveRangeError(minWeight, maxWeight)).WithOrigin(RuleWeight))
 	}
-	return append(errs, validateBackendSetName(t.BackendSetName, paths.backendSetName)...)
+	return append(errs, validateBackendSetName(t.BackendSetName, func() *field.Path { return p().backendSetName })...)
 }
 
 // validateServicePort checks a Service port given by number or by name.
-func validateServicePort(t *v1beta1.Target, fldPath *field.Path) field.ErrorList {
-	port := t.Port
+func validateServicePort(port *intstr.IntOrString, fldPath func() *field.Path) field.ErrorList {
 	switch {
-	case port == nil || port.String() == "" || port.String() == "0":
-		return field.ErrorList{field.Required(fldPath, "a Service port number or name").WithOrigin(RulePort)}
-	case port.StrVal == "" && (port.IntVal < 1 || port.IntVal > 65535):
-		return field.ErrorList{field.Invalid(fldPath, port.IntVal, utilvalidation.InclusiveRangeError(1, 65535)).WithOrigin(RulePort)}
-	case port.StrVal != "":
+	case port == nil || port.Type == intstr.Int && port.IntVal == 0 || port.Type == intstr.String && port.StrVal == "":
+		return field.ErrorList{field.Required(fldPath(), "a Service port number or name").WithOrigin(RulePort)}
+	case port.Type == intstr.Int && (port.IntVal < 1 || port.IntVal > 65535):
+		return field.ErrorList{field.Invalid(fldPath(), port.IntVal, utilvalidation.InclusiveRangeError(1, 65535)).WithOrigin(RulePort)}
+	case port.Type == intstr.String:
 		// Service port names are DNS-1123 labels.
 		var errs field.ErrorList
-		for _, msg := range utilvalidation.IsDNS1123Label(port.StrVal) {
-			errs = append(errs, field.Invalid(fldPath, port.StrVal, msg).WithOrigin(RulePort))
+		for _, msg := range dns1123Label.errors(port.StrVal) {
+			errs = append(errs, field.Invalid(fldPath(), port.StrVal, msg).WithOrigin(RulePort))
 		}
 		return errs
 	}
 	return nil
 }
 
-func validateBackendSetName(name string, fldPath *field.Path) field.ErrorList {
+func validateBackendSetName(name string, fldPath func() *field.Path) field.ErrorList {
 	switch {
 	case name == "":
-		return field.ErrorList{field.Required(fldPath, "the backend set the nodes are registered in").WithOrigin(RuleBackendSetName)}
+		return field.ErrorList{field.Required(fldPath(), "the backend set the nodes are registered in").WithOrigin(RuleBackendSetName)}
 	case len(name) > maxBackendSetNameLength:
-		return field.ErrorList{field.TooLong(fldPath, name, maxBackendSetNameLength).WithOrigin(RuleBackendSetName)}
-	case !backendSetNamePattern.MatchString(name):
-		return field.ErrorList{field.Invalid(fldPath, name, "OCI backend set names hold only letters, digits, '-' and '_'").WithOrigin(RuleBackendSetName)}
+		return field.ErrorList{field.TooLong(fldPath(), name, maxBackendSetNameLength).WithOrigin(RuleBackendSetName)}
+	case !isBackendSetName(name):
+		return field.ErrorList{field.Invalid(fldPath(), name, "OCI backend set names hold only letters, digits, '-' and '_'").WithOrigin(RuleBackendSetName)}
 	}
 	return nil
 }
@@ -207,10 +191,10 @@ func validateBackendSetName(name string, fldPath *field.Path) field.ErrorList {
 // cannot be registered twice, with the same weight or with two.
 func validateDuplicates(targets []v1beta1.Target, paths specPaths) field.ErrorList {
 	var errs field.ErrorList
-	first := make(map[string]int, len(targets))
+	first := make(map[targetKey]int, len(targets))
 	for i := range targets {
 		t := &targets[i]
-		key := t.BackendSetName + "\x00" + describeTarget(t)
+		key := keyOf(t)
 		j, seen := first[key]
 		if !seen {
 			first[key] = i
@@ -226,6 +210,21 @@ func validateDuplicates(targets []v1beta1.Target, paths specPaths) field.ErrorLi
 		errs = append(errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: paths.target(i).entry.String(), BadValue: describeTarget(t), Detail: detail, Origin: RuleDuplicateTarget})
 	}
 	return errs
+}
+
+// targetKey identifies what a target registers, and where.
+type targetKey struct {
+	backendSet, namespace, name string
+	port                        intstr.IntOrString
+	nodePort                    int32
+}
+
+func keyOf(t *v1beta1.Target) targetKey {
+	k := targetKey{backendSet: t.BackendSetName, namespace: t.Namespace, name: t.Name, nodePort: t.NodePort}
+	if t.Port != nil {
+		k.port = *t.Port
+	}
+	return k
 }
 
 // describeTarget names what a target registers: a Service port or a fixed port.

@@ -77,6 +77,10 @@ func TestValidateSpec(t *testing.T) {
 		{"passphrase", func(s *v1beta1.LBRegistrarSpec) {
 			s.APIKey.Passphrase = &v1beta1.SecretKeySource{Namespace: "ns", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "passphrase"}}
 		}, nil},
+		{"OCID with a future-use segment", func(s *v1beta1.LBRegistrarSpec) { s.LoadBalancerID = "ocid1.loadbalancer.oc1.ap-tokyo-1.x.aaaa" }, nil},
+		{"secret key with dots and a subdomain name", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey.PrivateKey.SecretKeyRef = v1beta1.SecretKeyRef{Name: "oci.api-key", Key: "private.pem"}
+		}, nil},
 		{"same backend set from two Services", func(s *v1beta1.LBRegistrarSpec) { s.Services[1].BackendSetName = "ingress" }, nil},
 		{"same Service port in two backend sets", func(s *v1beta1.LBRegistrarSpec) {
 			s.Services[1].Port = servicePort(intstr.FromString("https"))
@@ -92,6 +96,16 @@ func TestValidateSpec(t *testing.T) {
 			[]failure{{"spec.loadBalancerId", RuleLoadBalancerID}}},
 		{"bad region", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Region = "Tokyo" },
 			[]failure{{"spec.apiKey.region", RuleRegion}}},
+		{"region with one word", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Region = "tokyo-1" },
+			[]failure{{"spec.apiKey.region", RuleRegion}}},
+		{"region without a number", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Region = "ap-tokyo-" },
+			[]failure{{"spec.apiKey.region", RuleRegion}}},
+		{"fingerprint with a non-hex pair", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Fingerprint = "zz" + testFP[2:] },
+			[]failure{{"spec.apiKey.fingerprint", RuleFingerprint}}},
+		{"OCID with an upper-case unique id", func(s *v1beta1.LBRegistrarSpec) { s.LoadBalancerID = testLB + "X" },
+			[]failure{{"spec.loadBalancerId", RuleLoadBalancerID}}},
+		{"OCID with an empty future-use segment", func(s *v1beta1.LBRegistrarSpec) { s.LoadBalancerID = "ocid1.loadbalancer.oc1.ap-tokyo-1..aaaa" },
+			[]failure{{"spec.loadBalancerId", RuleLoadBalancerID}}},
 		{"missing region", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Region = "" },
 			[]failure{{"spec.apiKey.region", RuleRegion}}},
 		{"user OCID as tenancy", func(s *v1beta1.LBRegistrarSpec) { s.APIKey.Tenancy = testUser },
