@@ -54,6 +54,8 @@ bench: ## Run the benchmarks and rewrite docs/benchmarks.md.
 .PHONY: fuzz
 fuzz: ## Run each native fuzz target for a while.
 	$(GO) test ./conversion -run '^$$' -fuzz FuzzConvert -fuzztime 60s
+	$(GO) test ./webhook -run '^$$' -fuzz FuzzAdmission -fuzztime 60s
+	$(GO) test ./cmd/lbregistrar -run '^$$' -fuzz FuzzManifests -fuzztime 60s
 
 .PHONY: help
 help:

@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,29 +45,29 @@ func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
 type hubValidator struct{ claims client.Reader }
 
 func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	var obj, old v1beta1.LBRegistrar
+	obj, old := newHub(), newHub()
 	switch req.Operation {
 	case admissionv1.Create:
-		if err := decode(req.Object, &obj); err != nil {
+		if err := decode(req.Object, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateCreate(&obj)
+		errs, warnings := validation.ValidateCreate(obj)
 		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		errs = append(errs, validation.ValidateClaims(&obj, claimants)...)
+		errs = append(errs, validation.ValidateClaims(obj, claimants)...)
 		return verdict(v1beta1.GroupVersion.Version, obj.Name, errs, warnings)
 	case admissionv1.Update:
-		if err := decodeUpdate(req, &obj, &old); err != nil {
+		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateUpdate(&obj, &old)
+		errs, warnings := validation.ValidateUpdate(obj, old)
 		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateClaims(&obj, claimants), validation.ValidateClaims(&old, claimants))
+		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateClaims(obj, claimants), validation.ValidateClaims(old, claimants))
 		return verdict(v1beta1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
@@ -77,31 +78,31 @@ func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admiss
 type alphaValidator struct{ claims client.Reader }
 
 func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	var obj, old v1alpha1.LBRegistrar
+	obj, old := newAlpha(), newAlpha()
 	switch req.Operation {
 	case admissionv1.Create:
-		if err := decode(req.Object, &obj); err != nil {
+		if err := decode(req.Object, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateV1alpha1Create(&obj)
+		errs, warnings := validation.ValidateV1alpha1Create(obj)
 		hub := conversion.NormalizeSpec(&obj.Spec)
 		claimants, err := listClaimants(ctx, v.claims, &hub)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		errs = append(errs, validation.ValidateV1alpha1Claims(&obj, claimants)...)
+		errs = append(errs, validation.ValidateV1alpha1Claims(obj, claimants)...)
 		return verdict(v1alpha1.GroupVersion.Version, obj.Name, errs, warnings)
 	case admissionv1.Update:
-		if err := decodeUpdate(req, &obj, &old); err != nil {
+		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateV1alpha1Update(&obj, &old)
+		errs, warnings := validation.ValidateV1alpha1Update(obj, old)
 		hub := conversion.NormalizeSpec(&obj.Spec)
 		claimants, err := listClaimants(ctx, v.claims, &hub)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateV1alpha1Claims(&obj, claimants), validation.ValidateV1alpha1Claims(&old, claimants))
+		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateV1alpha1Claims(obj, claimants), validation.ValidateV1alpha1Claims(old, claimants))
 		return verdict(v1alpha1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
@@ -109,24 +110,38 @@ func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admi
 	return unknownOperation(req)
 }
 
+// newHub and newAlpha are empty objects that know their version, for decode.
+func newHub() *v1beta1.LBRegistrar {
+	return &v1beta1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String()}}
+}
+
+func newAlpha() *v1alpha1.LBRegistrar {
+	return &v1alpha1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String()}}
+}
+
 func unknownOperation(req admission.Request) admission.Response {
 	return admission.Errored(http.StatusBadRequest, fmt.Errorf("unknown operation %q", req.Operation))
 }
 
-// decode reads an object of the request's own version in one pass. The API
+// decode reads an object of the handler's version in one pass. The API
 // server has already pruned unknown fields, so no scheme lookup or strict
 // check is needed; field names are matched case-sensitively, as it does.
-func decode(raw runtime.RawExtension, into any) error {
+func decode(raw runtime.RawExtension, into runtime.Object) error {
 	if len(raw.Raw) == 0 {
 		return errors.New("the request carries no object")
 	}
+	want := into.GetObjectKind().GroupVersionKind().GroupVersion()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, into); err != nil {
 		return fmt.Errorf("decoding the object: %w", err)
+	}
+	// matchPolicy Exact sends each handler its own version only.
+	if got := into.GetObjectKind().GroupVersionKind(); got.GroupVersion() != want || got.Kind != "LBRegistrar" {
+		return fmt.Errorf("this webhook admits %s LBRegistrar, not %s %s", want, got.GroupVersion(), got.Kind)
 	}
 	return nil
 }
 
-func decodeUpdate(req admission.Request, obj, old any) error {
+func decodeUpdate(req admission.Request, obj, old runtime.Object) error {
 	if err := decode(req.Object, obj); err != nil {
 		return err
 	}

@@ -323,6 +323,8 @@ func TestMalformedReviewIsABadRequest(t *testing.T) {
 		"not JSON":      "{",
 		"no request":    `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
 		"object broken": strings.Replace(literalReview, `"nodePort": 30080`, `"nodePort": "many"`, 1),
+		"other version": string(review(t, admissionv1.Create, hubObject("a", testNLB, "x"), nil)),
+		"no operation":  strings.Replace(literalReview, `"operation": "CREATE",`, ``, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, ValidateV1alpha1Path, strings.NewReader(body))
