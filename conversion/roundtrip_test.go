@@ -51,6 +51,7 @@ func metadataDiff(in, out metav1.ObjectMeta) string {
 }
 
 func TestRoundTripSpokeHubSpoke(t *testing.T) {
+	t.Parallel()
 	filler := newFiller(1)
 	for i := range roundTrips {
 		in := &v1alpha1.LBRegistrar{}
@@ -62,6 +63,7 @@ func TestRoundTripSpokeHubSpoke(t *testing.T) {
 }
 
 func TestRoundTripHubSpokeHub(t *testing.T) {
+	t.Parallel()
 	filler := newFiller(2)
 	for i := range roundTrips {
 		in := &v1beta1.LBRegistrar{}
