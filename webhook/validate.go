@@ -38,10 +38,9 @@ func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
 	return &admission.Webhook{Handler: &alphaValidator{claims: claims}}
 }
 
-// Creates and updates are checked; deletes are allowed whatever the spec
-// says, since the reconciler's finalizer deregisters what the resource
-// registered, and CONNECT does not apply to LBRegistrars.
-
+// hubValidator checks creates and updates. Deletes are allowed whatever the
+// spec says, since the reconciler's finalizer deregisters what the resource
+// registered; CONNECT does not apply to LBRegistrars.
 type hubValidator struct{ claims client.Reader }
 
 func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -75,6 +74,7 @@ func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admiss
 	return unknownOperation(req)
 }
 
+// alphaValidator is hubValidator for v1alpha1 objects.
 type alphaValidator struct{ claims client.Reader }
 
 func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
