@@ -44,7 +44,7 @@ func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
 type hubValidator struct{ claims client.Reader }
 
 func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	obj, old := newHub(), newHub()
+	obj := newHub()
 	switch req.Operation {
 	case admissionv1.Create:
 		if err := decode(req.Object, obj); err != nil {
@@ -58,6 +58,7 @@ func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admiss
 		errs = append(errs, validation.ValidateClaims(obj, claimants)...)
 		return verdict(v1beta1.GroupVersion.Version, obj.Name, errs, warnings)
 	case admissionv1.Update:
+		old := newHub()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
@@ -78,7 +79,7 @@ func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admiss
 type alphaValidator struct{ claims client.Reader }
 
 func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	obj, old := newAlpha(), newAlpha()
+	obj := newAlpha()
 	switch req.Operation {
 	case admissionv1.Create:
 		if err := decode(req.Object, obj); err != nil {
@@ -93,6 +94,7 @@ func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admi
 		errs = append(errs, validation.ValidateV1alpha1Claims(obj, claimants)...)
 		return verdict(v1alpha1.GroupVersion.Version, obj.Name, errs, warnings)
 	case admissionv1.Update:
+		old := newAlpha()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
