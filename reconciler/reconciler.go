@@ -39,6 +39,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -68,7 +69,20 @@ type Reconciler struct {
 	events    events.EventRecorder
 	clientFor func(oci.Credentials) (backendSetAPI, error)
 	lanes     *lanes
+	wake      chan event.GenericEvent // resources whose lane was released
 	opts      Options
+}
+
+// wakeFunc enqueues the named resource again; it never blocks the caller.
+func (r *Reconciler) wakeFunc(name string) func() {
+	return func() {
+		ev := event.GenericEvent{Object: &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+		select {
+		case r.wake <- ev:
+		default:
+			go func() { r.wake <- ev }()
+		}
+	}
 }
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
@@ -132,9 +146,9 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
 
-	release, err := r.lanes.acquire(ctx, obj.Spec.LoadBalancerID)
-	if err != nil {
-		return ctrl.Result{}, err
+	release, ok := r.lanes.tryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
+	if !ok {
+		return ctrl.Result{}, nil // parked: enqueued again when the lane is free
 	}
 	defer release()
 
@@ -318,7 +332,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			out.fail("*", err)
 		} else {
 			lb := recordedLoadBalancer(obj)
-			release, err := r.lanes.acquire(ctx, lb)
+			release, err := r.lanes.acquire(ctx, lb, obj.Name)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -380,7 +394,7 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
 		return nil
 	}
-	release, err := r.lanes.acquire(ctx, old)
+	release, err := r.lanes.acquire(ctx, old, obj.Name)
 	if err != nil {
 		return err
 	}

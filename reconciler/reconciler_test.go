@@ -482,3 +482,26 @@ func TestDeletionGivesUpAfterCleanupTimeout(t *testing.T) {
 	// What could not be removed stays; nothing else was touched.
 	f.expectBackends(classicLB, "api", "10.0.13.1:30400/1")
 }
+
+// Many resources on one busy load balancer park instead of holding workers,
+// so another load balancer is served meanwhile.
+func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 400 * time.Millisecond})
+	busy := f.seedBench(1, 5)[0]
+	f.node(f.ns+"-a", "10.0.14.1")
+	o := f.options()
+	o.Workers = 2
+	f.startManager(o)
+	for s := range 5 {
+		f.registrar(fmt.Sprintf("busy-%d", s), busy, []v1beta1.Target{fixedPort(fmt.Sprintf("bs-%d", s), 30500)})
+	}
+	f.registrar("other", networkLB, []v1beta1.Target{fixedPort("tcp", 30500)})
+	f.expectBackends(networkLB, "tcp", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1", "10.0.14.1:30500/1")
+	if done := f.emu.Counters().Writes[busy]; done >= 5 {
+		t.Fatalf("the other load balancer was served only after all %d writes to the busy one", done)
+	}
+	f.waitHolds([]string{busy}, 5, "10.0.14.1", true)
+	if c := f.emu.Counters(); c.Conflicts != 0 {
+		t.Fatalf("%d writes answered 409", c.Conflicts)
+	}
+}

@@ -148,6 +148,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
+		wake:      make(chan event.GenericEvent, 1024),
 		opts:      o,
 	}
 	return r.setup(ctx, mgr)
@@ -184,6 +185,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
 		WatchesRawSource(secrets).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.Workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,11 +139,11 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 	ctx := context.Background()
 	var inA, maxA atomic.Int32
 	var wg sync.WaitGroup
-	for range 8 {
+	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			release, err := l.acquire(ctx, "a")
+			release, err := l.acquire(ctx, "a", fmt.Sprint("r", i))
 			if err != nil {
 				t.Error(err)
 				return
@@ -159,27 +160,38 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 			release()
 		}()
 	}
-	// Another load balancer is not held up by "a".
-	releaseA, err := l.acquire(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseB, err := l.acquire(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseB()
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := l.acquire(cctx, "a"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquire on a held lane with a cancelled context = %v", err)
-	}
-	releaseA()
 	wg.Wait()
 	if maxA.Load() != 1 {
 		t.Fatalf("%d writers held lane a at once", maxA.Load())
 	}
-	if len(l.m) != 0 {
-		t.Fatalf("lanes left behind: %v", l.m)
+
+	// A busy lane parks the resource once and wakes it on release;
+	// another load balancer is not held up.
+	releaseA, ok := l.tryAcquire("a", "x", nil)
+	if !ok {
+		t.Fatal("free lane not taken")
+	}
+	woken := 0
+	for range 3 {
+		if _, ok := l.tryAcquire("a", "y", func() { woken++ }); ok {
+			t.Fatal("busy lane taken twice")
+		}
+	}
+	releaseB, ok := l.tryAcquire("b", "z", nil)
+	if !ok {
+		t.Fatal("lane b blocked by lane a")
+	}
+	releaseB()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.acquire(cctx, "a", "w"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire on a busy lane with a cancelled context = %v", err)
+	}
+	releaseA()
+	if woken != 1 {
+		t.Fatalf("parked resource woken %d times, want 1", woken)
+	}
+	if len(l.busy) != 0 {
+		t.Fatalf("lanes left behind: %v", l.busy)
 	}
 }

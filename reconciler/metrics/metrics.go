@@ -34,10 +34,10 @@ var (
 		Help: "Backend sets skipped because an earlier LBRegistrar claims them.",
 	})
 
-	// PendingChanges is the number of resources waiting for their load balancer's write slot.
+	// PendingChanges is the number of resources waiting for their load balancer's lane.
 	PendingChanges = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lbregistrar_pending_changes",
-		Help: "Reconciles waiting for another write to the same load balancer to finish.",
+		Help: "LBRegistrars waiting for another write to the same load balancer to finish; their changes go into the next write.",
 	})
 
 	// BackendsRegistered is the number of backends each resource owns per backend set.
