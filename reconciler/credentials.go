@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,42 +32,72 @@ const (
 	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
 )
 
-// credentials reads the API key of spec from its Secrets, in one of the
-// namespaces given (any when none). Secrets are read straight from the API
-// server, never cached, so no key material stays in the controller's memory
-// beyond the client built from it.
-func credentials(ctx context.Context, r client.Reader, key *v1beta1.APIKey, namespaces []string) (oci.Credentials, error) {
+// secretValues reads the values API keys point at. Values come from the API
+// server, never from an informer (only Secrets' metadata is watched), and
+// are kept per Secret resourceVersion, so an unchanged Secret is not fetched
+// again on every reconcile; a changed one has a new resourceVersion.
+type secretValues struct {
+	api        client.Reader // uncached
+	meta       client.Reader // the Secret metadata informer's cache
+	namespaces []string      // where API keys may live; any when empty
+
+	mu     sync.Mutex
+	values map[string]secretValue // by namespace/name/key
+}
+
+type secretValue struct {
+	resourceVersion string
+	value           []byte
+}
+
+// credentials reads the API key of spec from its Secrets.
+func (s *secretValues) credentials(ctx context.Context, key *v1beta1.APIKey) (oci.Credentials, error) {
 	c := oci.Credentials{Tenancy: key.Tenancy, User: key.User, Fingerprint: key.Fingerprint, Region: key.Region}
 	var err error
-	if c.PrivateKey, err = secretValue(ctx, r, &key.PrivateKey, "spec.apiKey.privateKey", namespaces); err != nil {
+	if c.PrivateKey, err = s.get(ctx, &key.PrivateKey, "spec.apiKey.privateKey"); err != nil {
 		return c, err
 	}
 	if key.Passphrase != nil {
-		if c.Passphrase, err = secretValue(ctx, r, key.Passphrase, "spec.apiKey.passphrase", namespaces); err != nil {
+		if c.Passphrase, err = s.get(ctx, key.Passphrase, "spec.apiKey.passphrase"); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
 }
 
-func secretValue(ctx context.Context, r client.Reader, src *v1beta1.SecretKeySource, field string, namespaces []string) ([]byte, error) {
+func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, field string) ([]byte, error) {
 	name := types.NamespacedName{Namespace: src.Namespace, Name: src.SecretKeyRef.Name}
-	if len(namespaces) > 0 && !slices.Contains(namespaces, src.Namespace) {
+	if len(s.namespaces) > 0 && !slices.Contains(s.namespaces, src.Namespace) {
 		return nil, &credentialError{reasonSecretNamespace, fmt.Sprintf(
 			"%s: Secret %s is outside the namespaces API keys are read from (%s); move it or add its namespace to --secret-namespaces",
-			field, name, strings.Join(namespaces, ", "))}
+			field, name, strings.Join(s.namespaces, ", "))}
 	}
-	var s corev1.Secret
-	if err := r.Get(ctx, name, &s); err != nil {
+	ref := name.String() + "/" + src.SecretKeyRef.Key
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if s.meta.Get(ctx, name, meta) == nil {
+		s.mu.Lock()
+		v, ok := s.values[ref]
+		s.mu.Unlock()
+		if ok && v.resourceVersion == meta.ResourceVersion {
+			return v.value, nil
+		}
+	}
+
+	var secret corev1.Secret
+	if err := s.api.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &credentialError{reasonSecretNotFound, fmt.Sprintf("%s: Secret %s not found", field, name)}
 		}
 		return nil, &credentialError{reasonCredentialReadError, fmt.Sprintf("%s: reading Secret %s: %v", field, name, err)}
 	}
-	v, ok := s.Data[src.SecretKeyRef.Key]
+	v, ok := secret.Data[src.SecretKeyRef.Key]
 	if !ok || len(v) == 0 {
 		return nil, &credentialError{reasonSecretNotFound, fmt.Sprintf("%s: Secret %s has no key %q", field, name, src.SecretKeyRef.Key)}
 	}
+	s.mu.Lock()
+	s.values[ref] = secretValue{resourceVersion: secret.ResourceVersion, value: v}
+	s.mu.Unlock()
 	return v, nil
 }
 

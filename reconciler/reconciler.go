@@ -65,7 +65,7 @@ const (
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
 	client    client.Client
-	apiReader client.Reader // Secrets, read uncached
+	secrets   *secretValues
 	events    events.EventRecorder
 	clientFor func(oci.Credentials) (backendSetAPI, error)
 	lanes     *lanes
@@ -412,7 +412,7 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI
 
 // api returns the OCI client for obj's credentials.
 func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
-	creds, err := credentials(ctx, r.apiReader, &obj.Spec.APIKey, r.opts.SecretNamespaces)
+	creds, err := r.secrets.credentials(ctx, &obj.Spec.APIKey)
 	if err != nil {
 		return nil, err
 	}

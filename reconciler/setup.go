@@ -144,7 +144,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	factory := oci.NewFactory(o.OCI)
 	r := &Reconciler{
 		client:    mgr.GetClient(),
-		apiReader: mgr.GetAPIReader(),
+		secrets:   &secretValues{api: mgr.GetAPIReader(), namespaces: o.SecretNamespaces, values: map[string]secretValue{}},
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
@@ -169,7 +169,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 
-	secrets, err := r.secretSource(mgr)
+	secretEvents, err := r.secretSource(mgr)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
-		WatchesRawSource(secrets).
+		WatchesRawSource(secretEvents).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.Workers,
@@ -198,7 +198,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 
 // secretSource watches the metadata of Secrets (never their data) in the
 // namespaces API keys may live in, through a cache of its own when those are
-// not every namespace.
+// not every namespace; the same cache tells secretValues when a Secret changed.
 func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -219,6 +219,7 @@ func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
 		}
 		c = own
 	}
+	r.secrets.meta = c
 	return source.Kind[client.Object](c, meta, handler.EnqueueRequestsFromMapFunc(r.bySecret)), nil
 }
 
