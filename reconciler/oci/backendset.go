@@ -80,27 +80,37 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		if err := carry(bs.nlb, &details); err != nil {
 			return "", err
 		}
-		orig := map[string]networkloadbalancer.Backend{}
-		for _, b := range bs.nlb.Backends {
-			if ip := deref(b.IpAddress); ip != "" {
-				orig[plan.Key(ip, int32(derefInt(b.Port)))] = b
+		// Backends keep their places: the ones given by instance where they
+		// were, the planned ones in plan order (which keeps the read order).
+		planned := make(map[string]plan.Backend, len(backends))
+		for _, b := range backends {
+			planned[b.Key()] = b
+		}
+		detail := func(o networkloadbalancer.Backend, b plan.Backend) networkloadbalancer.BackendDetails {
+			return networkloadbalancer.BackendDetails{
+				Name: o.Name, TargetId: o.TargetId, IpAddress: common.String(b.IP), Port: common.Int(int(b.Port)),
+				Weight: common.Int(int(b.Weight)), IsBackup: common.Bool(b.Backup), IsDrain: common.Bool(b.Drain), IsOffline: common.Bool(b.Offline),
 			}
 		}
 		details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends)+len(bs.byTarget))
-		for _, b := range bs.byTarget {
-			details.Backends = append(details.Backends, networkloadbalancer.BackendDetails{
-				Name: b.Name, IpAddress: b.IpAddress, TargetId: b.TargetId, Port: b.Port, Weight: b.Weight,
-				IsBackup: b.IsBackup, IsDrain: b.IsDrain, IsOffline: b.IsOffline,
-			})
+		for _, o := range bs.nlb.Backends {
+			if deref(o.IpAddress) == "" {
+				details.Backends = append(details.Backends, networkloadbalancer.BackendDetails{
+					Name: o.Name, TargetId: o.TargetId, Port: o.Port, Weight: o.Weight,
+					IsBackup: o.IsBackup, IsDrain: o.IsDrain, IsOffline: o.IsOffline,
+				})
+				continue
+			}
+			key := plan.Key(*o.IpAddress, int32(derefInt(o.Port)))
+			if b, kept := planned[key]; kept {
+				details.Backends = append(details.Backends, detail(o, b))
+				delete(planned, key)
+			}
 		}
 		for _, b := range backends {
-			d := networkloadbalancer.BackendDetails{IpAddress: common.String(b.IP), Port: common.Int(int(b.Port))}
-			if o, ok := orig[b.Key()]; ok {
-				d.Name, d.TargetId = o.Name, o.TargetId
+			if _, added := planned[b.Key()]; added {
+				details.Backends = append(details.Backends, detail(networkloadbalancer.Backend{}, b))
 			}
-			d.Weight = common.Int(int(b.Weight))
-			d.IsBackup, d.IsDrain, d.IsOffline = common.Bool(b.Backup), common.Bool(b.Drain), common.Bool(b.Offline)
-			details.Backends = append(details.Backends, d)
 		}
 		resp, err := c.nlb.UpdateBackendSet(ctx, networkloadbalancer.UpdateBackendSetRequest{
 			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
