@@ -7,9 +7,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,6 +182,13 @@ func (f *fixture) applySecret(name string, keyPEM []byte) {
 // startManager runs the reconciler in a manager until the test ends or stop is called.
 func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
 	f.t.Helper()
+	return f.startManagerOn(restConfig, false, o, mutate...)
+}
+
+// startManagerOn is startManager reaching the API server through cfg; with
+// mayFail, the manager ending in an error (a lost lease) is expected.
+func (f *fixture) startManagerOn(cfg *rest.Config, mayFail bool, o reconciler.Options, mutate ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
+	f.t.Helper()
 	mo := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -188,14 +198,14 @@ func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Option
 	for _, m := range mutate {
 		m(&mo)
 	}
-	mgr, err := ctrl.NewManager(restConfig, mo)
+	mgr, err := ctrl.NewManager(cfg, mo)
 	f.must(err)
 	f.must(reconciler.SetupWithManager(f.ctx, mgr, o))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
+		if err := mgr.Start(ctx); err != nil && !mayFail {
 			f.t.Errorf("manager: %v", err)
 		}
 	}()
@@ -402,4 +412,68 @@ func (f *fixture) updateRegistrar(o *v1beta1.LBRegistrar, change func(*v1beta1.L
 		change(cur)
 		return k8s.Update(f.ctx, cur)
 	}))
+}
+
+// tcpProxy forwards connections to target until killed, which cuts every
+// connection at once: from the other side, the process behind it is gone.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+func startProxy(t testing.TB, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	t.Cleanup(p.kill)
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			if !p.track(in, out) {
+				return
+			}
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *tcpProxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	p.conns = append(p.conns, conns...)
+	return true
+}
+
+func (p *tcpProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *tcpProxy) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
 }

@@ -2,9 +2,12 @@ package reconciler_test
 
 import (
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -82,4 +85,65 @@ func TestLeaderStoppedMidWriteNoDuplicateWrite(t *testing.T) {
 	if n := f.emu.Counters().Writes[classicLB]; n != 1 {
 		t.Fatalf("%d writes, want exactly 1", n)
 	}
+}
+
+// The leader is killed (its connections to the API server and to OCI cut at
+// once, as when its process dies) while its work request runs: the next
+// leader finishes the registration without writing it a second time.
+func TestLeaderKilledMidWriteNoDuplicateWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 1500 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.15.1")
+	f.node(f.ns+"-b", "10.0.15.2")
+
+	kube := startProxy(t, hostPort(t, restConfig.Host))
+	cloud := startProxy(t, hostPort(t, f.emu.HTTPSURL()))
+	viaKube := rest.CopyConfig(restConfig)
+	viaKube.Host = "https://" + kube.addr()
+	doomed := f.options()
+	doomed.OCI.LoadBalancerEndpoint = "https://" + cloud.addr()
+	doomed.OCI.NetworkLoadBalancerEndpoint = doomed.OCI.LoadBalancerEndpoint
+	doomed.WorkRequestTimeout = 3 * time.Second
+	leader, _ := f.startManagerOn(viaKube, true, doomed, f.leaderElection)
+	if !elected(t, leader, 10*time.Second) {
+		t.Fatal("first manager not elected")
+	}
+	standby, _ := f.startManager(f.options(), f.leaderElection)
+
+	obj := f.registrar("killed", classicLB, []v1beta1.Target{fixedPort("api", 30600)})
+	f.eventually(10*time.Second, func() error {
+		if f.emu.Counters().Writes[classicLB] == 0 {
+			return fmt.Errorf("no write accepted yet")
+		}
+		return nil
+	})
+	if got := f.backends(classicLB, "api"); len(got) != 0 {
+		t.Fatalf("the work request already finished (%v); the leader was not killed mid-write", got)
+	}
+	kube.kill()
+	cloud.kill()
+
+	if !elected(t, standby, 15*time.Second) {
+		t.Fatal("standby not elected after the leader died")
+	}
+	f.expectBackends(classicLB, "api", "10.0.15.1:30600/1", "10.0.15.2:30600/1")
+	f.eventually(15*time.Second, func() error {
+		o := f.get(obj)
+		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 ||
+			len(o.Status.BackendSets[0].Backends) != 2 {
+			return fmt.Errorf("status: %+v", o.Status)
+		}
+		return nil
+	})
+	if n := f.emu.Counters().Writes[classicLB]; n != 1 {
+		t.Fatalf("%d writes, want exactly 1", n)
+	}
+}
+
+func hostPort(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
 }
