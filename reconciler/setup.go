@@ -178,7 +178,8 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		For(&v1beta1.LBRegistrar{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
 		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(r.claimSiblings),
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted()))).
+			builder.WithPredicates(predicate.Or[client.Object](
+				predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyResource),
 			builder.WithPredicates(nodeChanged())).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
