@@ -27,13 +27,13 @@ type BackendSet struct {
 
 // GetBackendSet reads one backend set.
 func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string) (*BackendSet, error) {
-	ctx, hint := withHint(ctx)
+	sdkCtx, cs := call(ctx)
 	bs := &BackendSet{LoadBalancerID: loadBalancerID, Name: name}
 	if IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.nlb.GetBackendSet(ctx, networkloadbalancer.GetBackendSetRequest{
+		resp, err := c.nlb.GetBackendSet(sdkCtx, networkloadbalancer.GetBackendSetRequest{
 			NetworkLoadBalancerId: &loadBalancerID, BackendSetName: &name,
 		})
-		if err := classify("GetBackendSet", err, hint); err != nil {
+		if err := classify("GetBackendSet", err, cs); err != nil {
 			return nil, err
 		}
 		bs.nlb, bs.ETag = &resp.BackendSet, deref(resp.Etag)
@@ -49,10 +49,10 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		}
 		return bs, nil
 	}
-	resp, err := c.lb.GetBackendSet(ctx, loadbalancer.GetBackendSetRequest{
+	resp, err := c.lb.GetBackendSet(sdkCtx, loadbalancer.GetBackendSetRequest{
 		LoadBalancerId: &loadBalancerID, BackendSetName: &name,
 	})
-	if err := classify("GetBackendSet", err, hint); err != nil {
+	if err := classify("GetBackendSet", err, cs); err != nil {
 		return nil, err
 	}
 	bs.lb, bs.ETag = &resp.BackendSet, deref(resp.ETag)
@@ -70,7 +70,7 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 // and every field of the backends it keeps, conditional on bs's ETag. It
 // returns the work request id.
 func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend) (string, error) {
-	ctx, hint := withHint(ctx)
+	sdkCtx, cs := call(ctx)
 	var ifMatch *string
 	if bs.ETag != "" {
 		ifMatch = &bs.ETag
@@ -112,11 +112,11 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 				details.Backends = append(details.Backends, detail(networkloadbalancer.Backend{}, b))
 			}
 		}
-		resp, err := c.nlb.UpdateBackendSet(ctx, networkloadbalancer.UpdateBackendSetRequest{
+		resp, err := c.nlb.UpdateBackendSet(sdkCtx, networkloadbalancer.UpdateBackendSetRequest{
 			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
 			UpdateBackendSetDetails: details,
 		})
-		if err := classify("UpdateBackendSet", err, hint); err != nil {
+		if err := classify("UpdateBackendSet", err, cs); err != nil {
 			return "", err
 		}
 		return deref(resp.OpcWorkRequestId), nil
@@ -140,11 +140,11 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		d.Backup, d.Drain, d.Offline = common.Bool(b.Backup), common.Bool(b.Drain), common.Bool(b.Offline)
 		details.Backends = append(details.Backends, d)
 	}
-	resp, err := c.lb.UpdateBackendSet(ctx, loadbalancer.UpdateBackendSetRequest{
+	resp, err := c.lb.UpdateBackendSet(sdkCtx, loadbalancer.UpdateBackendSetRequest{
 		LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
 		UpdateBackendSetDetails: details,
 	})
-	if err := classify("UpdateBackendSet", err, hint); err != nil {
+	if err := classify("UpdateBackendSet", err, cs); err != nil {
 		return "", err
 	}
 	return deref(resp.OpcWorkRequestId), nil

@@ -205,54 +205,63 @@ func IsNetworkLoadBalancer(id string) bool {
 	return strings.Contains(id, ".networkloadbalancer.")
 }
 
-// dispatcher sends every SDK request: it waits for the shared rate limit and
-// remembers a Retry-After header for the caller's error classification.
+// dispatcher sends every SDK request: it waits for the shared rate limit,
+// sends the request under the caller's own context, and remembers a
+// Retry-After header for the caller's error classification.
 type dispatcher struct {
 	client  *http.Client
 	limiter *rate.Limiter
 }
 
 func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
+	call, _ := req.Context().Value(callKey{}).(*callState)
+	if call != nil {
+		req = req.WithContext(call.ctx)
+	}
 	if err := d.limiter.Wait(req.Context()); err != nil {
 		return nil, err
 	}
 	resp, err := d.client.Do(req)
-	if err == nil {
+	if err == nil && call != nil {
 		if h := resp.Header.Get("Retry-After"); h != "" {
-			if hint, ok := req.Context().Value(retryAfterKey{}).(*retryAfterHint); ok {
-				hint.set(h)
-			}
+			call.setRetryAfter(h)
 		}
 	}
 	return resp, err
 }
 
-type retryAfterKey struct{}
+type callKey struct{}
 
-// retryAfterHint carries a Retry-After header from the dispatcher to the
-// error it ends up in; the SDK's error types do not keep headers.
-type retryAfterHint struct {
-	mu    sync.Mutex
-	after time.Duration
+// callState travels with one SDK call to the dispatcher.
+type callState struct {
+	ctx context.Context // the caller's, cancellation included
+
+	mu         sync.Mutex
+	retryAfter time.Duration // the SDK's error types do not keep headers
 }
 
-func (h *retryAfterHint) set(v string) {
+func (c *callState) setRetryAfter(v string) {
 	var secs float64
 	if _, err := fmt.Sscan(v, &secs); err != nil || secs < 0 {
 		return
 	}
-	h.mu.Lock()
-	h.after = time.Duration(secs * float64(time.Second))
-	h.mu.Unlock()
+	c.mu.Lock()
+	c.retryAfter = time.Duration(secs * float64(time.Second))
+	c.mu.Unlock()
 }
 
-func (h *retryAfterHint) get() time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.after
+func (c *callState) getRetryAfter() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retryAfter
 }
 
-func withHint(ctx context.Context) (context.Context, *retryAfterHint) {
-	h := &retryAfterHint{}
-	return context.WithValue(ctx, retryAfterKey{}, h), h
+// call returns the context to hand the SDK for one call. The SDK gets a
+// context that is never cancelled, because its retry wrapper reads the
+// response it is still writing when the context ends first (a data race);
+// the dispatcher puts the caller's context back on the HTTP request, so
+// cancellation still aborts the request, and the SDK returns normally.
+func call(ctx context.Context) (context.Context, *callState) {
+	c := &callState{ctx: ctx}
+	return context.WithValue(context.WithoutCancel(ctx), callKey{}, c), c
 }

@@ -274,3 +274,26 @@ func backendSets(t *testing.T, emu *ociemu.Emulator, id string) string {
 	}
 	return string(raw)
 }
+
+func TestCancellationAbortsACallInFlight(t *testing.T) {
+	emu, c := emulatorClient(t, true)
+	emu.AddFault(ociemu.Fault{Operation: "GetWorkRequest", Delay: 3 * time.Second})
+	bs, err := c.GetBackendSet(context.Background(), lbID, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.UpdateBackendSet(context.Background(), bs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.WaitWorkRequest(ctx, lbID, id)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the call was not aborted: returned after %s", d)
+	}
+}

@@ -53,7 +53,7 @@ func Retryable(err error) (reason string, after time.Duration, ok bool) {
 }
 
 // classify turns an SDK error into an *Error and counts the call.
-func classify(op string, err error, hint *retryAfterHint) error {
+func classify(op string, err error, state *callState) error {
 	if err == nil {
 		metrics.OCIRequests.WithLabelValues(op, "ok").Inc()
 		return nil
@@ -72,8 +72,8 @@ func classify(op string, err error, hint *retryAfterHint) error {
 		case e.Status >= 500:
 			e.Reason = "server"
 		}
-		if hint != nil {
-			e.RetryAfter = hint.get()
+		if state != nil {
+			e.RetryAfter = state.getRetryAfter()
 		}
 		metrics.OCIRequests.WithLabelValues(op, strconv.Itoa(e.Status)).Inc()
 		return e

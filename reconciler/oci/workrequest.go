@@ -59,16 +59,16 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 }
 
 func (c *Client) workRequestState(ctx context.Context, loadBalancerID, id string) (state, message string, err error) {
-	ctx, hint := withHint(ctx)
+	sdkCtx, cs := call(ctx)
 	if IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.nlb.GetWorkRequest(ctx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
-		if err := classify("GetWorkRequest", err, hint); err != nil {
+		resp, err := c.nlb.GetWorkRequest(sdkCtx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
+		if err := classify("GetWorkRequest", err, cs); err != nil {
 			return "", "", err
 		}
 		return string(resp.Status), "", nil
 	}
-	resp, err := c.lb.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
-	if err := classify("GetWorkRequest", err, hint); err != nil {
+	resp, err := c.lb.GetWorkRequest(sdkCtx, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
+	if err := classify("GetWorkRequest", err, cs); err != nil {
 		return "", "", err
 	}
 	var msgs []string
