@@ -6,9 +6,10 @@
 //  1. claims: a backend set another live resource keeps (validation.Precedes)
 //     is left alone and the Conflict condition says who holds it;
 //  2. credentials from the API key's Secrets (a bad key is a condition);
-//  3. the load balancer's lane is taken, so writes to one load balancer are
-//     serialized across resources, and the desired state is computed only
-//     then, so changes that arrived while waiting are folded into this write;
+//  3. the load balancer's lane is taken (or the resource parks until it is
+//     free), so writes to one load balancer are serialized across resources,
+//     and the desired state is computed only then, so changes that arrived
+//     while waiting are folded into this write;
 //  4. per backend set: read, plan over the ownership record, and only when
 //     something changed one UpdateBackendSet with If-Match, waited for;
 //     backend sets dropped from the spec have their owned backends removed;
@@ -277,12 +278,8 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 		},
 	})
 	if res.Written {
-		rec := record(obj, name)
-		rec.LastWorkRequest = res.WorkRequest
-		if err != nil {
-			r.events.Eventf(obj, nil, corev1.EventTypeWarning, "WorkRequestFailed", "UpdateBackendSet",
-				"backend set %q: work request %s failed: %v", name, res.WorkRequest.ID, err)
-		} else {
+		record(obj, name).LastWorkRequest = res.WorkRequest
+		if err == nil {
 			r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
 				"backend set %q: %d added, %d removed, %d updated (work request %s)",
 				name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
