@@ -505,3 +505,60 @@ func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
 		t.Fatalf("%d writes answered 409", c.Conflicts)
 	}
 }
+
+// Node events that arrive while a work request runs go into one next write.
+func TestChangesDuringAWorkRequestAreCoalesced(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: time.Hour}) // finished by hand
+	f.node(f.ns+"-0", "10.0.16.100")
+	f.startManager(f.options())
+	obj := f.registrar("coalesce", classicLB, []v1beta1.Target{fixedPort("api", 30700)})
+	f.eventually(10*time.Second, func() error {
+		if f.emu.Counters().Writes[classicLB] != 1 {
+			return fmt.Errorf("first write not accepted yet")
+		}
+		return nil
+	})
+	want := []string{"10.0.16.100:30700/1"}
+	for i := range 20 {
+		ip := fmt.Sprintf("10.0.16.%d", i+1)
+		f.node(fmt.Sprintf("%s-%d", f.ns, i+1), ip)
+		want = append(want, ip+":30700/1")
+	}
+	// Let every node event reach the controller while the first write waits.
+	f.eventually(10*time.Second, func() error {
+		var nodes corev1.NodeList
+		f.must(k8s.List(f.ctx, &nodes))
+		if len(nodes.Items) < 21 {
+			return fmt.Errorf("%d nodes", len(nodes.Items))
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+	f.emu.FinishWorkRequests()
+	f.eventually(10*time.Second, func() error {
+		if n := f.emu.Counters().Writes[classicLB]; n != 2 {
+			return fmt.Errorf("%d writes", n)
+		}
+		return nil
+	})
+	f.emu.FinishWorkRequests()
+	f.expectBackends(classicLB, "api", want...)
+	f.eventually(10*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	if n := f.emu.Counters().Writes[classicLB]; n != 2 {
+		t.Fatalf("%d writes for 21 node events, want 2", n)
+	}
+	// Deletion needs its work request finished too.
+	f.must(k8s.Delete(f.ctx, obj))
+	f.eventually(20*time.Second, func() error {
+		f.emu.FinishWorkRequests()
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("still present")
+		}
+		return nil
+	})
+}
