@@ -142,12 +142,13 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 newScheme(),
-		WebhookServer:          srv,
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress: o.healthAddr,
-		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       "lbregistrar.nodes.peppy-ratio.dev",
+		Scheme:                  newScheme(),
+		WebhookServer:           srv,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.healthAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "lbregistrar.nodes.peppy-ratio.dev",
+		LeaderElectionNamespace: o.namespace,
 	})
 	if err != nil {
 		return nil, err

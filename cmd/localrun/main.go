@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -274,8 +275,9 @@ type serveProcess struct {
 }
 
 // startServe installs the CRD and the validating webhooks pointed at a local
-// address, starts bin/lbregistrar serve there (it writes the CA bundle into
-// both itself), and waits until it is ready and the API server trusts it.
+// address and the RBAC of config/, starts lbregistrar serve there as the
+// service account that RBAC is for (so the run proves it is enough), lets it
+// write the CA bundle into both, and waits until the API server trusts it.
 func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*serveProcess, error) {
 	defer logFile.Close() // the process has its own descriptor
 	logPath := logFile.Name()
@@ -295,15 +297,21 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	if err := cluster.InstallCRD(ctx, url, nil); err != nil {
 		return nil, err
 	}
+	kubeconfig, err := serviceAccountKubeconfig(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
 
 	say("starting lbregistrar serve (log: " + logPath + ")")
 	cmd := exec.Command(binary, "serve",
-		"--kubeconfig", cluster.Kubeconfig,
+		"--kubeconfig", kubeconfig,
+		"--leader-elect",
 		"--webhook-addr", webhookAddr,
 		"--webhook-host", "127.0.0.1",
 		"--health-addr", healthAddr,
 		"--metrics-addr", "0",
 		"--namespace", kube.Namespace,
+		"--secret-namespaces", apiKeyNamespace,
 		"--oci-loadbalancer-endpoint", emu.URL(),
 		"--oci-networkloadbalancer-endpoint", emu.URL(),
 		"--drain-period", "5s",
@@ -328,6 +336,25 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		return nil, fmt.Errorf("waiting for the CA bundle in the CRD and webhooks: %w (see %s)", err, logPath)
 	}
 	return p, nil
+}
+
+// serviceAccountKubeconfig applies the RBAC config/ installs and returns a
+// kubeconfig that acts as lbregistrar's service account.
+func serviceAccountKubeconfig(ctx context.Context, cluster *kube.Cluster) (string, error) {
+	for _, dir := range []string{"config/rbac", "config/builtin-certs"} {
+		if _, stderr, err := cluster.Kubectl(ctx, "", "apply", "-k", filepath.Join(cluster.Root, dir)); err != nil {
+			return "", fmt.Errorf("applying %s: %w: %s", dir, err, stderr)
+		}
+	}
+	cfg, err := clientcmd.LoadFromFile(cluster.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + kube.Namespace + ":lbregistrar"
+	}
+	path := filepath.Join(filepath.Dir(cluster.Kubeconfig), "lbregistrar.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // stop asks serve to shut down gracefully and waits for it.

@@ -41,3 +41,58 @@ func TestInstallManifests(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceAccountPrivileges applies the shipped RBAC and asks the API
+// server what lbregistrar's service account may do: what the code needs and
+// nothing around it. (make run and its test run serve as this account, which
+// shows the grants are enough.)
+func TestServiceAccountPrivileges(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	ctx := context.Background()
+	if _, stderr, err := c.Kubectl(ctx, "", "create", "namespace", kube.Namespace); err != nil {
+		t.Fatalf("creating the namespace: %v: %s", err, stderr)
+	}
+	for _, dir := range []string{"config/crd", "config/rbac", "config/builtin-certs"} {
+		if _, stderr, err := c.Kubectl(ctx, "", "apply", "-k", c.Root+"/"+dir); err != nil {
+			t.Fatalf("applying %s: %v: %s", dir, err, stderr)
+		}
+	}
+	as := "--as=system:serviceaccount:" + kube.Namespace + ":lbregistrar"
+	for _, tc := range []struct {
+		args  []string
+		allow bool
+	}{
+		{[]string{"watch", "lbregistrars.nodes.peppy-ratio.dev"}, true},
+		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=status"}, true},
+		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=finalizers"}, true},
+		{[]string{"list", "nodes"}, true},
+		{[]string{"list", "services", "-A"}, true},
+		{[]string{"watch", "endpointslices.discovery.k8s.io", "-A"}, true},
+		{[]string{"create", "events.events.k8s.io", "-n", "default"}, true},
+		{[]string{"update", "leases.coordination.k8s.io", "-n", kube.Namespace}, true},
+		{[]string{"get", "secrets", "-n", kube.Namespace}, true},
+		{[]string{"update", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, true},
+		{[]string{"update", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, true},
+		{[]string{"update", "customresourcedefinitions/" + kube.CRDName}, true},
+
+		{[]string{"get", "secrets", "-n", "kube-system"}, false},
+		{[]string{"list", "secrets", "-A"}, false},
+		{[]string{"update", "secrets/other", "-n", kube.Namespace}, false},
+		{[]string{"delete", "lbregistrars.nodes.peppy-ratio.dev"}, false},
+		{[]string{"update", "nodes"}, false},
+		{[]string{"update", "services", "-n", "default"}, false},
+		{[]string{"get", "pods", "-A"}, false},
+		{[]string{"list", "endpoints", "-A"}, false},
+		{[]string{"update", "validatingwebhookconfigurations/other"}, false},
+		{[]string{"update", "customresourcedefinitions/other.example.com"}, false},
+		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
+	} {
+		out, _, err := c.Kubectl(ctx, "", append([]string{"auth", "can-i", as}, tc.args...)...)
+		allowed := err == nil && strings.TrimSpace(out) == "yes"
+		if allowed != tc.allow {
+			t.Errorf("can-i %s = %v, want %v", strings.Join(tc.args, " "), allowed, tc.allow)
+		}
+	}
+}
+
