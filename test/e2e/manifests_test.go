@@ -95,4 +95,3 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		}
 	}
 }
-
