@@ -26,31 +26,10 @@ func (e *Emulator) registerClassic(mux *http.ServeMux) {
 	e.route(mux, "GET "+lb+"/workRequests", "ListWorkRequests", false, e.classicListWorkRequests)
 }
 
-// classicBalancer finds a classic load balancer; callers hold e.mu.
-func (e *Emulator) classicBalancer(id string) (*balancer, *apiError) {
-	b := e.balancers[id]
-	if b == nil || b.classic == nil {
-		return nil, notFound("load balancer " + id)
-	}
-	return b, nil
-}
-
-func (e *Emulator) classicBackendSet(id, name string) (*balancer, loadbalancer.BackendSet, *apiError) {
-	b, err := e.classicBalancer(id)
-	if err != nil {
-		return nil, loadbalancer.BackendSet{}, err
-	}
-	set, ok := b.classic.BackendSets[name]
-	if !ok {
-		return nil, loadbalancer.BackendSet{}, notFound("backend set " + name)
-	}
-	return b, set, nil
-}
-
 func (e *Emulator) classicGetLoadBalancer(rc *requestContext) (*response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := e.classicBalancer(rc.loadBalancerID)
+	b, err := classicFamily.balancer(e, rc.loadBalancerID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +39,7 @@ func (e *Emulator) classicGetLoadBalancer(rc *requestContext) (*response, error)
 func (e *Emulator) classicListBackendSets(rc *requestContext) (*response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := e.classicBalancer(rc.loadBalancerID)
+	b, err := classicFamily.balancer(e, rc.loadBalancerID)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +54,7 @@ func (e *Emulator) classicGetBackendSet(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	b, set, err := classicFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +74,7 @@ func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, _, err := e.classicBackendSet(rc.loadBalancerID, name)
+	b, _, err := classicFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,13 +82,7 @@ func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error
 	if err != nil {
 		return nil, err
 	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: "UpdateBackendSet", backendSet: name, apply: func() {
-		b.classic.BackendSets[name] = updated
-		b.changed(name)
-	}})
+	return classicFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *loadbalancer.BackendSet) { *s = updated })
 }
 
 func classicBackendSetFrom(name string, d loadbalancer.UpdateBackendSetDetails) (loadbalancer.BackendSet, *apiError) {
@@ -171,7 +144,7 @@ func (e *Emulator) classicListBackends(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	b, set, err := classicFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -182,11 +155,11 @@ func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
 	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	b, set, err := classicFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(set.Backends, func(be loadbalancer.Backend) bool { return *be.Name == backend })
+	i := classicFamily.backendIndex(set, backend)
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
@@ -201,7 +174,7 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
+	b, set, err := classicFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -210,18 +183,10 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	if err := normalizeClassicBackend(&be); err != nil {
 		return nil, invalidParameter(err.Error())
 	}
-	if slices.ContainsFunc(set.Backends, func(o loadbalancer.Backend) bool { return *o.Name == *be.Name }) {
+	if classicFamily.backendIndex(set, *be.Name) >= 0 {
 		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
 	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: "CreateBackend", backendSet: name, apply: func() {
-		s := b.classic.BackendSets[name]
-		s.Backends = append(slices.Clone(s.Backends), be)
-		b.classic.BackendSets[name] = s
-		b.changed(name)
-	}})
+	return classicFamily.addBackend(e, rc, b, name, be)
 }
 
 func (e *Emulator) classicUpdateBackend(rc *requestContext) (*response, error) {
@@ -232,45 +197,14 @@ func (e *Emulator) classicUpdateBackend(rc *requestContext) (*response, error) {
 	if d.Weight == nil || d.Backup == nil || d.Drain == nil || d.Offline == nil {
 		return nil, invalidParameter("weight, backup, drain and offline are required")
 	}
-	return e.classicChangeBackend(rc, "UpdateBackend", func(be *loadbalancer.Backend) bool {
+	return classicFamily.changeBackend(e, rc, "UpdateBackend", func(be *loadbalancer.Backend) bool {
 		be.Weight, be.Backup, be.Drain, be.Offline, be.MaxConnections = d.Weight, d.Backup, d.Drain, d.Offline, d.MaxConnections
 		return true
 	})
 }
 
 func (e *Emulator) classicDeleteBackend(rc *requestContext) (*response, error) {
-	return e.classicChangeBackend(rc, "DeleteBackend", func(*loadbalancer.Backend) bool { return false })
-}
-
-// classicChangeBackend applies change to one backend when the work request
-// succeeds; change returns false to delete it.
-func (e *Emulator) classicChangeBackend(rc *requestContext, operation string, change func(*loadbalancer.Backend) bool) (*response, error) {
-	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	b, set, err := e.classicBackendSet(rc.loadBalancerID, name)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.ContainsFunc(set.Backends, func(be loadbalancer.Backend) bool { return *be.Name == backend }) {
-		return nil, notFound("backend " + backend)
-	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {
-		s := b.classic.BackendSets[name]
-		var kept []loadbalancer.Backend
-		for _, be := range s.Backends {
-			if *be.Name == backend && !change(&be) {
-				continue
-			}
-			kept = append(kept, be)
-		}
-		s.Backends = append([]loadbalancer.Backend{}, kept...)
-		b.classic.BackendSets[name] = s
-		b.changed(name)
-	}})
+	return classicFamily.changeBackend(e, rc, "DeleteBackend", func(*loadbalancer.Backend) bool { return false })
 }
 
 func (e *Emulator) classicGetWorkRequest(rc *requestContext) (*response, error) {
@@ -287,7 +221,7 @@ func (e *Emulator) classicGetWorkRequest(rc *requestContext) (*response, error) 
 func (e *Emulator) classicListWorkRequests(rc *requestContext) (*response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := e.classicBalancer(rc.loadBalancerID)
+	b, err := classicFamily.balancer(e, rc.loadBalancerID)
 	if err != nil {
 		return nil, err
 	}

@@ -25,26 +25,6 @@ func (e *Emulator) registerNetwork(mux *http.ServeMux) {
 	e.route(mux, "GET /20200501/workRequests", "ListWorkRequests", false, e.networkListWorkRequests)
 }
 
-func (e *Emulator) networkBalancer(id string) (*balancer, *apiError) {
-	b := e.balancers[id]
-	if b == nil || b.network == nil {
-		return nil, notFound("network load balancer " + id)
-	}
-	return b, nil
-}
-
-func (e *Emulator) networkBackendSet(id, name string) (*balancer, networkloadbalancer.BackendSet, *apiError) {
-	b, err := e.networkBalancer(id)
-	if err != nil {
-		return nil, networkloadbalancer.BackendSet{}, err
-	}
-	set, ok := b.network.BackendSets[name]
-	if !ok {
-		return nil, networkloadbalancer.BackendSet{}, notFound("backend set " + name)
-	}
-	return b, set, nil
-}
-
 // readAnswer is a GET's answer with the etag, or 304 when If-None-Match
 // names the current etag.
 func readAnswer(rc *requestContext, body any, etag string) *response {
@@ -57,7 +37,7 @@ func readAnswer(rc *requestContext, body any, etag string) *response {
 func (e *Emulator) networkGetLoadBalancer(rc *requestContext) (*response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := e.networkBalancer(rc.loadBalancerID)
+	b, err := networkFamily.balancer(e, rc.loadBalancerID)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +47,7 @@ func (e *Emulator) networkGetLoadBalancer(rc *requestContext) (*response, error)
 func (e *Emulator) networkListBackendSets(rc *requestContext) (*response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := e.networkBalancer(rc.loadBalancerID)
+	b, err := networkFamily.balancer(e, rc.loadBalancerID)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +72,7 @@ func (e *Emulator) networkGetBackendSet(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	b, set, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +94,7 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, current, err := e.networkBackendSet(rc.loadBalancerID, name)
+	b, current, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -165,13 +145,7 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 			updated.Backends = append(updated.Backends, be)
 		}
 	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: "UpdateBackendSet", backendSet: name, apply: func() {
-		b.network.BackendSets[name] = updated
-		b.changed(name)
-	}})
+	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
 }
 
 // networkBackend validates a backend and fills in its name and defaults.
@@ -198,7 +172,7 @@ func (e *Emulator) networkListBackends(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	_, set, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -217,11 +191,11 @@ func (e *Emulator) networkGetBackend(rc *requestContext) (*response, error) {
 	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	b, set, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(set.Backends, func(be networkloadbalancer.Backend) bool { return *be.Name == backend })
+	i := networkFamily.backendIndex(set, backend)
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
@@ -236,7 +210,7 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
+	b, set, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -250,15 +224,7 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 			return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
 		}
 	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: "CreateBackend", backendSet: name, apply: func() {
-		s := b.network.BackendSets[name]
-		s.Backends = append(slices.Clone(s.Backends), be)
-		b.network.BackendSets[name] = s
-		b.changed(name)
-	}})
+	return networkFamily.addBackend(e, rc, b, name, be)
 }
 
 // networkUpdateBackend changes only the fields the request sets.
@@ -267,7 +233,7 @@ func (e *Emulator) networkUpdateBackend(rc *requestContext) (*response, error) {
 	if err := rc.decode(&d); err != nil {
 		return nil, err
 	}
-	return e.networkChangeBackend(rc, "UpdateBackend", func(be *networkloadbalancer.Backend) bool {
+	return networkFamily.changeBackend(e, rc, "UpdateBackend", func(be *networkloadbalancer.Backend) bool {
 		be.Weight = orDefault(d.Weight, *be.Weight)
 		be.IsBackup = orDefault(d.IsBackup, *be.IsBackup)
 		be.IsDrain = orDefault(d.IsDrain, *be.IsDrain)
@@ -277,36 +243,7 @@ func (e *Emulator) networkUpdateBackend(rc *requestContext) (*response, error) {
 }
 
 func (e *Emulator) networkDeleteBackend(rc *requestContext) (*response, error) {
-	return e.networkChangeBackend(rc, "DeleteBackend", func(*networkloadbalancer.Backend) bool { return false })
-}
-
-func (e *Emulator) networkChangeBackend(rc *requestContext, operation string, change func(*networkloadbalancer.Backend) bool) (*response, error) {
-	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	b, set, err := e.networkBackendSet(rc.loadBalancerID, name)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.ContainsFunc(set.Backends, func(be networkloadbalancer.Backend) bool { return *be.Name == backend }) {
-		return nil, notFound("backend " + backend)
-	}
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
-		return nil, err
-	}
-	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {
-		s := b.network.BackendSets[name]
-		kept := []networkloadbalancer.Backend{}
-		for _, be := range s.Backends {
-			if *be.Name == backend && !change(&be) {
-				continue
-			}
-			kept = append(kept, be)
-		}
-		s.Backends = kept
-		b.network.BackendSets[name] = s
-		b.changed(name)
-	}})
+	return networkFamily.changeBackend(e, rc, "DeleteBackend", func(*networkloadbalancer.Backend) bool { return false })
 }
 
 func (e *Emulator) networkGetWorkRequest(rc *requestContext) (*response, error) {

@@ -1,0 +1,127 @@
+package ociemu
+
+import (
+	"slices"
+
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+)
+
+// family is what the Load Balancing and Network Load Balancer handlers
+// differ in when they find and change backend sets: the kind of load
+// balancer and the SDK types of its backend sets and backends. The steps
+// every write takes (find the set, check If-Match, submit a change that
+// bumps the set's etag) are written once, over a family.
+type family[S, B any] struct {
+	kind     string                               // names the load balancer in not-found errors
+	sets     func(*balancer) (map[string]S, bool) // false for a load balancer of the other kind
+	backends func(*S) *[]B
+	name     func(B) string
+}
+
+var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
+	kind: "load balancer",
+	sets: func(b *balancer) (map[string]loadbalancer.BackendSet, bool) {
+		if b.classic == nil {
+			return nil, false
+		}
+		return b.classic.BackendSets, true
+	},
+	backends: func(s *loadbalancer.BackendSet) *[]loadbalancer.Backend { return &s.Backends },
+	name:     func(be loadbalancer.Backend) string { return *be.Name },
+}
+
+var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.Backend]{
+	kind: "network load balancer",
+	sets: func(b *balancer) (map[string]networkloadbalancer.BackendSet, bool) {
+		if b.network == nil {
+			return nil, false
+		}
+		return b.network.BackendSets, true
+	},
+	backends: func(s *networkloadbalancer.BackendSet) *[]networkloadbalancer.Backend { return &s.Backends },
+	name:     func(be networkloadbalancer.Backend) string { return *be.Name },
+}
+
+// balancer finds a load balancer of this family; callers hold e.mu.
+func (f family[S, B]) balancer(e *Emulator, id string) (*balancer, *apiError) {
+	b := e.balancers[id]
+	if b == nil {
+		return nil, notFound(f.kind + " " + id)
+	}
+	if _, ok := f.sets(b); !ok {
+		return nil, notFound(f.kind + " " + id)
+	}
+	return b, nil
+}
+
+// backendSet finds a backend set; callers hold e.mu.
+func (f family[S, B]) backendSet(e *Emulator, id, name string) (*balancer, S, *apiError) {
+	var zero S
+	b, err := f.balancer(e, id)
+	if err != nil {
+		return nil, zero, err
+	}
+	sets, _ := f.sets(b)
+	set, ok := sets[name]
+	if !ok {
+		return nil, zero, notFound("backend set " + name)
+	}
+	return b, set, nil
+}
+
+// backendIndex is the index of the named backend in set, or -1.
+func (f family[S, B]) backendIndex(set S, backend string) int {
+	return slices.IndexFunc(*f.backends(&set), func(be B) bool { return f.name(be) == backend })
+}
+
+// submitChange checks the request's If-Match against the backend set's
+// etag and submits a write that, when its work request succeeds, applies
+// change to the stored set and bumps the set's etag. Callers hold e.mu.
+func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer, operation, name string, change func(*S)) (*response, error) {
+	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+		return nil, err
+	}
+	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {
+		sets, _ := f.sets(b)
+		s := sets[name]
+		change(&s)
+		sets[name] = s
+		b.changed(name)
+	}})
+}
+
+// addBackend submits appending be to the named backend set.
+func (f family[S, B]) addBackend(e *Emulator, rc *requestContext, b *balancer, name string, be B) (*response, error) {
+	return f.submitChange(e, rc, b, "CreateBackend", name, func(s *S) {
+		backends := f.backends(s)
+		*backends = append(slices.Clone(*backends), be)
+	})
+}
+
+// changeBackend serves a request naming one backend: it applies change to
+// that backend when the work request succeeds; change returns false to
+// delete it.
+func (f family[S, B]) changeBackend(e *Emulator, rc *requestContext, operation string, change func(*B) bool) (*response, error) {
+	name, backend := rc.r.PathValue("backendSetName"), rc.r.PathValue("backendName")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, set, err := f.backendSet(e, rc.loadBalancerID, name)
+	if err != nil {
+		return nil, err
+	}
+	if f.backendIndex(set, backend) < 0 {
+		return nil, notFound("backend " + backend)
+	}
+	return f.submitChange(e, rc, b, operation, name, func(s *S) {
+		backends := f.backends(s)
+		kept := []B{}
+		for _, be := range *backends {
+			if f.name(be) == backend && !change(&be) {
+				continue
+			}
+			kept = append(kept, be)
+		}
+		*backends = kept
+	})
+}
