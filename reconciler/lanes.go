@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
@@ -18,53 +19,98 @@ import (
 // is released, so many resources on one load balancer cannot starve the
 // others. Whatever changed meanwhile is computed when it runs, so it is
 // folded into that one write.
+//
+// Each lane also records who holds it and what the holder is doing, for the
+// debug view (debug.go).
 type lanes struct {
 	mu   sync.Mutex
 	busy map[string]*lane
+	now  func() time.Time
 }
 
 type lane struct {
-	parked map[string]func() // resource name -> wake-up
+	holder string
+	since  time.Time
+	step   LaneStep
+	parked map[string]parked // by resource name
 }
 
-func newLanes() *lanes { return &lanes{busy: map[string]*lane{}} }
+type parked struct {
+	wake  func()
+	since time.Time
+}
 
-// tryAcquire takes the load balancer's lane and returns its release, or
-// parks wake, once per resource, to be called when the lane is released.
-func (l *lanes) tryAcquire(loadBalancerID, resource string, wake func()) (release func(), ok bool) {
+// Phases of LaneStep.
+const (
+	PhaseReading    = "reading"    // the cluster view and the backend sets
+	PhaseWriting    = "writing"    // UpdateBackendSet sent, no work request yet
+	PhaseWaiting    = "waiting"    // for the work request of a write
+	PhaseBackingOff = "backingOff" // before retrying a failed write
+)
+
+func newLanes() *lanes {
+	return &lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }}
+}
+
+// hold is a taken lane. The holder reports its steps on it and releases it
+// once; a nil hold ignores steps (tests of the writer alone).
+type hold struct {
+	lanes          *lanes
+	loadBalancerID string
+	lane           *lane
+}
+
+// tryAcquire takes the load balancer's lane, or parks wake, once per
+// resource, to be called when the lane is released.
+func (l *lanes) tryAcquire(loadBalancerID, resource string, wake func()) (*hold, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
 	if ln := l.busy[loadBalancerID]; ln != nil {
 		// A resource is reconciled by one worker at a time, so its latest
-		// caller is the one to wake.
-		if _, parked := ln.parked[resource]; !parked {
+		// caller is the one to wake; it has waited since it first parked.
+		p, already := ln.parked[resource]
+		if !already {
 			metrics.PendingChanges.Inc()
+			p.since = now
 		}
-		ln.parked[resource] = wake
+		p.wake = wake
+		ln.parked[resource] = p
 		return nil, false
 	}
-	l.busy[loadBalancerID] = &lane{parked: map[string]func(){}}
-	return func() { l.release(loadBalancerID) }, true
+	ln := &lane{holder: resource, since: now, step: LaneStep{Phase: PhaseReading, Since: now}, parked: map[string]parked{}}
+	l.busy[loadBalancerID] = ln
+	return &hold{lanes: l, loadBalancerID: loadBalancerID, lane: ln}, true
 }
 
-func (l *lanes) release(loadBalancerID string) {
+// step records what the holder does now.
+func (h *hold) step(phase, backendSet, workRequest string) {
+	if h == nil {
+		return
+	}
+	h.lanes.mu.Lock()
+	defer h.lanes.mu.Unlock()
+	h.lane.step = LaneStep{Phase: phase, BackendSet: backendSet, WorkRequest: workRequest, Since: h.lanes.now()}
+}
+
+func (h *hold) release() {
+	l := h.lanes
 	l.mu.Lock()
-	ln := l.busy[loadBalancerID]
-	delete(l.busy, loadBalancerID)
+	delete(l.busy, h.loadBalancerID)
 	l.mu.Unlock()
-	metrics.PendingChanges.Sub(float64(len(ln.parked)))
-	for _, wake := range ln.parked {
-		wake()
+	metrics.PendingChanges.Sub(float64(len(h.lane.parked)))
+	for _, p := range h.lane.parked {
+		p.wake()
 	}
 }
 
 // acquire waits for the lane; for paths that must finish in one go (deletion).
-func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (func(), error) {
+func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (*hold, error) {
 	for {
 		woken := make(chan struct{})
-		release, ok := l.tryAcquire(loadBalancerID, resource, func() { close(woken) })
+		h, ok := l.tryAcquire(loadBalancerID, resource, func() { close(woken) })
 		if ok {
-			return release, nil
+			return h, nil
 		}
 		select {
 		case <-woken:

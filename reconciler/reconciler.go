@@ -19,6 +19,10 @@
 // removes them; a missing load balancer or backend set counts as clean, and
 // after the cleanup timeout the finalizer goes regardless, so deletion never
 // hangs forever.
+//
+// Its log lines name the load balancer and, where there is one, the backend
+// set; the busy lanes, with their holders, steps and parked resources, are
+// served at DebugLanesPath (see docs/operations.md).
 package reconciler
 
 import (
@@ -31,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -71,6 +76,7 @@ type Reconciler struct {
 	clientFor func(oci.Credentials) (backendSetAPI, error)
 	lanes     *lanes
 	wake      chan event.GenericEvent // resources whose lane was released
+	elected   <-chan struct{}         // closed once this replica leads
 	opts      Options
 }
 
@@ -115,7 +121,9 @@ type outcome struct {
 }
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
+	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 
 	lost, err := r.lostClaims(ctx, obj)
@@ -136,6 +144,8 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		obj.Status.ObservedGeneration = obj.Generation
 		obj.Status.Targets = int32(len(obj.Spec.Services))
 		r.setConditions(obj, &out, ce)
+		logDecisions(logger, before, obj, &out)
+		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
 		// The Secret watch brings the resource back once the Secret is fixed.
 		return r.resync(), st.flush(ctx)
@@ -147,11 +157,12 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
 
-	release, ok := r.lanes.tryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
+	lane, ok := r.lanes.tryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
 	if !ok {
-		return ctrl.Result{}, nil // parked: enqueued again when the lane is free
+		logger.V(1).Info("load balancer busy with another write; parked until it is done")
+		return ctrl.Result{}, nil // enqueued again when the lane is free
 	}
-	defer release()
+	defer lane.release()
 
 	cluster, err := r.view(ctx, obj)
 	if err != nil {
@@ -180,11 +191,12 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
 		}
 	}
-	r.syncAll(ctx, api, st, &out, obj.Spec.LoadBalancerID, jobs)
+	r.syncAll(ctx, api, st, &out, lane, jobs)
 
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
 	r.setConditions(obj, &out, nil)
+	logDecisions(logger, before, obj, &out)
 	if err := st.flush(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -208,16 +220,20 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Backends, Desired: j.want, Protected: j.protected}
 }
 
-// syncAll syncs backend sets of one load balancer, one write at a time, as
-// OCI requires. Reads and the intent record are done first, for all of them
-// at once, so the writes follow each other with nothing in between.
-func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lb string, jobs []syncJob) {
-	obj := st.obj
+// syncAll syncs backend sets of the load balancer whose lane is held, one
+// write at a time, as OCI requires. Reads and the intent record are done
+// first, for all of them at once, so the writes follow each other with
+// nothing in between.
+func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lane *hold, jobs []syncJob) {
+	obj, lb := st.obj, lane.loadBalancerID
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
+	lane.step(PhaseReading, "", "")
 	var wg sync.WaitGroup
 	for i := range jobs {
 		j := &jobs[i]
 		var err error
 		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
+			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
 			out.fail(j.name, err)
 			j.skip = true
 			continue
@@ -249,24 +265,27 @@ func (r *Reconciler) syncAll(ctx context.Context, api backendSetAPI, st *statusW
 			"writing backend sets "+strings.Join(changing, ", "))
 	}
 	if err := st.flush(ctx); err != nil {
+		logger.Error(err, "recording the intended ownership; nothing written", "backendSets", changing)
 		out.fail("*", err)
 		return
 	}
 	for i := range jobs {
 		if !jobs[i].skip {
-			r.syncOne(ctx, api, st, out, lb, &jobs[i])
+			r.syncOne(ctx, api, st, out, lane, &jobs[i])
 		}
 	}
 }
 
 // syncOne syncs one backend set and folds the result into the status and outcome.
-func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lb string, j *syncJob) {
-	obj, name, mode := st.obj, j.name, j.mode
+func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusWriter, out *outcome, lane *hold, j *syncJob) {
+	obj, name, mode, lb := st.obj, j.name, j.mode, lane.loadBalancerID
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := syncBackendSet(ctx, api, r.opts.Backoff, syncRequest{
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
 		WaitTimeout:    r.opts.WorkRequestTimeout,
+		Lane:           lane,
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
 			rec := record(obj, name)
@@ -287,13 +306,17 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 	}
 	switch {
 	case err != nil:
+		logger.Error(err, "backend set write failed")
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
 		out.fail(name, err)
 	case res.NotFound && mode == plan.Remove:
+		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		dropRecord(obj, name)
 	case res.NotFound:
 		// The user must create it; the periodic resync retries, not the error backoff.
-		out.failures = append(out.failures, fmt.Sprintf("backend set %q not found in load balancer %s", name, lb))
+		missing := fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
+		logger.Error(errors.New(missing), "registering nothing there until it exists")
+		out.failures = append(out.failures, missing)
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		dropRecord(obj, name)
 	default:
@@ -317,7 +340,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	logger := log.FromContext(ctx)
+	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
 	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
 	deleted := obj.DeletionTimestamp.Time
 	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
@@ -328,8 +351,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		if err != nil {
 			out.fail("*", err)
 		} else {
-			lb := recordedLoadBalancer(obj)
-			release, err := r.lanes.acquire(ctx, lb, obj.Name)
+			lane, err := r.lanes.acquire(ctx, recordedLoadBalancer(obj), obj.Name)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -339,11 +361,18 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 				mode = plan.Drain
 			}
 			var jobs []syncJob
+			var names []string
 			for _, rec := range obj.Status.BackendSets {
 				jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
+				names = append(names, rec.Name)
 			}
-			r.syncAll(ctx, api, st, &out, lb, jobs)
-			release()
+			if mode == plan.Drain {
+				logger.Info("deleted: draining this resource's backends before removing them", "backendSets", names, "until", drainUntil.UTC().Format(time.RFC3339))
+			} else {
+				logger.Info("deleted: removing this resource's backends", "backendSets", names)
+			}
+			r.syncAll(ctx, api, st, &out, lane, jobs)
+			lane.release()
 			if out.err == nil && mode == plan.Drain {
 				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
 					fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
@@ -353,6 +382,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	if out.err != nil {
 		if !giveUp {
+			logger.Error(out.err, "cleanup failed; retrying until the cleanup timeout",
+				"failures", out.failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
 			setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.failures, "; "))
 			if err := st.flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
@@ -363,12 +394,15 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			}
 			return ctrl.Result{}, out.err
 		}
+		logger.Error(out.err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
+			"failures", out.failures, "cleanupTimeout", r.opts.CleanupTimeout)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
 			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.failures, "; "))
 	}
 	for _, rec := range obj.Status.BackendSets {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
 	}
+	logger.Info("deregistered; removing the finalizer")
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
@@ -391,16 +425,18 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
 		return nil
 	}
-	release, err := r.lanes.acquire(ctx, old, obj.Name)
+	lane, err := r.lanes.acquire(ctx, old, obj.Name)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer lane.release()
+	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
+		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
 	var jobs []syncJob
 	for _, rec := range obj.Status.BackendSets {
 		jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
 	}
-	r.syncAll(ctx, api, st, out, old, jobs)
+	r.syncAll(ctx, api, st, out, lane, jobs)
 	if out.err != nil {
 		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.err)
 	}
@@ -584,6 +620,29 @@ func (r *Reconciler) setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *c
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonClaimed, "see the Conflict condition")
 	default:
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+	}
+}
+
+// logDecisions logs why backend sets were left alone: at Info when the
+// condition that reports it changed in this reconcile, at V(1) when it only
+// repeats, so a lasting conflict or hold is not logged on every reconcile.
+func logDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LBRegistrar, out *outcome) {
+	at := func(typ string) logr.Logger {
+		was, is := meta.FindStatusCondition(before, typ), meta.FindStatusCondition(obj.Status.Conditions, typ)
+		if was == nil || is == nil || was.Status != is.Status || was.Reason != is.Reason || was.Message != is.Message {
+			return logger
+		}
+		return logger.V(1)
+	}
+	for _, name := range sortedKeys(out.lost) {
+		at(v1beta1.ConditionConflict).Info("backend set kept by another LBRegistrar; registering nothing there",
+			"backendSet", name, "keptBy", out.lost[name])
+	}
+	for _, is := range out.issues {
+		at(v1beta1.ConditionDegraded).Info("target not resolved", "reason", is.Reason, "detail", is.Message)
+	}
+	for _, name := range out.held {
+		at(v1beta1.ConditionReady).Info("backend set held: its registered backends stay until the Degraded condition clears", "backendSet", name)
 	}
 }
 

@@ -130,7 +130,9 @@ const (
 	secretIndex  = "reconciler.spec.apiKey.secrets"
 )
 
-// SetupWithManager registers the reconciler, its indexes and watches. The
+// SetupWithManager registers the reconciler, its indexes and watches, and
+// serves the lanes view at DebugLanesPath on the manager's metrics server
+// (so it has that server's address, and is off when metrics are off). The
 // controller runs only on the elected leader; webhooks on the same manager
 // keep serving on every replica.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
@@ -149,6 +151,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
 		wake:      make(chan event.GenericEvent, 1024),
+		elected:   mgr.Elected(),
 		opts:      o,
 	}
 	return r.setup(ctx, mgr)
@@ -169,6 +172,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 
+	if err := mgr.AddMetricsServerExtraHandler(DebugLanesPath, http.HandlerFunc(r.serveLanes)); err != nil {
+		return err
+	}
 	secretEvents, err := r.secretSource(mgr)
 	if err != nil {
 		return err

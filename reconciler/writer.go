@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
@@ -53,7 +54,13 @@ type syncRequest struct {
 	// WaitTimeout bounds the wait for one work request; the wait goes on
 	// after ctx is cancelled (shutdown), so an accepted write is recorded.
 	WaitTimeout time.Duration
+	// Lane is the load balancer's lane, held by the caller; the sync
+	// reports its steps there.
+	Lane *hold
 }
+
+// modeNames name the plan modes in logs.
+var modeNames = map[plan.Mode]string{plan.Apply: "apply", plan.Hold: "hold", plan.Drain: "drain", plan.Remove: "remove"}
 
 // syncResult is the outcome of a sync.
 type syncResult struct {
@@ -69,16 +76,19 @@ type syncResult struct {
 // work requests. A write under way when ctx is cancelled (shutdown) is still
 // waited for, so its outcome is recorded rather than lost or repeated.
 func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	var res syncResult
 	for attempt := 0; ; attempt++ {
 		bs, err := req.Prefetched, error(nil)
 		if bs == nil || attempt > 0 {
+			req.Lane.step(PhaseReading, req.Name, "")
 			bs, err = api.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
 		}
 		if err == nil {
 			in := req.Input(bs.Backends)
 			res.Plan = plan.Compute(in)
 			if !res.Plan.Changed() {
+				logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", modeNames[in.Mode])
 				return res, nil
 			}
 			if len(res.Plan.Added) > 0 {
@@ -86,7 +96,9 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 					return res, err
 				}
 			}
-			err = write(ctx, api, bs, req.WaitTimeout, &res)
+			logger.Info("updating backend set", "mode", modeNames[in.Mode], "attempt", attempt+1,
+				"added", len(res.Plan.Added), "removed", len(res.Plan.Removed), "updated", len(res.Plan.Updated))
+			err = write(ctx, api, bs, req, &res)
 			if err == nil {
 				return res, nil
 			}
@@ -100,7 +112,10 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 			return res, err
 		}
 		metrics.Retries.WithLabelValues(reason).Inc()
-		t := time.NewTimer(b.delay(attempt, after))
+		delay := b.delay(attempt, after)
+		logger.Info("retrying the backend set write", "reason", reason, "attempt", attempt+1, "delay", delay, "error", err.Error())
+		req.Lane.step(PhaseBackingOff, req.Name, "")
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -110,20 +125,27 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 	}
 }
 
-func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, timeout time.Duration, res *syncResult) error {
+func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
+	req.Lane.step(PhaseWriting, req.Name, "")
+	start := time.Now()
 	id, err := api.UpdateBackendSet(ctx, bs, res.Plan.Backends)
 	if err != nil {
 		return err
 	}
+	req.Lane.step(PhaseWaiting, req.Name, id)
+	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: "ACCEPTED", Time: metav1.Now()}
-	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.WaitTimeout)
 	defer cancel()
 	if err := api.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		res.WorkRequest.Status = "FAILED"
+		logger.Info("work request did not succeed", "workRequest", id, "duration", time.Since(start), "error", err.Error())
 		return err
 	}
 	res.WorkRequest.Status = "SUCCEEDED"
 	res.WorkRequest.Time = metav1.Now()
+	logger.Info("backend set updated", "workRequest", id, "duration", time.Since(start))
 	return nil
 }

@@ -143,7 +143,7 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			release, err := l.acquire(ctx, "a", fmt.Sprint("r", i))
+			lane, err := l.acquire(ctx, "a", fmt.Sprint("r", i))
 			if err != nil {
 				t.Error(err)
 				return
@@ -157,7 +157,7 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 			inA.Add(-1)
-			release()
+			lane.release()
 		}()
 	}
 	wg.Wait()
@@ -167,7 +167,7 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 
 	// A busy lane parks the resource once and wakes it on release;
 	// another load balancer is not held up.
-	releaseA, ok := l.tryAcquire("a", "x", nil)
+	laneA, ok := l.tryAcquire("a", "x", nil)
 	if !ok {
 		t.Fatal("free lane not taken")
 	}
@@ -177,17 +177,17 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 			t.Fatal("busy lane taken twice")
 		}
 	}
-	releaseB, ok := l.tryAcquire("b", "z", nil)
+	laneB, ok := l.tryAcquire("b", "z", nil)
 	if !ok {
 		t.Fatal("lane b blocked by lane a")
 	}
-	releaseB()
+	laneB.release()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := l.acquire(cctx, "a", "w"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire on a busy lane with a cancelled context = %v", err)
 	}
-	releaseA()
+	laneA.release()
 	if woken != 1 {
 		t.Fatalf("parked resource woken %d times, want 1", woken)
 	}

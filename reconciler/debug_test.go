@@ -1,0 +1,132 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+func TestLanesView(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
+	now := t0
+	l := newLanes()
+	l.now = func() time.Time { return now }
+	elected := make(chan struct{})
+	close(elected)
+	r := &Reconciler{lanes: l, elected: elected}
+
+	busy, ok := l.tryAcquire("lb-b", "holder", nil)
+	if !ok {
+		t.Fatal("free lane not taken")
+	}
+	now = t0.Add(time.Second)
+	busy.step(PhaseWaiting, "api", "wr-1")
+	now = t0.Add(2 * time.Second)
+	l.tryAcquire("lb-b", "second", func() {})
+	now = t0.Add(3 * time.Second)
+	l.tryAcquire("lb-b", "first", func() {})
+	l.tryAcquire("lb-b", "second", func() {}) // parked again: still waiting since it first parked
+	idle, _ := l.tryAcquire("lb-a", "alone", nil)
+	now = t0.Add(4 * time.Second)
+
+	want := LanesView{Time: now, Leader: true, LoadBalancers: []LaneStatus{
+		{LoadBalancerID: "lb-a", Holder: "alone", HeldSince: t0.Add(3 * time.Second),
+			Step: LaneStep{Phase: PhaseReading, Since: t0.Add(3 * time.Second)}, Parked: []ParkedResource{}},
+		{LoadBalancerID: "lb-b", Holder: "holder", HeldSince: t0,
+			Step:   LaneStep{Phase: PhaseWaiting, BackendSet: "api", WorkRequest: "wr-1", Since: t0.Add(time.Second)},
+			Parked: []ParkedResource{{Name: "second", Since: t0.Add(2 * time.Second)}, {Name: "first", Since: t0.Add(3 * time.Second)}}},
+	}}
+	if diff := cmp.Diff(want, serve(t, r)); diff != "" {
+		t.Fatalf("view (-want +got):\n%s", diff)
+	}
+
+	idle.release()
+	busy.release()
+	got := serve(t, r)
+	if got.LoadBalancers == nil || len(got.LoadBalancers) != 0 {
+		t.Fatalf("after release: %+v, want an empty list", got.LoadBalancers)
+	}
+}
+
+func serve(t *testing.T, r *Reconciler) LanesView {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r.serveLanes(rec, httptest.NewRequest("GET", DebugLanesPath, nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var v LanesView
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	return v
+}
+
+// observingAPI records the lane while its work request runs.
+type observingAPI struct {
+	scriptedAPI
+	lanes  *lanes
+	during []LaneStatus
+}
+
+func (o *observingAPI) WaitWorkRequest(ctx context.Context, lb, id string) error {
+	o.during = o.lanes.snapshot()
+	return o.scriptedAPI.WaitWorkRequest(ctx, lb, id)
+}
+
+// A write reports its work request on the lane and logs its outcome with
+// the load balancer, backend set, work request and duration.
+func TestSyncReportsOnLaneAndLog(t *testing.T) {
+	l := newLanes()
+	lane, _ := l.tryAcquire("lb", "res", nil)
+	defer lane.release()
+	api := &observingAPI{lanes: l}
+	var lines []map[string]any
+	logger := funcr.NewJSON(func(obj string) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(obj), &m); err != nil {
+			t.Errorf("log line %q: %v", obj, err)
+		}
+		lines = append(lines, m)
+	}, funcr.Options{Verbosity: 1})
+	ctx := log.IntoContext(context.Background(), logger)
+
+	_, err := syncBackendSet(ctx, api, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 2}, syncRequest{
+		LoadBalancerID: "lb", Name: "api", Lane: lane, WaitTimeout: time.Second,
+		Input: func(cur []plan.Backend) plan.Input {
+			return plan.Input{Current: cur, Desired: []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}
+		},
+		RecordIntent: func([]v1beta1.Backend) error { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(api.during) != 1 || api.during[0].Step.Phase != PhaseWaiting || api.during[0].Step.WorkRequest != "wr" ||
+		api.during[0].Step.BackendSet != "api" {
+		t.Fatalf("lane during the work request: %+v", api.during)
+	}
+
+	var done map[string]any
+	for _, m := range lines {
+		if m["loadBalancer"] != "lb" || m["backendSet"] != "api" {
+			t.Errorf("log line without loadBalancer and backendSet: %v", m)
+		}
+		if strings.HasPrefix(m["msg"].(string), "backend set updated") {
+			done = m
+		}
+	}
+	if done == nil || done["workRequest"] != "wr" || done["duration"] == nil {
+		t.Fatalf("no completion line with work request and duration in %v", lines)
+	}
+}
