@@ -242,42 +242,49 @@ func (r *Rotator) syncSecret(ctx context.Context) (material, error) {
 // A missing object is skipped: it may be installed after the server starts,
 // and the next sync fills it in.
 func (r *Rotator) publish(ctx context.Context, bundle []byte) error {
-	for _, name := range r.opts.ValidatingWebhookConfigurations {
-		if err := r.patch(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{}, name, func(o client.Object) bool {
-			wc := o.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			changed := false
-			for i := range wc.Webhooks {
-				changed = setBundle(&wc.Webhooks[i].ClientConfig.CABundle, bundle) || changed
-			}
-			return changed
-		}); err != nil {
-			return err
-		}
+	targets := []struct {
+		names  []string
+		object func() client.Object
+	}{
+		{r.opts.ValidatingWebhookConfigurations, func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }},
+		{r.opts.MutatingWebhookConfigurations, func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }},
+		{r.opts.CRDs, func() client.Object { return &apiextensionsv1.CustomResourceDefinition{} }},
 	}
-	for _, name := range r.opts.MutatingWebhookConfigurations {
-		if err := r.patch(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{}, name, func(o client.Object) bool {
-			wc := o.(*admissionregistrationv1.MutatingWebhookConfiguration)
-			changed := false
-			for i := range wc.Webhooks {
-				changed = setBundle(&wc.Webhooks[i].ClientConfig.CABundle, bundle) || changed
+	for _, t := range targets {
+		for _, name := range t.names {
+			if err := r.patch(ctx, t.object(), name, func(o client.Object) bool {
+				changed := false
+				for _, field := range caBundleFields(o) {
+					changed = setBundle(field, bundle) || changed
+				}
+				return changed
+			}); err != nil {
+				return err
 			}
-			return changed
-		}); err != nil {
-			return err
-		}
-	}
-	for _, name := range r.opts.CRDs {
-		if err := r.patch(ctx, &apiextensionsv1.CustomResourceDefinition{}, name, func(o client.Object) bool {
-			conv := o.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion
-			if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
-				return false
-			}
-			return setBundle(&conv.Webhook.ClientConfig.CABundle, bundle)
-		}); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// caBundleFields points at the clientConfig.caBundle of every webhook in a
+// webhook configuration, or of a CRD's conversion webhook when it has one.
+func caBundleFields(o client.Object) []*[]byte {
+	var fields []*[]byte
+	switch o := o.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			fields = append(fields, &o.Webhooks[i].ClientConfig.CABundle)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			fields = append(fields, &o.Webhooks[i].ClientConfig.CABundle)
+		}
+	case *apiextensionsv1.CustomResourceDefinition:
+		if conv := o.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil {
+			fields = append(fields, &conv.Webhook.ClientConfig.CABundle)
+		}
+	}
+	return fields
 }
 
 // patch reads the named object, applies change, and writes it back when
