@@ -60,18 +60,10 @@ func NewCertManagerSource(cfg *rest.Config, opts CertManagerOptions) (*CertManag
 // exists, then reloads it every SyncInterval until ctx ends.
 func (s *CertManagerSource) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("certs")
-	for {
-		wait := s.opts.SyncInterval
-		if err := s.Sync(ctx); err != nil {
-			log.Info("waiting for the webhook certificate", "certificate", s.opts.Namespace+"/"+s.opts.Certificate, "reason", err.Error())
-			wait = retryAfterError
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-	}
+	syncEvery(ctx, s.opts.SyncInterval, s.Sync, func(err error) {
+		log.Info("waiting for the webhook certificate", "certificate", s.opts.Namespace+"/"+s.opts.Certificate, "reason", err.Error())
+	})
+	return nil
 }
 
 // NeedLeaderElection is false: every replica serves.

@@ -130,15 +130,24 @@ func setDefault(d *time.Duration, def time.Duration) {
 // Start syncs at once and then every SyncInterval until ctx ends.
 func (r *Rotator) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("certs")
+	syncEvery(ctx, r.opts.SyncInterval, r.Sync, func(err error) {
+		log.Error(err, "syncing the webhook certificate", "secret", r.opts.Secret)
+	})
+	return nil
+}
+
+// syncEvery calls sync at once and then every interval until ctx ends; after
+// a failure, which it hands to failed, it tries again after retryAfterError.
+func syncEvery(ctx context.Context, interval time.Duration, sync func(context.Context) error, failed func(error)) {
 	for {
-		wait := r.opts.SyncInterval
-		if err := r.Sync(ctx); err != nil {
-			log.Error(err, "syncing the webhook certificate", "secret", r.opts.Secret)
+		wait := interval
+		if err := sync(ctx); err != nil {
+			failed(err)
 			wait = retryAfterError
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(wait):
 		}
 	}
