@@ -190,19 +190,27 @@ func (c *Cluster) InstallCRD(ctx context.Context, url string, caBundle []byte) e
 	conversion.Webhook.ClientConfig = urlClientConfig(url, *conversion.Webhook.ClientConfig.Service.Path, caBundle)
 	crd.Spec.Conversion = conversion
 
-	existing := &apiextensionsv1.CustomResourceDefinition{}
-	err := c.Client.Get(ctx, client.ObjectKey{Name: CRDName}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = c.Client.Create(ctx, crd)
-	case err == nil:
+	err := createOrReplace(ctx, c.Client, crd, &apiextensionsv1.CustomResourceDefinition{}, func(existing *apiextensionsv1.CustomResourceDefinition) {
 		existing.Spec = crd.Spec
-		err = c.Client.Update(ctx, existing)
-	}
+	})
 	if err != nil {
 		return fmt.Errorf("installing the CRD: %w", err)
 	}
 	return c.waitEstablished(ctx)
+}
+
+// createOrReplace creates obj, or when an object of its name exists, reads
+// it into existing, gives it obj's content with replace and updates it.
+func createOrReplace[T client.Object](ctx context.Context, c client.Client, obj, existing T, replace func(existing T)) error {
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	if apierrors.IsNotFound(err) {
+		return c.Create(ctx, obj)
+	}
+	if err != nil {
+		return err
+	}
+	replace(existing)
+	return c.Update(ctx, existing)
 }
 
 func (c *Cluster) waitEstablished(ctx context.Context) error {

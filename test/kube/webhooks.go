@@ -10,7 +10,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -197,15 +196,9 @@ func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBu
 		cc := vwc.Webhooks[i].ClientConfig
 		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + *cc.Service.Path), CABundle: caBundle}
 	}
-	existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err := c.Client.Get(ctx, client.ObjectKey{Name: vwc.Name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = c.Client.Create(ctx, vwc)
-	case err == nil:
+	err := createOrReplace(ctx, c.Client, vwc, &admissionregistrationv1.ValidatingWebhookConfiguration{}, func(existing *admissionregistrationv1.ValidatingWebhookConfiguration) {
 		existing.Webhooks = vwc.Webhooks
-		err = c.Client.Update(ctx, existing)
-	}
+	})
 	if err != nil {
 		return fmt.Errorf("installing the validating webhooks: %w", err)
 	}
