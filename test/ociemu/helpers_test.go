@@ -122,34 +122,39 @@ func must(t testing.TB, err error) {
 // waitClassic polls a classic work request until it leaves ACCEPTED and IN_PROGRESS.
 func (f *fixture) waitClassic(t *testing.T, id string) loadbalancer.WorkRequest {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return waitWorkRequest(t, id, func() (loadbalancer.WorkRequest, string, bool) {
 		resp, err := f.lb.GetWorkRequest(f.context, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
 		must(t, err)
-		switch resp.LifecycleState {
-		case loadbalancer.WorkRequestLifecycleStateSucceeded, loadbalancer.WorkRequestLifecycleStateFailed:
-			return resp.WorkRequest
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("work request %s still %s", id, resp.LifecycleState)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		state := resp.LifecycleState
+		return resp.WorkRequest, string(state),
+			state == loadbalancer.WorkRequestLifecycleStateSucceeded || state == loadbalancer.WorkRequestLifecycleStateFailed
+	})
 }
 
 // waitNetwork polls an NLB work request until it leaves ACCEPTED and IN_PROGRESS.
 func (f *fixture) waitNetwork(t *testing.T, id string) networkloadbalancer.WorkRequest {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return waitWorkRequest(t, id, func() (networkloadbalancer.WorkRequest, string, bool) {
 		resp, err := f.nlb.GetWorkRequest(f.context, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
 		must(t, err)
-		switch resp.Status {
-		case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed:
-			return resp.WorkRequest
+		state := resp.Status
+		return resp.WorkRequest, string(state),
+			state == networkloadbalancer.OperationStatusSucceeded || state == networkloadbalancer.OperationStatusFailed
+	})
+}
+
+// waitWorkRequest calls get until it reports the work request finished,
+// failing the test when it is still running after ten seconds.
+func waitWorkRequest[W any](t *testing.T, id string, get func() (w W, state string, finished bool)) W {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, state, finished := get()
+		if finished {
+			return w
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("work request %s still %s", id, resp.Status)
+			t.Fatalf("work request %s still %s", id, state)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
