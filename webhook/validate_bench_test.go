@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -46,10 +45,7 @@ func BenchmarkAdmission(b *testing.B) {
 func benchHandler(b *testing.B, h http.Handler, body []byte) {
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, ValidateV1beta1Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := post(h, ValidateV1beta1Path, body)
 		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
 			b.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
 		}

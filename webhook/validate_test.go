@@ -116,24 +116,37 @@ func mustJSON(t testing.TB, v any) []byte {
 	return raw
 }
 
-// send posts body to path and decodes the AdmissionReview that comes back.
-func send(t testing.TB, h http.Handler, path string, body []byte) *admissionv1.AdmissionResponse {
-	t.Helper()
+// post sends body to path and records the handler's answer.
+func post(h http.Handler, path string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// admissionResponse decodes the AdmissionReview a handler answered with and
+// fails the test unless it is one that carries a response.
+func admissionResponse(t testing.TB, rec *httptest.ResponseRecorder) *admissionv1.AdmissionResponse {
+	t.Helper()
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("HTTP %d, response is not an AdmissionReview: %v\n%s", rec.Code, err, rec.Body)
+	}
+	if out.Response == nil {
+		t.Fatalf("HTTP %d, no response in %s", rec.Code, rec.Body)
+	}
+	return out.Response
+}
+
+// send posts body to path and decodes the AdmissionReview that comes back.
+func send(t testing.TB, h http.Handler, path string, body []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	rec := post(h, path, body)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
 	}
-	var out admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		t.Fatalf("response is not an AdmissionReview: %v\n%s", err, rec.Body)
-	}
-	if out.Response == nil {
-		t.Fatalf("no response in %s", rec.Body)
-	}
-	return out.Response
+	return admissionResponse(t, rec)
 }
 
 func causeFields(resp *admissionv1.AdmissionResponse) []string {
@@ -327,16 +340,9 @@ func TestMalformedReviewIsABadRequest(t *testing.T) {
 		"no operation":  strings.Replace(literalReview, `"operation": "CREATE",`, ``, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, ValidateV1alpha1Path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-				t.Fatalf("HTTP %d, body %s", rec.Code, rec.Body)
-			}
-			if out.Response.Allowed || out.Response.Result.Code != http.StatusBadRequest {
-				t.Errorf("response = %+v, want a refusal with code 400", out.Response)
+			resp := admissionResponse(t, post(h, ValidateV1alpha1Path, []byte(body)))
+			if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+				t.Errorf("response = %+v, want a refusal with code 400", resp)
 			}
 		})
 	}
@@ -356,13 +362,6 @@ func FuzzAdmission(f *testing.F) {
 		if hub {
 			path = ValidateV1beta1Path
 		}
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		var out admissionv1.AdmissionReview
-		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-			t.Fatalf("HTTP %d, body %s", rec.Code, rec.Body)
-		}
+		admissionResponse(t, post(h, path, body))
 	})
 }
