@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -108,6 +109,32 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 	keyLines := strings.Split(strings.TrimSpace(string(f.keyPEM)), "\n")
 	if secret := keyLines[len(keyLines)/2]; strings.Contains(logs.String(), secret) {
 		t.Fatal("the private key appears in the logs")
+	}
+}
+
+// A key that cannot be used is logged as an error naming the load balancer
+// and the reason, and nothing of the key's content.
+func TestCredentialProblemLoggedWithoutKeyMaterial(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	body := base64.StdEncoding.EncodeToString([]byte("not-a-key-5c1e07"))
+	f.applySecret("bad-key", []byte("-----BEGIN RSA PRIVATE KEY-----\n"+body+"\n-----END RSA PRIVATE KEY-----\n"))
+	logs := &logLines{}
+	f.startManager(f.options(), func(o *ctrl.Options) { o.Logger = funcr.NewJSON(logs.add, funcr.Options{Verbosity: 1}) })
+	bad := f.key
+	bad.PrivateKey.SecretKeyRef.Name = "bad-key"
+	obj := f.registrar("badkey", classicLB, []v1beta1.Target{fixedPort("api", 30810)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = bad })
+
+	f.eventually(10*time.Second, func() error {
+		for _, m := range logs.matching("the API key cannot be used") {
+			if m["loadBalancer"] == classicLB && m["reason"] == "InvalidCredentials" && m["error"] != nil &&
+				m["LBRegistrar"].(map[string]any)["name"] == obj.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("no credential error line:\n%s", logs)
+	})
+	if all := logs.String(); strings.Contains(all, body) || strings.Contains(all, "not-a-key-5c1e07") {
+		t.Fatalf("the key's content appears in the logs:\n%s", all)
 	}
 }
 
