@@ -8,11 +8,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	_ "embed"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -167,8 +169,8 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 		}
 	}
 
-	fmt.Printf("\nkubeconfig: %s\n  bin/kubectl --kubeconfig %s get lbregistrars\nlbregistrar log: %s\nOCI emulator: %s (state at %s/admin/state)\n\n",
-		cluster.Kubeconfig, cluster.Kubeconfig, serveLog, emu.URL(), emu.URL())
+	fmt.Printf("\nkubeconfig: %s\n  bin/kubectl --kubeconfig %s get lbregistrars\nlbregistrar log: %s\nlbregistrar metrics: http://%s/metrics, write lanes: http://%s/debug/lanes\nOCI emulator: %s (state at %s/admin/state)\n\n",
+		cluster.Kubeconfig, cluster.Kubeconfig, serveLog, serve.metricsAddr, serve.metricsAddr, emu.URL(), emu.URL())
 
 	traffic := ""
 	tick := time.NewTicker(2 * time.Second)
@@ -188,7 +190,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 		}
 		fmt.Printf("\nkubeconfig: %s\nlbregistrar log: %s\n", cluster.Kubeconfig, serveLog)
 		if check && registered && traffic != "" {
-			return nil
+			return showOperations(serve.metricsAddr)
 		}
 		select {
 		case <-ctx.Done():
@@ -204,6 +206,43 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 }
 
 func say(msg string) { fmt.Println("==>", msg) }
+
+// showOperations prints the write lanes and the registered-backends metric
+// of the running lbregistrar, as an operator would look at them.
+func showOperations(metricsAddr string) error {
+	lanes, err := get("http://" + metricsAddr + "/debug/lanes")
+	if err != nil {
+		return err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(lanes)); err != nil {
+		return fmt.Errorf("/debug/lanes: %w", err)
+	}
+	fmt.Printf("\nGET /debug/lanes: %s\n", compact.String())
+	metrics, err := get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "lbregistrar_backends_registered{") {
+			fmt.Println(line)
+		}
+	}
+	return nil
+}
+
+func get(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(body), err
+}
 
 func indent(s string) string {
 	if s == "" {
@@ -270,8 +309,9 @@ func firstDocument(data []byte) []byte {
 
 // serveProcess is the running `lbregistrar serve`.
 type serveProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd         *exec.Cmd
+	done        chan struct{}
+	metricsAddr string
 }
 
 // startServe installs the CRD and the validating webhooks pointed at a local
@@ -286,6 +326,10 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		return nil, err
 	}
 	healthAddr, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, err := freeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +353,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		"--webhook-addr", webhookAddr,
 		"--webhook-host", "127.0.0.1",
 		"--health-addr", healthAddr,
-		"--metrics-addr", "0",
+		"--metrics-addr", metricsAddr,
 		"--namespace", kube.Namespace,
 		"--secret-namespaces", apiKeyNamespace,
 		"--oci-loadbalancer-endpoint", emu.URL(),
@@ -322,7 +366,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &serveProcess{cmd: cmd, done: make(chan struct{})}
+	p := &serveProcess{cmd: cmd, done: make(chan struct{}), metricsAddr: metricsAddr}
 	go func() {
 		_ = cmd.Wait()
 		close(p.done)

@@ -28,6 +28,9 @@ func TestLocalRun(t *testing.T) {
 		"lbregistrar-ingress-https   True",
 		"edge-fixed-port             True",
 		"-> served by node-",
+		`GET /debug/lanes: {"time":`,
+		`"leader":true`,
+		`lbregistrar_backends_registered{backend_set="ingress",lbregistrar="lbregistrar-ingress-https"} 2`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
