@@ -29,96 +29,90 @@ import (
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // conversion.NormalizeSpec, and v1beta1 states every value on purpose.
 func NewV1beta1Validator(claims client.Reader) *admission.Webhook {
-	return &admission.Webhook{Handler: &hubValidator{claims: claims}}
+	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar]{claims: claims, rules: hubRules}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
 // the same rules over the normalized spec, with errors on v1alpha1 fields.
 func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
-	return &admission.Webhook{Handler: &alphaValidator{claims: claims}}
+	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar]{claims: claims, rules: alphaRules}}
 }
 
-// hubValidator checks creates and updates. Deletes are allowed whatever the
+// rules are one API version's side of validation: its empty object, its
+// create, update and claim checks, and the hub spec whose claims are looked
+// up.
+type rules[T client.Object] struct {
+	version   string
+	newObject func() T
+	create    func(obj T) (field.ErrorList, []string)
+	update    func(obj, old T) (field.ErrorList, []string)
+	claims    func(obj T, claimants []v1beta1.LBRegistrar) field.ErrorList
+	hubSpec   func(obj T) *v1beta1.LBRegistrarSpec
+}
+
+var hubRules = rules[*v1beta1.LBRegistrar]{
+	version: v1beta1.GroupVersion.Version,
+	newObject: func() *v1beta1.LBRegistrar {
+		return &v1beta1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String()}}
+	},
+	create:  validation.ValidateCreate,
+	update:  validation.ValidateUpdate,
+	claims:  validation.ValidateClaims,
+	hubSpec: func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrarSpec { return &obj.Spec },
+}
+
+var alphaRules = rules[*v1alpha1.LBRegistrar]{
+	version: v1alpha1.GroupVersion.Version,
+	newObject: func() *v1alpha1.LBRegistrar {
+		return &v1alpha1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String()}}
+	},
+	create: validation.ValidateV1alpha1Create,
+	update: validation.ValidateV1alpha1Update,
+	claims: validation.ValidateV1alpha1Claims,
+	hubSpec: func(obj *v1alpha1.LBRegistrar) *v1beta1.LBRegistrarSpec {
+		hub := conversion.NormalizeSpec(&obj.Spec)
+		return &hub
+	},
+}
+
+// validator checks creates and updates. Deletes are allowed whatever the
 // spec says, since the reconciler's finalizer deregisters what the resource
 // registered; CONNECT does not apply to LBRegistrars.
-type hubValidator struct{ claims client.Reader }
+type validator[T client.Object] struct {
+	claims client.Reader
+	rules  rules[T]
+}
 
-func (v *hubValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	obj := newHub()
+func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	obj := v.rules.newObject()
 	switch req.Operation {
 	case admissionv1.Create:
 		if err := decode(req.Object, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateCreate(obj)
-		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
+		errs, warnings := v.rules.create(obj)
+		claimants, err := listClaimants(ctx, v.claims, v.rules.hubSpec(obj))
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		errs = append(errs, validation.ValidateClaims(obj, claimants)...)
-		return verdict(v1beta1.GroupVersion.Version, obj.Name, errs, warnings)
+		errs = append(errs, v.rules.claims(obj, claimants)...)
+		return verdict(v.rules.version, obj.GetName(), errs, warnings)
 	case admissionv1.Update:
-		old := newHub()
+		old := v.rules.newObject()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := validation.ValidateUpdate(obj, old)
-		claimants, err := listClaimants(ctx, v.claims, &obj.Spec)
+		errs, warnings := v.rules.update(obj, old)
+		claimants, err := listClaimants(ctx, v.claims, v.rules.hubSpec(obj))
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateClaims(obj, claimants), validation.ValidateClaims(old, claimants))
-		return verdict(v1beta1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
+		claimErrs, claimWarnings := validation.Ratchet(v.rules.claims(obj, claimants), v.rules.claims(old, claimants))
+		return verdict(v.rules.version, obj.GetName(), append(errs, claimErrs...), append(warnings, claimWarnings...))
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
 	}
 	return unknownOperation(req)
-}
-
-// alphaValidator is hubValidator for v1alpha1 objects.
-type alphaValidator struct{ claims client.Reader }
-
-func (v *alphaValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	obj := newAlpha()
-	switch req.Operation {
-	case admissionv1.Create:
-		if err := decode(req.Object, obj); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		errs, warnings := validation.ValidateV1alpha1Create(obj)
-		hub := conversion.NormalizeSpec(&obj.Spec)
-		claimants, err := listClaimants(ctx, v.claims, &hub)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-		}
-		errs = append(errs, validation.ValidateV1alpha1Claims(obj, claimants)...)
-		return verdict(v1alpha1.GroupVersion.Version, obj.Name, errs, warnings)
-	case admissionv1.Update:
-		old := newAlpha()
-		if err := decodeUpdate(req, obj, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		errs, warnings := validation.ValidateV1alpha1Update(obj, old)
-		hub := conversion.NormalizeSpec(&obj.Spec)
-		claimants, err := listClaimants(ctx, v.claims, &hub)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-		}
-		claimErrs, claimWarnings := validation.Ratchet(validation.ValidateV1alpha1Claims(obj, claimants), validation.ValidateV1alpha1Claims(old, claimants))
-		return verdict(v1alpha1.GroupVersion.Version, obj.Name, append(errs, claimErrs...), append(warnings, claimWarnings...))
-	case admissionv1.Delete, admissionv1.Connect:
-		return admission.Allowed("")
-	}
-	return unknownOperation(req)
-}
-
-// newHub and newAlpha are empty objects that know their version, for decode.
-func newHub() *v1beta1.LBRegistrar {
-	return &v1beta1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String()}}
-}
-
-func newAlpha() *v1alpha1.LBRegistrar {
-	return &v1alpha1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String()}}
 }
 
 func unknownOperation(req admission.Request) admission.Response {
