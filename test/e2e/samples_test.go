@@ -5,15 +5,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
 // Every sample in config/samples is accepted by the real API server with the
 // webhooks in place (server-side dry-run, so samples that claim the same
 // backend sets do not refuse each other), with no warning for the v1beta1
-// ones.
+// ones. A cluster of its own: the samples' names are the seed's, which other
+// tests use for other load balancers.
 func TestSamplesApply(t *testing.T) {
 	t.Parallel()
-	c := shared(t)
+	c := kube.Start(t, kube.Options{})
 	paths, err := filepath.Glob(filepath.Join(c.Root, "config", "samples", "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no samples: %v", err)
