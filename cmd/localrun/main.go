@@ -160,7 +160,9 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	}
 	defer stopNodes()
 
+	resources := 0
 	for i, text := range sampleTexts {
+		resources += strings.Count(text, "\nkind: LBRegistrar")
 		say("kubectl apply -f " + samples[i])
 		out, stderr, err := cluster.Kubectl(ctx, strings.ReplaceAll(text, "FINGERPRINT", fingerprint), "apply", "-f", "-")
 		fmt.Print(indent(out + stderr))
@@ -176,12 +178,12 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
-		view, registered, err := render(ctx, cluster.Client, emu)
+		view, registered, err := render(ctx, cluster.Client, emu, resources)
 		if err != nil {
 			return err
 		}
 		if registered && traffic == "" {
-			traffic = sendThroughLoadBalancer(emu)
+			traffic = sendThroughLoadBalancer(emu, *seed.NetworkLoadBalancers[0].Id)
 		}
 		fmt.Print("\033[H\033[2J") // a fresh screen each time, like watch
 		fmt.Printf("lbregistrar local run, %s (Ctrl-C stops everything)\n\n%s", time.Now().Format(time.TimeOnly), view)
@@ -541,8 +543,7 @@ func serveNodes() (stop func(), err error) {
 
 // sendThroughLoadBalancer opens the emulated network load balancer's
 // listener for the "ingress" backend set and sends one request through it.
-func sendThroughLoadBalancer(emu *ociemu.Emulator) string {
-	lb := nlbID()
+func sendThroughLoadBalancer(emu *ociemu.Emulator, lb string) string {
 	addr, err := emu.Forward(lb, "ingress")
 	if err != nil {
 		return "forwarding failed: " + err.Error()
@@ -557,16 +558,10 @@ func sendThroughLoadBalancer(emu *ociemu.Emulator) string {
 	return fmt.Sprintf("GET http://%s/ -> %s", addr, strings.TrimSpace(string(body)))
 }
 
-func nlbID() string {
-	var seed ociemu.Seed
-	_ = yaml.Unmarshal(seedYAML, &seed)
-	return *seed.NetworkLoadBalancers[0].Id
-}
-
 // render shows every backend set of the emulated load balancers and every
-// LBRegistrar's conditions, and reports whether every resource is Ready with
-// its recorded backends present in OCI.
-func render(ctx context.Context, c client.Client, emu *ociemu.Emulator) (string, bool, error) {
+// LBRegistrar's conditions, and reports whether all the resources applied are
+// Ready with their recorded backends present in OCI.
+func render(ctx context.Context, c client.Client, emu *ociemu.Emulator, resources int) (string, bool, error) {
 	var b strings.Builder
 	state := emu.State()
 	type set struct{ lb, kind, name string }
@@ -610,7 +605,7 @@ func render(ctx context.Context, c client.Client, emu *ociemu.Emulator) (string,
 	if err := c.List(ctx, &list); err != nil {
 		return "", false, err
 	}
-	allReady := len(list.Items) == len(samples)+1 // the first sample holds two resources
+	allReady := len(list.Items) == resources
 	b.WriteString("\nLBRegistrar                 Ready  Degraded  Conflict  registered\n")
 	for _, r := range list.Items {
 		ready := meta.IsStatusConditionTrue(r.Status.Conditions, v1beta1.ConditionReady) && r.Status.ObservedGeneration == r.Generation
