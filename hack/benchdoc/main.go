@@ -40,9 +40,10 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "file to write")
 	pattern := flag.String("bench", ".", "benchmarks to run (go test -bench)")
 	benchtime := flag.String("benchtime", "1s", "go test -benchtime")
+	count := flag.Int("count", 3, "runs of each benchmark; the table shows the median of each figure")
 	flag.Parse()
 
-	args := []string{"test", "-run", "^$", "-bench", *pattern, "-benchmem", "-benchtime", *benchtime, "./..."}
+	args := []string{"test", "-run", "^$", "-bench", *pattern, "-benchmem", "-benchtime", *benchtime, "-count", strconv.Itoa(*count), "./..."}
 	cmd := exec.Command("go", args...)
 	var raw bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&raw, os.Stdout)
@@ -80,8 +81,10 @@ func (r result) get(unit string) (float64, bool) {
 	return 0, false
 }
 
+// parse reads go test's output; repeated runs of one benchmark become one
+// result holding the median of each figure.
 func parse(r io.Reader) ([]result, string) {
-	var results []result
+	var runs []result
 	var pkg, cpu string
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -93,11 +96,43 @@ func parse(r io.Reader) ([]result, string) {
 			cpu = strings.TrimPrefix(line, "cpu: ")
 		case strings.HasPrefix(line, "Benchmark"):
 			if res, ok := parseLine(pkg, line); ok {
-				results = append(results, res)
+				runs = append(runs, res)
 			}
 		}
 	}
-	return results, cpu
+	return medians(runs), cpu
+}
+
+// medians folds the runs of each benchmark into one result, in the order
+// the benchmarks first ran.
+func medians(runs []result) []result {
+	var order []string
+	byName := map[string][]result{}
+	for _, r := range runs {
+		key := r.pkg + " " + r.family + "/" + r.kase + "/" + r.variant
+		if _, seen := byName[key]; !seen {
+			order = append(order, key)
+		}
+		byName[key] = append(byName[key], r)
+	}
+	out := make([]result, 0, len(order))
+	for _, key := range order {
+		same := byName[key]
+		merged := same[0]
+		merged.metrics = nil
+		for _, m := range same[0].metrics {
+			var values []float64
+			for _, r := range same {
+				if v, ok := r.get(m.unit); ok {
+					values = append(values, v)
+				}
+			}
+			slices.Sort(values)
+			merged.metrics = append(merged.metrics, metric{values[len(values)/2], m.unit})
+		}
+		out = append(out, merged)
+	}
+	return out
 }
 
 // parseLine reads "BenchmarkF/case/variant-N  iterations  value unit  value unit ...".
@@ -132,7 +167,7 @@ func render(results []result, cpu, command string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (hack/benchdoc) on %s: %s, %s/%s, %d CPUs, %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), cpu, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(&b, "Command: `%s`. Each variant's ratio is its time per operation over the baseline of the same case in the same run.\n", command)
+	fmt.Fprintf(&b, "Command: `%s`. Each figure is the median of the runs; a variant's ratio is its median time per operation over the median of the baseline of the same case in the same run.\n", command)
 
 	var families []string
 	byFamily := map[string][]result{}
