@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,6 +28,7 @@ func TestLocalRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("localrun: %v\n%s", err, out)
 	}
+	assertNothingLeft(t, string(out))
 	for _, want := range []string{
 		"Warning: nodes.peppy-ratio.dev/v1alpha1 LBRegistrar is deprecated",
 		"lbregistrar-ingress-https   True",
@@ -34,6 +40,29 @@ func TestLocalRun(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// assertNothingLeft checks that the run removed its API server's directory
+// and left no process that still uses it.
+func assertNothingLeft(t *testing.T, out string) {
+	t.Helper()
+	m := regexp.MustCompile(`kubeconfig: (\S+)/kubeconfig`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no kubeconfig path in the output:\n%s", out)
+	}
+	if _, err := os.Stat(m[1]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there after the run (%v)", m[1], err)
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(cmdline), m[1]) {
+			t.Errorf("a process still uses %s: %s", m[1], strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 }
