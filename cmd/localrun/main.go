@@ -23,7 +23,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -148,7 +147,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	if err != nil {
 		return err
 	}
-	defer serve.stop()
+	defer serve.Stop()
 
 	say("creating Nodes, the istio-ingressgateway Service and its EndpointSlice")
 	if err := createWorkload(ctx, cluster.Client); err != nil {
@@ -172,7 +171,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	}
 
 	fmt.Printf("\nkubeconfig: %s\n  bin/kubectl --kubeconfig %s get lbregistrars\nlbregistrar log: %s\nlbregistrar metrics: http://%s/metrics, write lanes: http://%s/debug/lanes\nOCI emulator: %s (state at %s/admin/state)\n\n",
-		cluster.Kubeconfig, cluster.Kubeconfig, serveLog, serve.metricsAddr, serve.metricsAddr, emu.URL(), emu.URL())
+		cluster.Kubeconfig, cluster.Kubeconfig, serveLog, serve.MetricsAddr, serve.MetricsAddr, emu.URL(), emu.URL())
 
 	traffic := ""
 	tick := time.NewTicker(2 * time.Second)
@@ -192,7 +191,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 		}
 		fmt.Printf("\nkubeconfig: %s\nlbregistrar log: %s\n", cluster.Kubeconfig, serveLog)
 		if check && registered && traffic != "" {
-			return showOperations(serve.metricsAddr)
+			return showOperations(serve.MetricsAddr)
 		}
 		select {
 		case <-ctx.Done():
@@ -200,7 +199,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 				return fmt.Errorf("samples not registered in time: %w (see %s)", ctx.Err(), serveLog)
 			}
 			return nil
-		case <-serve.done:
+		case <-serve.Done():
 			return fmt.Errorf("lbregistrar serve stopped; see %s", serveLog)
 		case <-tick.C:
 		}
@@ -309,38 +308,22 @@ func firstDocument(data []byte) []byte {
 	return data
 }
 
-// serveProcess is the running `lbregistrar serve`.
-type serveProcess struct {
-	cmd         *exec.Cmd
-	done        chan struct{}
-	metricsAddr string
-}
-
 // startServe installs the CRD and the validating webhooks pointed at a local
 // address and the RBAC of config/, starts lbregistrar serve there as the
 // service account that RBAC is for (so the run proves it is enough), lets it
 // write the CA bundle into both, and waits until the API server trusts it.
-func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*serveProcess, error) {
+func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*kube.ServeProcess, error) {
 	defer logFile.Close() // the process has its own descriptor
 	logPath := logFile.Name()
-	webhookAddr, err := freeAddress()
+	serve, err := kube.NewServeProcess()
 	if err != nil {
 		return nil, err
 	}
-	healthAddr, err := freeAddress()
-	if err != nil {
+	say("installing the CRD and webhooks, pointed at " + serve.URL())
+	if err := cluster.InstallValidatingWebhook(ctx, serve.URL(), nil); err != nil {
 		return nil, err
 	}
-	metricsAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	url := "https://" + webhookAddr
-	say("installing the CRD and webhooks, pointed at " + url)
-	if err := cluster.InstallValidatingWebhook(ctx, url, nil); err != nil {
-		return nil, err
-	}
-	if err := cluster.InstallCRD(ctx, url, nil); err != nil {
+	if err := cluster.InstallCRD(ctx, serve.URL(), nil); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := serviceAccountKubeconfig(ctx, cluster)
@@ -349,39 +332,30 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	}
 
 	say("starting lbregistrar serve (log: " + logPath + ")")
-	cmd := exec.Command(binary, "serve",
-		"--kubeconfig", kubeconfig,
+	err = serve.Start(binary, kubeconfig, logFile,
 		"--leader-elect",
-		"--webhook-addr", webhookAddr,
 		"--webhook-host", "127.0.0.1",
-		"--health-addr", healthAddr,
-		"--metrics-addr", metricsAddr,
-		"--namespace", kube.Namespace,
 		"--secret-namespaces", apiKeyNamespace,
 		"--oci-loadbalancer-endpoint", emu.URL(),
 		"--oci-networkloadbalancer-endpoint", emu.URL(),
 		"--drain-period", "5s",
 	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The process must not outlive this one, even when this one is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	p := &serveProcess{cmd: cmd, done: make(chan struct{}), metricsAddr: metricsAddr}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	if err := waitFor(ctx, p.done, func() bool { return ready("http://" + healthAddr + "/readyz") }); err != nil {
-		p.stop()
+	if err := serve.WaitReady(ctx); err != nil {
+		serve.Stop()
 		return nil, fmt.Errorf("waiting for lbregistrar serve to be ready: %w (see %s)", err, logPath)
 	}
-	if err := waitFor(ctx, p.done, func() bool { return caBundleWritten(ctx, cluster) }); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("waiting for the CA bundle in the CRD and webhooks: %w (see %s)", err, logPath)
+	for !caBundleWritten(ctx, cluster) {
+		select {
+		case <-ctx.Done():
+			serve.Stop()
+			return nil, fmt.Errorf("waiting for the CA bundle in the CRD and webhooks: %w (see %s)", ctx.Err(), logPath)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return p, nil
+	return serve, nil
 }
 
 // serviceAccountKubeconfig applies the RBAC config/ installs and returns a
@@ -403,39 +377,6 @@ func serviceAccountKubeconfig(ctx context.Context, cluster *kube.Cluster) (strin
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-// stop asks serve to shut down gracefully and waits for it.
-func (p *serveProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func waitFor(ctx context.Context, exited <-chan struct{}, cond func() bool) error {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-exited:
-			return errors.New("the process exited")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-func ready(url string) bool {
-	resp, err := http.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 func caBundleWritten(ctx context.Context, cluster *kube.Cluster) bool {
 	caBundles, err := cluster.CABundles(ctx)
 	if err != nil {
@@ -447,15 +388,6 @@ func caBundleWritten(ctx context.Context, cluster *kube.Cluster) bool {
 		}
 	}
 	return true
-}
-
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // createWorkload creates what a cluster would have: Nodes with addresses,

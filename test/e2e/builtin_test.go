@@ -17,10 +17,10 @@ func TestBuiltinModeBinary(t *testing.T) {
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 
 	serve := newServeProcess(t)
-	if err := c.InstallValidatingWebhook(ctx, serve.url(), nil); err != nil {
+	if err := c.InstallValidatingWebhook(ctx, serve.URL(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.InstallCRD(ctx, serve.url(), nil); err != nil {
+	if err := c.InstallCRD(ctx, serve.URL(), nil); err != nil {
 		t.Fatal(err)
 	}
 	serve.start(t, c, "--cert-mode=builtin", "--webhook-host=127.0.0.1")

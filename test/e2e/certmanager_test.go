@@ -39,22 +39,22 @@ func TestCertManagerMode(t *testing.T) {
 	}
 	serve := newServeProcess(t)
 	// cainjector's part: the CA into the webhook configuration and the CRD.
-	if err := c.InstallValidatingWebhook(ctx, serve.url(), ca.CertPEM); err != nil {
+	if err := c.InstallValidatingWebhook(ctx, serve.URL(), ca.CertPEM); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.InstallCRD(ctx, serve.url(), ca.CertPEM); err != nil {
+	if err := c.InstallCRD(ctx, serve.URL(), ca.CertPEM); err != nil {
 		t.Fatal(err)
 	}
 	serve.start(t, c, "--cert-mode=cert-manager")
 
 	// Up but not ready while the Certificate is not Ready.
-	for deadline := time.Now().Add(30 * time.Second); serve.readyz() == 0; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); serve.Readyz() == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the health endpoint never answered")
 		}
 	}
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if serve.readyz() == http.StatusOK {
+		if serve.Readyz() == http.StatusOK {
 			t.Fatal("ready before the Certificate is Ready")
 		}
 	}

@@ -2,72 +2,58 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
+	"context"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
-// serveProcess is `lbregistrar serve` run as a process against a test API
-// server, on free local ports.
+// serveProcess is kube.ServeProcess with the test's life: started by the
+// test, stopped when it ends, its log shown if it failed.
 type serveProcess struct {
-	webhookAddr, healthAddr, metricsAddr string
+	*kube.ServeProcess
 }
 
-func newServeProcess(t *testing.T) *serveProcess {
-	return &serveProcess{webhookAddr: freeAddr(t), healthAddr: freeAddr(t), metricsAddr: freeAddr(t)}
+func newServeProcess(t *testing.T) serveProcess {
+	t.Helper()
+	p, err := kube.NewServeProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveProcess{p}
 }
 
-func (p *serveProcess) url() string { return "https://" + p.webhookAddr }
-
-// start runs the binary with args added, and stops it with SIGINT when the
-// test ends, showing its log if the test failed.
-func (p *serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
+// start runs the binary with args added, and stops it when the test ends,
+// showing its log if the test failed.
+func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 	t.Helper()
 	var logs bytes.Buffer
-	cmd := exec.Command(lbregistrar(t), append([]string{"serve", "--kubeconfig", c.Kubeconfig, "--namespace", kube.Namespace,
-		"--webhook-addr", p.webhookAddr, "--health-addr", p.healthAddr, "--metrics-addr", p.metricsAddr}, args...)...)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	if err := p.Start(lbregistrar(t), c.Kubeconfig, &logs, args...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
+		p.Stop()
 		if t.Failed() {
 			t.Logf("lbregistrar serve:\n%s", logs.String())
 		}
 	})
 }
 
-// readyz is the status of GET /readyz, or 0 when nothing answers.
-func (p *serveProcess) readyz() int {
-	resp, err := http.Get("http://" + p.healthAddr + "/readyz")
-	if err != nil {
-		return 0
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode
-}
-
-func (p *serveProcess) waitReady(t *testing.T) {
+func (p serveProcess) waitReady(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); p.readyz() != http.StatusOK; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("lbregistrar serve not ready after 30 s")
-		}
+	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+	defer cancel()
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatalf("lbregistrar serve not ready: %v", err)
 	}
 }
 
-func (p *serveProcess) assertMetrics(t *testing.T, series ...string) {
+func (p serveProcess) assertMetrics(t *testing.T, series ...string) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +67,4 @@ func (p *serveProcess) assertMetrics(t *testing.T, series ...string) {
 			t.Errorf("/metrics has no %s", s)
 		}
 	}
-}
-
-// freeAddr is a 127.0.0.1 address with a port free at the time of the call.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
 }
