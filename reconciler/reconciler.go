@@ -38,10 +38,13 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -689,7 +692,10 @@ func dropRecord(obj *v1beta1.LBRegistrar, name string) {
 	obj.Status.BackendSets = slices.DeleteFunc(obj.Status.BackendSets, func(s v1beta1.BackendSetStatus) bool { return s.Name == name })
 }
 
-// statusWriter patches the status subresource with what changed since the last patch.
+// statusWriter patches the status subresource with what changed since the
+// last patch. Patches carry the resourceVersion they were computed from, so a
+// writer with a stale view (a leader that lost its lease, a reconcile that
+// raced another) cannot overwrite a newer ownership record.
 type statusWriter struct {
 	client client.Client
 	obj    *v1beta1.LBRegistrar
@@ -697,16 +703,57 @@ type statusWriter struct {
 }
 
 func (s *statusWriter) flush(ctx context.Context) error {
-	patch := client.MergeFrom(s.base)
-	if data, err := patch.Data(s.obj); err == nil && string(data) == "{}" {
+	if data, err := client.MergeFrom(s.base).Data(s.obj); err == nil && string(data) == "{}" {
 		return nil
 	}
 	// A write already accepted by OCI must still be recorded during shutdown.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := s.client.Status().Patch(ctx, s.obj, patch); err != nil {
+	err := s.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		// The conflict makes the reconcile run again from a fresh read.
+		return errors.Join(err, s.rebase(ctx))
+	}
+	if err != nil {
 		return err
 	}
 	s.base = s.obj.DeepCopy()
+	return nil
+}
+
+// rebase records, on top of the status someone else wrote meanwhile, the
+// work requests this writer saw through, which only it knows (a leader
+// finishing a write while it shuts down); everything else is left to the
+// next reconcile.
+func (s *statusWriter) rebase(ctx context.Context) error {
+	var written []v1beta1.BackendSetStatus
+	for _, bs := range s.obj.Status.BackendSets {
+		if bs.LastWorkRequest != nil && !equality.Semantic.DeepEqual(bs.LastWorkRequest, lastWorkRequest(s.base, bs.Name)) {
+			written = append(written, bs)
+		}
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1beta1.LBRegistrar{}
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
+			return err
+		}
+		base := cur.DeepCopy()
+		for _, bs := range written {
+			if i := slices.IndexFunc(cur.Status.BackendSets, func(c v1beta1.BackendSetStatus) bool { return c.Name == bs.Name }); i >= 0 {
+				cur.Status.BackendSets[i] = bs
+			} else {
+				cur.Status.BackendSets = append(cur.Status.BackendSets, bs)
+			}
+		}
+		return s.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+func lastWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) *v1beta1.WorkRequest {
+	for _, bs := range obj.Status.BackendSets {
+		if bs.Name == backendSet {
+			return bs.LastWorkRequest
+		}
+	}
 	return nil
 }
