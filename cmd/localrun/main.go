@@ -191,7 +191,11 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 		}
 		fmt.Printf("\nkubeconfig: %s\nlbregistrar log: %s\n", cluster.Kubeconfig, serveLog)
 		if check && registered && traffic != "" {
-			return showOperations(serve.MetricsAddr)
+			if err := showOperations(serve.MetricsAddr); err != nil {
+				return err
+			}
+			// A check that passed leaves nothing behind, not even the log.
+			return os.Remove(serveLog)
 		}
 		select {
 		case <-ctx.Done():
