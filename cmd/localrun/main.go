@@ -16,7 +16,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -456,13 +455,11 @@ func serveNodes() (stop func(), err error) {
 		}
 	}
 	for _, n := range nodes {
-		for _, p := range append(servicePorts, corev1.ServicePort{NodePort: 30443}) {
+		// The fixed-port sample registers 30443 too, the https NodePort.
+		for _, p := range servicePorts {
 			addr := net.JoinHostPort(n.ip, strconv.Itoa(int(p.NodePort)))
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
-				if errors.Is(err, syscall.EADDRINUSE) {
-					continue // the fixed-port sample shares 30443
-				}
 				stop()
 				return nil, err
 			}
