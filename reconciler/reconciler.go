@@ -74,6 +74,7 @@ const (
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
 	client    client.Client
+	apiReader client.Reader // uncached reads
 	secrets   *secretValues
 	events    events.EventRecorder
 	clientFor func(oci.Credentials) (backendSetAPI, error)
@@ -125,7 +126,7 @@ type outcome struct {
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
+	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy()}
 	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 
@@ -344,7 +345,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
-	st := &statusWriter{client: r.client, obj: obj, base: obj.DeepCopy()}
+	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy()}
 	deleted := obj.DeletionTimestamp.Time
 	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
 
@@ -698,6 +699,8 @@ func dropRecord(obj *v1beta1.LBRegistrar, name string) {
 // raced another) cannot overwrite a newer ownership record.
 type statusWriter struct {
 	client client.Client
+	// reader reads past the cache, which a leader shutting down no longer updates.
+	reader client.Reader
 	obj    *v1beta1.LBRegistrar
 	base   *v1beta1.LBRegistrar
 }
@@ -734,7 +737,7 @@ func (s *statusWriter) rebase(ctx context.Context) error {
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := &v1beta1.LBRegistrar{}
-		if err := s.client.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
+		if err := s.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
 			return err
 		}
 		base := cur.DeepCopy()

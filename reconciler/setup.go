@@ -146,6 +146,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	factory := oci.NewFactory(o.OCI)
 	r := &Reconciler{
 		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
 		secrets:   &secretValues{api: mgr.GetAPIReader(), namespaces: o.SecretNamespaces, values: map[string]secretValue{}},
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
