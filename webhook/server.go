@@ -24,9 +24,9 @@ type ServerOptions struct {
 	// Addr is host:port to listen on; port 0 picks a free one (see Addr).
 	Addr string
 
-	// GetCertificate returns the serving certificate for each handshake,
-	// so a renewed certificate is served without a restart.
-	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Certificate provides the serving certificate for each handshake, so a
+	// renewed certificate is served without a restart. The server runs it.
+	Certificate CertificateSource
 
 	// EnableHTTP2 offers HTTP/2. It is off by default: the API server talks
 	// HTTP/1.1 to webhooks, and HTTP/2 has had denial-of-service flaws
@@ -49,6 +49,19 @@ const (
 	DefaultRequestTimeout  = 30 * time.Second
 )
 
+// CertificateSource provides the serving certificate and keeps it current
+// while Start runs.
+//
+// The server runs its source for as long as it serves, rather than leaving it
+// to the manager's other runnables: the manager starts webhook servers, then
+// waits for its caches, and only then starts the rest. Listing LBRegistrars
+// stored in an older version needs this very server's conversion webhook, so
+// a source started after the caches would wait for itself forever.
+type CertificateSource interface {
+	Start(ctx context.Context) error
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
 // Server is the webhook server: HTTPS only, TLS 1.2 or later, bounded request
 // size and time, one certificate source, and metrics per path. It implements
 // controller-runtime's webhook.Server so the manager runs it and the
@@ -65,7 +78,7 @@ var _ crwebhook.Server = (*Server)(nil)
 // NewServer listens on opts.Addr at once, so the address is known (Addr)
 // before the webhook configurations that point at it are written.
 func NewServer(opts ServerOptions) (*Server, error) {
-	if opts.GetCertificate == nil {
+	if opts.Certificate == nil {
 		return nil, errors.New("webhook: a certificate source is required")
 	}
 	if opts.MaxRequestBytes == 0 {
@@ -99,12 +112,16 @@ func (s *Server) Register(path string, hook http.Handler) {
 // WebhookMux is the mux the hooks are registered on.
 func (s *Server) WebhookMux() *http.ServeMux { return s.mux }
 
-// Start serves until ctx ends, then lets requests in flight finish.
+// Start runs the certificate source and serves until ctx ends, then lets
+// requests in flight finish.
 func (s *Server) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("webhook-server")
+	certCtx, stopCert := context.WithCancel(ctx)
+	certDone := make(chan error, 1)
+	go func() { certDone <- s.opts.Certificate.Start(certCtx) }()
 	cfg := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
-		GetCertificate: s.opts.GetCertificate,
+		GetCertificate: s.opts.Certificate.GetCertificate,
 		NextProtos:     []string{"http/1.1"},
 	}
 	if s.opts.EnableHTTP2 {
@@ -143,9 +160,10 @@ func (s *Server) Start(ctx context.Context) error {
 	err := srv.ServeTLS(s.listener, "", "")
 	if errors.Is(err, http.ErrServerClosed) {
 		<-done
-		return nil
+		err = nil
 	}
-	return err
+	stopCert()
+	return errors.Join(err, <-certDone)
 }
 
 // StartedChecker is healthy once the server accepts connections.

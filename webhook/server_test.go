@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +33,7 @@ func startServer(t *testing.T, opts webhook.ServerOptions) (*webhook.Server, *tl
 		t.Fatal(err)
 	}
 	opts.Addr = "127.0.0.1:0"
-	opts.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
+	opts.Certificate = &loadedOnStart{cert: &cert}
 	srv, err := webhook.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +61,38 @@ func startServer(t *testing.T, opts webhook.ServerOptions) (*webhook.Server, *tl
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	return srv, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS10}
+}
+
+// loadedOnStart has a certificate to serve only once Start runs, like the
+// sources of package certs.
+type loadedOnStart struct {
+	cert   *tls.Certificate
+	loaded atomic.Pointer[tls.Certificate]
+}
+
+func (c *loadedOnStart) Start(ctx context.Context) error {
+	c.loaded.Store(c.cert)
+	<-ctx.Done()
+	return nil
+}
+
+func (c *loadedOnStart) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if cert := c.loaded.Load(); cert != nil {
+		return cert, nil
+	}
+	return nil, errors.New("not started")
+}
+
+// The server runs its certificate source: the manager starts webhook
+// servers before it waits for its caches, and those may need this server's
+// conversion webhook, so nothing else can be relied on to start the source.
+func TestServerRunsItsCertificateSource(t *testing.T) {
+	srv, cfg := startServer(t, webhook.ServerOptions{})
+	conn, err := tls.Dial("tcp", srv.Addr().String(), cfg)
+	if err != nil {
+		t.Fatalf("handshake with nothing but the server running: %v", err)
+	}
+	_ = conn.Close()
 }
 
 func TestServerRefusesTLSBelow1_2(t *testing.T) {

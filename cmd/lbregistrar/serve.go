@@ -37,6 +37,8 @@ const (
 
 type serveOptions struct {
 	kubeconfig  string
+	kubeQPS     float32
+	kubeBurst   int
 	verbosity   int
 	leaderElect bool
 
@@ -59,8 +61,14 @@ type serveOptions struct {
 	reconciler reconciler.Options
 }
 
-func newServeCommand() *cobra.Command {
-	o := &serveOptions{reconciler: reconciler.DefaultOptions()}
+func newServeCommand() *cobra.Command { return newServeOptions().command() }
+
+func newServeOptions() *serveOptions {
+	return &serveOptions{kubeQPS: -1, kubeBurst: -1, reconciler: reconciler.DefaultOptions()}
+}
+
+// command is serve with its flags bound to o.
+func (o *serveOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the webhooks (validation, conversion) and the controllers",
@@ -81,6 +89,8 @@ See docs/certificates.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
+	f.Float32Var(&o.kubeQPS, "kube-api-qps", o.kubeQPS, "Kubernetes API requests per second from this process; negative: no client-side limit (the API server's priority and fairness decides)")
+	f.IntVar(&o.kubeBurst, "kube-api-burst", o.kubeBurst, "Kubernetes API requests allowed in a burst above --kube-api-qps")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect one replica to run the controllers (every replica serves webhooks)")
 	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address")
@@ -109,7 +119,7 @@ func (o *serveOptions) run() error {
 	// flight finish.
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
 
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := o.restConfig()
 	if err != nil {
 		return err
 	}
@@ -123,9 +133,9 @@ func (o *serveOptions) run() error {
 	return mgr.Start(ctx)
 }
 
-// newManager builds the manager with the certificate source, the webhook
-// server, the probes and the metrics endpoint; setupComponents adds what it
-// serves and runs.
+// newManager builds the manager with the webhook server (which runs the
+// certificate source, see webhook.CertificateSource), the probes and the
+// metrics endpoint; setupComponents adds what it serves and runs.
 func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 	source, err := o.certSource(cfg)
 	if err != nil {
@@ -133,7 +143,7 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:            o.webhookAddr,
-		GetCertificate:  source.GetCertificate,
+		Certificate:     source,
 		EnableHTTP2:     o.enableHTTP2,
 		MaxRequestBytes: o.maxRequestSize,
 		RequestTimeout:  o.requestTimeout,
@@ -151,9 +161,6 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		LeaderElectionNamespace: o.namespace,
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(source); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -204,15 +211,35 @@ func (o *serveOptions) certSource(cfg *rest.Config) (certs.Source, error) {
 	}
 }
 
+// restConfig is the connection of serve, with the client-side limits of its
+// flags whichever way the cluster was found.
+func (o *serveOptions) restConfig() (*rest.Config, error) {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = o.kubeQPS, o.kubeBurst
+	return cfg, nil
+}
+
 // restConfig connects with the kubeconfig file given, or else the way
 // controller-runtime finds one ($KUBECONFIG, in-cluster, ~/.kube/config).
+// Both ways have controller-runtime's default of no client-side rate limit,
+// so a file given by flag does not get client-go's 5 requests per second.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		cfg, err := crconfig.GetConfig()
+		if err != nil {
+			return nil, errors.Join(errors.New("no Kubernetes connection: pass --kubeconfig or set $KUBECONFIG"), err)
+		}
+		return cfg, nil
 	}
-	cfg, err := crconfig.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, errors.Join(errors.New("no Kubernetes connection: pass --kubeconfig or set $KUBECONFIG"), err)
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
 	}
 	return cfg, nil
 }

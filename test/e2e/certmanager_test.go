@@ -60,6 +60,29 @@ func TestCertManagerMode(t *testing.T) {
 	}
 
 	// cert-manager's part: the Secret, then the Ready condition.
+	issueAsCertManager(t, c, ca)
+
+	serve.waitReady(t)
+
+	manifest := strings.Replace(testdata(t, "seed000-single-service.yaml"), "name: lbregistrar-ingress-https", "name: cert-manager-mode", 1)
+	kubectl(t, c, manifest, "apply", "-f", "-")
+	out, _ = kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "cert-manager-mode", "-o", "jsonpath={.spec.services[0].backendSetName}")
+	if out != "ingress" {
+		t.Errorf("read as v1beta1 through the binary's conversion webhook: backendSetName %q", out)
+	}
+
+	serve.assertMetrics(t,
+		`lbregistrar_webhook_requests_total{code="200",path="/convert"}`,
+		`lbregistrar_webhook_requests_total{code="200",path="/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"}`)
+}
+
+// issueAsCertManager does what cert-manager would for config/certmanager's
+// Certificate: a serving key pair for 127.0.0.1 signed by ca in the
+// Certificate's Secret, shaped as cert-manager writes it, then the Ready
+// condition.
+func issueAsCertManager(t *testing.T, c *kube.Cluster, ca *certs.CA) {
+	t.Helper()
+	ctx := testContext(t)
 	pair, err := ca.IssueServing([]string{"127.0.0.1"}, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -95,17 +118,4 @@ func TestCertManagerMode(t *testing.T) {
 	if _, err := cm.CertmanagerV1().Certificates(kube.Namespace).UpdateStatus(ctx, crt, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	serve.waitReady(t)
-
-	manifest := strings.Replace(testdata(t, "seed000-single-service.yaml"), "name: lbregistrar-ingress-https", "name: cert-manager-mode", 1)
-	kubectl(t, c, manifest, "apply", "-f", "-")
-	out, _ = kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "cert-manager-mode", "-o", "jsonpath={.spec.services[0].backendSetName}")
-	if out != "ingress" {
-		t.Errorf("read as v1beta1 through the binary's conversion webhook: backendSetName %q", out)
-	}
-
-	serve.assertMetrics(t,
-		`lbregistrar_webhook_requests_total{code="200",path="/convert"}`,
-		`lbregistrar_webhook_requests_total{code="200",path="/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar"}`)
 }

@@ -31,7 +31,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{})
 	ctx := testContext(t)
-	rotator := c.Webhooks.Rotator()
+	rotator := c.Webhooks.Rotator
 
 	stored := alphaObject("rotation-stored")
 	if err := c.Client.Create(ctx, stored); err != nil {

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/peppy-ratio/lbregistrar/api"
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 )
 
 // Names of the objects config/ ships, as the tests and the harness use them.
@@ -149,24 +150,58 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// InstallWebhooks starts the webhook server, creates the namespace, and
-// installs the validating webhook configuration and the CRD (replacing an
-// older CRD of the same name) with the CA bundle the certificate source
-// produced.
+// InstallWebhooks creates the namespace, installs the validating webhook
+// configuration and the CRD (replacing an older CRD of the same name)
+// pointed at a webhook server started here, lets its certificate source
+// publish the CA bundle into them, as lbregistrar serve does, and waits until
+// the API server admits and converts through it.
 func (c *Cluster) InstallWebhooks(ctx context.Context, o WebhookOptions) error {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string, caBundle []byte) error {
-		if err := c.InstallValidatingWebhook(ctx, url, caBundle); err != nil {
+	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string) error {
+		if err := c.InstallValidatingWebhook(ctx, url, nil); err != nil {
 			return err
 		}
-		return c.InstallCRD(ctx, url, caBundle)
+		return c.InstallCRD(ctx, url, nil)
 	})
 	if err != nil {
 		return err
 	}
 	c.Webhooks = w
+	return c.WaitAdmitting(ctx)
+}
+
+// WaitAdmitting waits until the API server takes a v1alpha1 LBRegistrar in a
+// dry run, which needs the validating webhook, the conversion webhook (to
+// the stored version and back) and the CA bundles they are called with.
+func (c *Cluster) WaitAdmitting(ctx context.Context) error {
+	probe := &v1alpha1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "lbregistrar-admission-probe"},
+		Spec: v1alpha1.LBRegistrarSpec{
+			LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaprobe",
+			BackendSetName: "probe",
+			NodePort:       30000,
+			APIKey: v1alpha1.APIKeySpec{
+				User:        "ocid1.user.oc1..aaaaaaaaprobe",
+				Fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef",
+				Tenancy:     "ocid1.tenancy.oc1..aaaaaaaaprobe",
+				Region:      "ap-tokyo-1",
+				PrivateKey: v1alpha1.SecretKeySpec{
+					Namespace:    Namespace,
+					SecretKeyRef: v1alpha1.SecretKeyRef{Name: "oci-api-key", Key: "private-key"},
+				},
+			},
+		},
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server does not admit LBRegistrars through the webhooks: %w (last: %v)", err, last)
+	}
 	return nil
 }
 

@@ -33,65 +33,43 @@ type WebhookOptions struct {
 	// a second and three seconds, so a rotation completes within a test.
 	Certs certs.Options
 
-	// CertSource replaces the built-in mode, e.g. with
-	// certs.NewCertManagerSource. It must serve 127.0.0.1.
-	CertSource func(*rest.Config) (certs.Source, error)
-
 	// Setup adds more to the manager before it starts, e.g. a reconciler.
 	Setup func(manager.Manager) error
 }
 
-// Webhooks is a running manager with the webhook server and a certificate
-// source.
+// Webhooks is a running manager with the webhook server and its built-in
+// certificate source.
 type Webhooks struct {
 	// URL is the server's base URL, https://127.0.0.1:PORT.
 	URL     string
 	Server  *webhook.Server
-	Source  certs.Source
+	Rotator *certs.Rotator
 	Manager manager.Manager
 
-	cancel     context.CancelFunc
-	sourceDone chan error // the certificate source's error, if it stops early
-	done       chan error // the manager's result
+	cancel context.CancelFunc
+	done   chan error // the manager's result
 }
 
 // StartWebhooks starts a manager serving every LBRegistrar webhook on
-// 127.0.0.1 at a free port. Once the certificate source has a certificate,
-// and before the manager starts (its cache needs the CRD), install is called
-// with the server's URL and the CA bundle to write the webhook
-// configurations and the CRD.
-func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o WebhookOptions, install func(url string, caBundle []byte) error) (_ *Webhooks, err error) {
-	source, err := newSource(cfg, o)
+// 127.0.0.1 at a free port, the way lbregistrar serve does: install is
+// called first with the server's URL to write the webhook configurations
+// and the CRD without a CA bundle, then the manager starts, its webhook
+// server runs the certificate source, and the source publishes the bundle.
+// It returns once the certificate is published and served.
+func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o WebhookOptions, install func(url string) error) (_ *Webhooks, err error) {
+	source, err := newRotator(cfg, o.Certs)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", GetCertificate: source.GetCertificate})
+	srv, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", Certificate: source})
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	w := &Webhooks{URL: "https://" + srv.Addr().String(), Server: srv, Source: source, cancel: cancel, sourceDone: make(chan error, 1)}
-	defer func() {
-		if err != nil {
-			cancel()
-		}
-	}()
-	go func() {
-		if err := source.Start(runCtx); err != nil {
-			w.sourceDone <- err
-		}
-	}()
-	if err := w.waitFor(ctx, func() bool { return source.ReadyCheck(nil) == nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the webhook certificate: %w", err)
-	}
-	bundle, err := w.CABundle(ctx, cfg)
-	if err != nil {
+	w := &Webhooks{URL: "https://" + srv.Addr().String(), Server: srv, Rotator: source}
+	// The manager's cache needs the CRD installed.
+	if err := install(w.URL); err != nil {
 		return nil, err
 	}
-	if err := install(w.URL, bundle); err != nil {
-		return nil, err
-	}
-
 	w.Manager, err = manager.New(cfg, manager.Options{
 		Scheme:                 scheme,
 		WebhookServer:          srv,
@@ -111,33 +89,30 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 			return nil, err
 		}
 	}
-	w.done = make(chan error, 1)
+	runCtx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan error, 1)
 	go func() { w.done <- w.Manager.Start(runCtx) }()
-	if err := w.waitFor(ctx, func() bool { return srv.StartedChecker()(nil) == nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the webhook server: %w", err)
+	defer func() {
+		if err != nil {
+			_ = w.Stop()
+		}
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-w.done:
+			w.done <- err // for Stop
+			return false, fmt.Errorf("the manager stopped: %w", err)
+		default:
+		}
+		return source.ReadyCheck(nil) == nil && srv.StartedChecker()(nil) == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the webhook certificate and server: %w", err)
 	}
 	return w, nil
 }
 
-// waitFor polls ready until it holds, failing early if a runnable stopped.
-func (w *Webhooks) waitFor(ctx context.Context, ready func() bool) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-w.sourceDone:
-			return false, fmt.Errorf("the certificate source stopped: %w", err)
-		case err := <-w.done:
-			return false, fmt.Errorf("the manager stopped: %w", err)
-		default:
-		}
-		return ready(), nil
-	})
-}
-
-func newSource(cfg *rest.Config, o WebhookOptions) (certs.Source, error) {
-	if o.CertSource != nil {
-		return o.CertSource(cfg)
-	}
-	opts := o.Certs
+func newRotator(cfg *rest.Config, opts certs.Options) (*certs.Rotator, error) {
 	opts.Secret = types.NamespacedName{Namespace: Namespace, Name: CertSecret}
 	opts.Hosts = []string{"127.0.0.1", "localhost"}
 	opts.ValidatingWebhookConfigurations = []string{ValidatingWebhook}
@@ -149,12 +124,6 @@ func newSource(cfg *rest.Config, o WebhookOptions) (certs.Source, error) {
 		opts.PropagationDelay = 3 * time.Second
 	}
 	return certs.NewRotator(cfg, opts)
-}
-
-// Rotator is the built-in certificate mode's rotator, or nil in another mode.
-func (w *Webhooks) Rotator() *certs.Rotator {
-	r, _ := w.Source.(*certs.Rotator)
-	return r
 }
 
 // CABundle is the CA bundle of the serving certificate's Secret (ca.crt, as

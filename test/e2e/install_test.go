@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// installBound is how long the install may take, from starting the
+// replicas to every resource Ready.
+const installBound = 90 * time.Second
+
+// Installing over the original operator as its users will: its CRD and
+// v1alpha1 objects stored, their backends registered as it left them; then
+// config/default's CRD and validating webhook configuration with no CA
+// bundle, and the Deployment's two replicas started at the same moment
+// behind one address, as its pods are behind the webhook Service. Listing
+// the stored objects needs the conversion webhook, so no replica may wait
+// for its caches before it serves a certificate: both become ready, every
+// resource becomes Ready, and OCI sees no write, in both certificate modes.
+func TestInstallOverTheOriginalOperator(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"builtin", "cert-manager"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			c := kube.Start(t, kube.Options{Bare: true})
+			ctx := testContext(t)
+			emu := originalOperatorLoadBalancers(t, c)
+			kubectl(t, c, "", "create", "namespace", kube.Namespace)
+			objects := apiKeyFor(t, c, emu, testdata(t, "old-operator-objects.yaml"))
+			createWorkload(t, c)
+			kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
+			kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
+			kubectl(t, c, objects, "apply", "-f", "-")
+
+			replicas := []serveProcess{newServeProcess(t), newServeProcess(t)}
+			service, err := kube.NewServiceProxy(replicas[0].WebhookAddr, replicas[1].WebhookAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = service.Close() })
+			url := "https://" + service.Addr()
+			if err := c.InstallValidatingWebhook(ctx, url, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.InstallCRD(ctx, url, nil); err != nil {
+				t.Fatal(err)
+			}
+			if mode == "cert-manager" {
+				if err := c.InstallCertManagerCRDs(ctx); err != nil {
+					t.Fatal(err)
+				}
+				kubectl(t, c, "", "apply", "-k", c.Root+"/config/certmanager")
+			}
+
+			args := []string{"--cert-mode=" + mode, "--webhook-host=127.0.0.1", "--leader-elect",
+				"--secret-namespaces=" + kube.Namespace,
+				"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+			// Started back to back, so neither finds what the other made.
+			started := time.Now()
+			for _, r := range replicas {
+				r.start(t, c, args...)
+			}
+
+			if mode == "cert-manager" {
+				ca, err := certs.NewCA("lbregistrar-ca", time.Now(), 24*time.Hour)
+				if err != nil {
+					t.Fatal(err)
+				}
+				issueAsCertManager(t, c, ca)
+				// cainjector's part: the CA into the webhook configuration and the CRD.
+				if err := c.InstallValidatingWebhook(ctx, url, ca.CertPEM); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.InstallCRD(ctx, url, ca.CertPEM); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			bounded, cancel := context.WithDeadline(ctx, started.Add(installBound))
+			defer cancel()
+			for i, r := range replicas {
+				if err := r.WaitReady(bounded); err != nil {
+					t.Fatalf("replica %d not ready %s after it started: %v", i, installBound, err)
+				}
+			}
+			kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "-o", "name")
+			waitAllReady(t, bounded, c, 4)
+			t.Logf("both replicas ready and every resource Ready %s after the replicas started", time.Since(started).Round(time.Millisecond))
+
+			if writes := emu.Counters().Writes; len(writes) > 0 {
+				t.Errorf("OCI writes during the takeover: %v", writes)
+			}
+			for i, r := range replicas {
+				if code := r.Readyz(); code != http.StatusOK {
+					t.Errorf("replica %d: /readyz %d", i, code)
+				}
+			}
+		})
+	}
+}
+
+// originalOperatorLoadBalancers is an emulator holding the load balancers
+// of old-operator-objects.yaml as the original operator left them.
+func originalOperatorLoadBalancers(t *testing.T, c *kube.Cluster) *ociemu.Emulator {
+	t.Helper()
+	emu, err := ociemu.Start(ociemu.Options{Region: "ap-tokyo-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	seed, err := ociemu.LoadSeedFile(c.Root + "/test/testdata/old-operator-backends.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+	return emu
+}
+
+// apiKeyFor registers a new API key with the emulator, keeps its private
+// half in the Secret old-operator-objects.yaml names, and returns objects
+// with that key's user, tenancy and fingerprint.
+func apiKeyFor(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, objects string) string {
+	t.Helper()
+	key, err := emu.NewAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: kube.Namespace, Name: "oci-api-key"},
+		Data:       map[string][]byte{"private-key": key.PrivateKeyPEM},
+	}
+	if err := c.Client.Create(testContext(t), secret); err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer(
+		"ocid1.user.oc1..aaaaaaaaexample", key.User.User,
+		"ocid1.tenancy.oc1..aaaaaaaaexample", key.Tenancy,
+		"12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef", key.Fingerprint,
+	).Replace(objects)
+}
+
+// createWorkload creates the nodes and the gateway Service of
+// old-operator-backends.yaml, with the gateway's one endpoint on node-a.
+func createWorkload(t *testing.T, c *kube.Cluster) {
+	t.Helper()
+	ctx := testContext(t)
+	for _, n := range []struct{ name, ip string }{{"node-a", "10.0.0.1"}, {"node-b", "10.0.0.2"}} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
+		if err := c.Client.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Status = corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		}
+		if err := c.Client.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	ports := []corev1.ServicePort{
+		{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), NodePort: 30443},
+		{Name: "http2", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istio-ingressgateway"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "gateway"}, Ports: ports},
+	}
+	if err := c.Client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istio-ingressgateway-a",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "istio-ingressgateway"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{"10.244.0.10"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			NodeName:   ptr.To("node-a"),
+		}},
+	}
+	for _, p := range ports {
+		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Port: ptr.To(p.TargetPort.IntVal)})
+	}
+	if err := c.Client.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAllReady waits until want LBRegistrars are Ready for their current
+// generation, each with an ownership record.
+func waitAllReady(t *testing.T, ctx context.Context, c *kube.Cluster, want int) {
+	t.Helper()
+	notReady := map[string]string{}
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list v1beta1.LBRegistrarList
+		if err := c.Client.List(ctx, &list); err != nil {
+			notReady = map[string]string{"list": err.Error()}
+			return false, nil
+		}
+		clear(notReady)
+		for _, r := range list.Items {
+			cond := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady)
+			switch {
+			case cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != r.Generation:
+				notReady[r.Name] = fmt.Sprintf("Ready: %+v", cond)
+			case len(r.Status.BackendSets) == 0:
+				notReady[r.Name] = "no ownership record"
+			}
+		}
+		return len(list.Items) == want && len(notReady) == 0, nil
+	})
+	if err != nil {
+		for _, name := range slices.Sorted(maps.Keys(notReady)) {
+			t.Errorf("%s: %s", name, notReady[name])
+		}
+		t.Fatalf("not every LBRegistrar Ready: %v", err)
+	}
+}

@@ -1,0 +1,79 @@
+package kube
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// ServiceProxy stands in for a Kubernetes Service in front of several
+// replicas: it accepts TCP connections on 127.0.0.1 and hands each to the
+// next backend in turn, passing TLS through, and tries the next backend when
+// one refuses the connection (a replica not listening yet).
+type ServiceProxy struct {
+	listener net.Listener
+	backends []string
+	next     atomic.Uint64
+	wg       sync.WaitGroup
+}
+
+// NewServiceProxy listens on a free 127.0.0.1 port and forwards to backends.
+func NewServiceProxy(backends ...string) (*ServiceProxy, error) {
+	if len(backends) == 0 {
+		return nil, errors.New("kube: a service proxy needs a backend")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &ServiceProxy{listener: l, backends: backends}
+	p.wg.Go(p.serve)
+	return p, nil
+}
+
+// Addr is the address the proxy listens on.
+func (p *ServiceProxy) Addr() string { return p.listener.Addr().String() }
+
+// Close stops accepting and waits for the connections being forwarded.
+func (p *ServiceProxy) Close() error {
+	err := p.listener.Close()
+	p.wg.Wait()
+	return err
+}
+
+func (p *ServiceProxy) serve() {
+	for {
+		conn, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Go(func() { p.forward(conn) })
+	}
+}
+
+func (p *ServiceProxy) forward(conn net.Conn) {
+	defer conn.Close()
+	start := p.next.Add(1)
+	var backend net.Conn
+	for i := range uint64(len(p.backends)) {
+		var err error
+		if backend, err = net.Dial("tcp", p.backends[(start+i)%uint64(len(p.backends))]); err == nil {
+			break
+		}
+	}
+	if backend == nil {
+		return
+	}
+	defer backend.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(backend, conn)
+		_ = backend.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
+	_, _ = io.Copy(conn, backend)
+	_ = conn.(*net.TCPConn).CloseWrite()
+	<-done
+}
