@@ -313,7 +313,7 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 		logger.Error(err, "backend set write failed")
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
 		out.fail(name, err)
-	case res.NotFound && mode == plan.Remove:
+	case res.NotFound && (mode == plan.Remove || mode == plan.Drain):
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		dropRecord(obj, name)
 	case res.NotFound:
@@ -350,7 +350,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
 
 	var out outcome
-	if len(obj.Status.BackendSets) > 0 {
+	if ownsBackends(obj) {
 		api, err := r.api(ctx, obj)
 		if err != nil {
 			out.fail("*", err)
@@ -377,7 +377,9 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			}
 			r.syncAll(ctx, api, st, &out, lane, jobs)
 			lane.release()
-			if out.err == nil && mode == plan.Drain {
+			// What another resource now records, or OCI no longer holds,
+			// left the record in the sync: only backends still owned wait.
+			if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
 				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
 					fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
 				return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
@@ -410,6 +412,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// ownsBackends reports whether obj's ownership record lists any backend.
+func ownsBackends(obj *v1beta1.LBRegistrar) bool {
+	return slices.ContainsFunc(obj.Status.BackendSets, func(bs v1beta1.BackendSetStatus) bool { return len(bs.Backends) > 0 })
 }
 
 // recordedLoadBalancer is the load balancer obj's ownership record refers

@@ -216,6 +216,66 @@ func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	})
 }
 
+// Deleting a resource with nothing of its own left in OCI does not wait out
+// the drain period: one whose record lists no backend, and one whose
+// backends another resource now records (what lbregistrar migrate leaves
+// behind when it merges resources).
+func TestDeletionWithNothingToDrainDoesNotWait(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.18.1")
+	o := f.options()
+	o.DrainPeriod = time.Hour
+	_, stop := f.startManager(o)
+	gone := func(obj *v1beta1.LBRegistrar) func() error {
+		return func() error {
+			if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+				return fmt.Errorf("%s still present", obj.Name)
+			}
+			return nil
+		}
+	}
+
+	nothing := f.registrar("nothing", classicLB, []v1beta1.Target{fixedPort("no-such-set", 30020)})
+	f.eventually(10*time.Second, func() error {
+		if c := condition(f.get(nothing), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	cur := f.get(nothing)
+	cur.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "no-such-set"}}
+	f.must(k8s.Status().Update(f.ctx, cur))
+	f.must(k8s.Delete(f.ctx, nothing))
+	f.eventually(20*time.Second, gone(nothing))
+
+	old := f.registrar("old", classicLB, []v1beta1.Target{fixedPort("api", 30021)})
+	f.expectBackends(classicLB, "api", "10.0.18.1:30021/1")
+	merged := f.registrar("merged", classicLB, []v1beta1.Target{fixedPort("api", 30021)}, func(o *v1beta1.LBRegistrar) {
+		o.Annotations = map[string]string{validation.ReplacesAnnotation: old.Name}
+	})
+	f.eventually(10*time.Second, func() error {
+		o := f.get(merged)
+		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 {
+			return fmt.Errorf("merged status: %+v", o.Status)
+		}
+		return nil
+	})
+	f.must(k8s.Delete(f.ctx, old))
+	f.eventually(20*time.Second, gone(old))
+	f.expectBackends(classicLB, "api", "10.0.18.1:30021/1")
+	if n := f.emu.Counters().Writes[classicLB]; n != 1 {
+		t.Fatalf("%d writes to the load balancer, want 1 (the first registration)", n)
+	}
+
+	// merged does own backends, which would drain for the hour: it goes
+	// without its finalizer, so the next test finds a clean cluster.
+	stop()
+	cur = f.get(merged)
+	cur.Finalizers = nil
+	f.must(k8s.Update(f.ctx, cur))
+	f.must(k8s.Delete(f.ctx, cur))
+}
+
 func TestTwoResourcesOneLoadBalancerNeverConflict(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 150 * time.Millisecond})
 	for i := range 3 {
