@@ -19,7 +19,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // NewV1beta1Validator is the admission webhook for v1beta1 LBRegistrars.
@@ -70,8 +69,8 @@ var alphaRules = rules[*v1alpha1.LBRegistrar]{
 	update: validation.ValidateV1alpha1Update,
 	claims: validation.ValidateV1alpha1Claims,
 	hubSpec: func(obj *v1alpha1.LBRegistrar) *v1beta1.LBRegistrarSpec {
-		hub := conversion.NormalizeSpec(&obj.Spec)
-		return &hub
+		stored := validation.StoredSpec(obj)
+		return &stored
 	},
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 const (
@@ -176,6 +177,43 @@ func TestValidatingWebhooks(t *testing.T) {
 
 	moved := hubObject("owner", testLB, "fresh")
 
+	// A v1alpha1 object smuggling a status (an ownership record of someone
+	// else's backend) and spec values v1alpha1 cannot show past the rules.
+	forged := alphaObject("forged", "other")
+	forged.Annotations = map[string]string{conversion.HubDataAnnotation: string(mustJSON(t, map[string]any{
+		"spec": v1beta1.LBRegistrarSpec{
+			LoadBalancerID: testNLB,
+			APIKey:         apiKey(),
+			Services: []v1beta1.Target{
+				{Name: "istio-ingressgateway", Namespace: "istio-system", BackendSetName: "other", Weight: 1},
+				{NodePort: 70000, BackendSetName: "ingress", Weight: 1000},
+			},
+		},
+		"status": v1beta1.LBRegistrarStatus{BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "ingress", Backends: []v1beta1.Backend{{IP: "10.0.0.99", Port: 30443, Weight: 1}}},
+		}},
+	}))}
+	// What a v1alpha1 client reads of a stored object with a status, and
+	// the same object edited as kubectl edit or apply would.
+	stored := hubObject("stored", testNLB, "kept")
+	stored.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "kept", Backends: []v1beta1.Backend{{IP: "10.0.0.1", Port: 30000, Weight: 1}}}}
+	read := &v1alpha1.LBRegistrar{}
+	conversion.FromHub(stored, read)
+	edited := read.DeepCopy()
+	edited.Spec.Weight = 7
+	tampered := edited.DeepCopy()
+	tampered.Annotations[conversion.HubDataAnnotation] = strings.Replace(tampered.Annotations[conversion.HubDataAnnotation], "10.0.0.1", "10.0.0.99", 1)
+	stripped := edited.DeepCopy()
+	delete(stripped.Annotations, conversion.HubDataAnnotation)
+	fromAlpha := hubObject("from-alpha", testNLB, "kept")
+	fromAlpha.Annotations = map[string]string{conversion.AlphaSpecAnnotation: `{"loadBalancerId":"` + testNLB + `","nodePort":30000}`}
+	fromAlphaEdited := fromAlpha.DeepCopy()
+	fromAlphaEdited.Spec.Services[0].Weight = 3
+	fromAlphaStripped := fromAlphaEdited.DeepCopy()
+	fromAlphaStripped.Annotations = nil
+	hubData := "metadata.annotations[" + conversion.HubDataAnnotation + "]"
+	fixedPortWarnings := []string{"spec.nodePort is deprecated", "spec.weight is deprecated", "spec.backendSetName is deprecated"}
+
 	tests := []struct {
 		name      string
 		path      string
@@ -220,6 +258,29 @@ func TestValidatingWebhooks(t *testing.T) {
 		{name: "v1alpha1 mixing only warns on update", path: ValidateV1alpha1Path,
 			body: review(t, admissionv1.Update, mixedEdited, mixed), allowed: true,
 			warnings: []string{"spec.service: Forbidden", "spec.service is deprecated", "spec.backendSetName is deprecated"}},
+
+		{name: "v1alpha1 forged conversion annotation: refused, and what it hides is checked as stored", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Create, forged, nil),
+			causes: []string{hubData + ".spec.services[1].nodePort", hubData + ".spec.services[1].weight", hubData,
+				hubData + ".spec.services[1].backendSetName"},
+			inMessage: "written only by conversion",
+			warnings:  []string{"spec.service is deprecated", "spec.backendSetName is deprecated"}},
+		{name: "v1alpha1 update sending the stored conversion annotation back", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Update, edited, read), allowed: true,
+			warnings: fixedPortWarnings},
+		{name: "v1alpha1 update changing the conversion annotation", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Update, tampered, read), causes: []string{hubData}, inMessage: "written only by conversion",
+			warnings: fixedPortWarnings},
+		{name: "v1alpha1 update removing the conversion annotation", path: ValidateV1alpha1Path,
+			body: review(t, admissionv1.Update, stripped, read), causes: []string{hubData}, inMessage: "would reset the status",
+			warnings: fixedPortWarnings},
+		{name: "v1beta1 create with a conversion annotation", path: ValidateV1beta1Path,
+			body:   review(t, admissionv1.Create, fromAlpha, nil),
+			causes: []string{"metadata.annotations[" + conversion.AlphaSpecAnnotation + "]"}, inMessage: "written only by conversion"},
+		{name: "v1beta1 update keeping the conversion annotation", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Update, fromAlphaEdited, fromAlpha), allowed: true},
+		{name: "v1beta1 update dropping the v1alpha1 form", path: ValidateV1beta1Path,
+			body: review(t, admissionv1.Update, fromAlphaStripped, fromAlpha), allowed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // A claim is the pair (load balancer, backend set) that one LBRegistrar
@@ -109,8 +108,8 @@ func ValidateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) f
 // ValidateV1alpha1Claims is ValidateClaims for a v1alpha1 object, with errors
 // on the fields the user wrote.
 func ValidateV1alpha1Claims(obj *v1alpha1.LBRegistrar, claimants []v1beta1.LBRegistrar) field.ErrorList {
-	hub := &v1beta1.LBRegistrar{ObjectMeta: obj.ObjectMeta, Spec: conversion.NormalizeSpec(&obj.Spec)}
-	return validateClaims(hub, claimants, alphaPaths(&obj.Spec))
+	hub := &v1beta1.LBRegistrar{ObjectMeta: obj.ObjectMeta, Spec: StoredSpec(obj)}
+	return validateClaims(hub, claimants, storedPaths(obj, &hub.Spec))
 }
 
 func validateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar, paths specPaths) field.ErrorList {

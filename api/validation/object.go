@@ -2,7 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -12,15 +15,50 @@ import (
 
 var specPath = field.NewPath("spec")
 
+// hubDataSpecPath is where the spec values a v1alpha1 object cannot show
+// come from: its conversion annotation.
+var hubDataSpecPath = field.NewPath("metadata", "annotations").Key(conversion.HubDataAnnotation).Child("spec")
+
 // ValidateCreate checks a new v1beta1 LBRegistrar.
 func ValidateCreate(obj *v1beta1.LBRegistrar) (field.ErrorList, []string) {
-	return ValidateSpec(&obj.Spec, specPath), nil
+	errs := ValidateSpec(&obj.Spec, specPath)
+	return append(errs, ValidateConversionAnnotations(obj.Annotations, nil)...), nil
 }
 
 // ValidateUpdate checks a v1beta1 LBRegistrar replacing old.
 func ValidateUpdate(obj, old *v1beta1.LBRegistrar) (field.ErrorList, []string) {
 	errs, warnings := Ratchet(ValidateSpec(&obj.Spec, specPath), ValidateSpec(&old.Spec, specPath))
-	return append(errs, validateImmutable(&obj.Spec, &old.Spec)...), warnings
+	errs = append(errs, validateImmutable(&obj.Spec, &old.Spec)...)
+	return append(errs, ValidateConversionAnnotations(obj.Annotations, old.Annotations)...), warnings
+}
+
+// ValidateConversionAnnotations refuses a write that adds or changes an
+// annotation only conversion may write (package conversion): what one API
+// version keeps of the other. Converting a v1alpha1 write takes the stored
+// status, the record of which backends the resource registered, and spec
+// values v1alpha1 cannot show from nodes.peppy-ratio.dev/v1beta1-data, so a
+// forged value would let a write replace the status and slip values past
+// every rule. stored are the annotations of the object the write replaces
+// (nil on create): a value read from the API server and sent back unchanged,
+// as kubectl edit and apply do, passes. Removing v1beta1-data is refused too,
+// since conversion would then reset the status; removing v1alpha1-spec only
+// changes which equivalent v1alpha1 form is shown.
+func ValidateConversionAnnotations(annotations, stored map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for _, key := range []string{conversion.HubDataAnnotation, conversion.AlphaSpecAnnotation} {
+		path := field.NewPath("metadata", "annotations").Key(key)
+		value, has := annotations[key]
+		was, had := stored[key]
+		switch {
+		case has && (!had || value != was):
+			errs = append(errs, field.Forbidden(path,
+				"written only by conversion, from the stored object: a write may send back the value read from the API server, or leave it out, but not set or change it").WithOrigin(RuleConversionAnnotation))
+		case !has && had && key == conversion.HubDataAnnotation:
+			errs = append(errs, field.Forbidden(path,
+				"removing it would reset the status (the record of the backends this resource registered) and the values v1alpha1 cannot show: send it back as read from the API server (kubectl edit and kubectl apply do)").WithOrigin(RuleConversionAnnotation))
+		}
+	}
+	return errs
 }
 
 func validateImmutable(spec, old *v1beta1.LBRegistrarSpec) field.ErrorList {
@@ -34,9 +72,14 @@ func validateImmutable(spec, old *v1beta1.LBRegistrarSpec) field.ErrorList {
 // ValidateV1alpha1Create checks a new v1alpha1 LBRegistrar: the rules of its
 // normalized v1beta1 form, reported on the v1alpha1 fields, plus the rules
 // about fields only v1alpha1 has. Deprecated fields give warnings.
+//
+// The object is checked as it will be stored: values its conversion
+// annotation adds to the spec are checked too, and the annotation itself
+// (ValidateConversionAnnotations).
 func ValidateV1alpha1Create(obj *v1alpha1.LBRegistrar) (field.ErrorList, []string) {
-	errs := validateAlphaSpec(&obj.Spec)
+	errs := validateAlphaSpec(obj)
 	errs = append(errs, validateMixedTargets(&obj.Spec)...)
+	errs = append(errs, ValidateConversionAnnotations(obj.Annotations, nil)...)
 	return errs, deprecationWarnings(&obj.Spec)
 }
 
@@ -44,19 +87,44 @@ func ValidateV1alpha1Create(obj *v1alpha1.LBRegistrar) (field.ErrorList, []strin
 // services with the single-service fields only warns here: the original
 // operator accepted it, and such objects must stay editable.
 func ValidateV1alpha1Update(obj, old *v1alpha1.LBRegistrar) (field.ErrorList, []string) {
-	errs, warnings := Ratchet(validateAlphaSpec(&obj.Spec), validateAlphaSpec(&old.Spec))
+	errs, warnings := Ratchet(validateAlphaSpec(obj), validateAlphaSpec(old))
 	warnings = append(warnings, asWarnings(validateMixedTargets(&obj.Spec))...)
-	newSpec, oldSpec := conversion.NormalizeSpec(&obj.Spec), conversion.NormalizeSpec(&old.Spec)
+	newSpec, oldSpec := StoredSpec(obj), StoredSpec(old)
 	errs = append(errs, validateImmutable(&newSpec, &oldSpec)...)
+	errs = append(errs, ValidateConversionAnnotations(obj.Annotations, old.Annotations)...)
 	return errs, append(warnings, deprecationWarnings(&obj.Spec)...)
 }
 
-// validateAlphaSpec runs the v1beta1 rules over the normalized form of spec,
-// plus the range checks that normalization would hide (a negative weight
-// becomes the default).
-func validateAlphaSpec(spec *v1alpha1.LBRegistrarSpec) field.ErrorList {
-	hub := conversion.NormalizeSpec(spec)
-	errs := validateSpec(&hub, specPath, alphaPaths(spec))
+// StoredSpec is the spec of a v1alpha1 object as the API server stores it:
+// converted to v1beta1, with what its conversion annotation keeps.
+func StoredSpec(obj *v1alpha1.LBRegistrar) v1beta1.LBRegistrarSpec {
+	var hub v1beta1.LBRegistrar
+	conversion.ToHub(obj, &hub)
+	return hub.Spec
+}
+
+// storedPaths says where the targets of obj's stored spec were written: in
+// the v1alpha1 fields when they alone make the stored spec, else in the
+// conversion annotation.
+func storedPaths(obj *v1alpha1.LBRegistrar, stored *v1beta1.LBRegistrarSpec) specPaths {
+	visible := conversion.NormalizeSpec(&obj.Spec)
+	if equality.Semantic.DeepEqual(&visible, stored) {
+		return alphaPaths(&obj.Spec)
+	}
+	return hubPaths(hubDataSpecPath)
+}
+
+// validateAlphaSpec runs the v1beta1 rules over the stored form of obj's
+// spec, plus the range checks that normalization would hide (a negative
+// weight becomes the default). Values that only the conversion annotation
+// holds are reported on it.
+func validateAlphaSpec(obj *v1alpha1.LBRegistrar) field.ErrorList {
+	spec := &obj.Spec
+	visible := conversion.NormalizeSpec(spec)
+	errs := validateSpec(&visible, specPath, alphaPaths(spec))
+	if stored := StoredSpec(obj); !equality.Semantic.DeepEqual(&visible, &stored) {
+		errs = append(errs, without(ValidateSpec(&stored, hubDataSpecPath), errs)...)
+	}
 	errs = append(errs, nonNegative(spec.Weight, specPath.Child("weight"), RuleWeight)...)
 	errs = append(errs, nonNegative(spec.Port, specPath.Child("port"), RulePort)...)
 	errs = append(errs, nonNegative(spec.NodePort, specPath.Child("nodePort"), RulePort)...)
@@ -67,6 +135,21 @@ func validateAlphaSpec(spec *v1alpha1.LBRegistrarSpec) field.ErrorList {
 		errs = append(errs, nonNegative(spec.Services[i].Weight, specPath.Child("services").Index(i).Child("weight"), RuleWeight)...)
 	}
 	return errs
+}
+
+// without returns the errors of errs that break no rule already reported in
+// reported, on any field: the stored spec repeats what the v1alpha1 fields
+// already showed.
+func without(errs, reported field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		if !slices.ContainsFunc(reported, func(r *field.Error) bool {
+			return r.Type == e.Type && r.Origin == e.Origin && r.Detail == e.Detail && reflect.DeepEqual(r.BadValue, e.BadValue)
+		}) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func nonNegative(v int, fldPath *field.Path, rule string) field.ErrorList {

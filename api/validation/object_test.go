@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // validAlpha is the seed's single-service v1alpha1 object, as stored (weight
@@ -169,4 +170,40 @@ func TestValidateUpdate(t *testing.T) {
 		errs, _ := ValidateUpdate(obj, old)
 		checkFailures(t, errs, []failure{{"spec.apiKey.region", RuleRegion}})
 	})
+}
+
+// Conversion annotations may come back as read, never set or changed; the
+// v1beta1 data may not be removed either, since its status would be lost.
+func TestValidateConversionAnnotations(t *testing.T) {
+	hub, alpha := conversion.HubDataAnnotation, conversion.AlphaSpecAnnotation
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		stored      map[string]string
+		refused     []string // annotation keys
+	}{
+		{"create without", map[string]string{"team": "a"}, nil, nil},
+		{"create with v1beta1 data", map[string]string{hub: "{}"}, nil, []string{hub}},
+		{"create with v1alpha1 spec", map[string]string{alpha: "{}"}, nil, []string{alpha}},
+		{"update sending both back", map[string]string{hub: "x", alpha: "y"}, map[string]string{hub: "x", alpha: "y"}, nil},
+		{"update changing v1beta1 data", map[string]string{hub: "x2"}, map[string]string{hub: "x"}, []string{hub}},
+		{"update adding v1beta1 data", map[string]string{hub: "x"}, map[string]string{}, []string{hub}},
+		{"update removing v1beta1 data", nil, map[string]string{hub: "x"}, []string{hub}},
+		{"update changing v1alpha1 spec", map[string]string{alpha: "y2"}, map[string]string{alpha: "y"}, []string{alpha}},
+		{"update removing v1alpha1 spec", nil, map[string]string{alpha: "y"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var refused []string
+			for _, err := range ValidateConversionAnnotations(tt.annotations, tt.stored) {
+				if err.Origin != RuleConversionAnnotation {
+					t.Errorf("origin %q", err.Origin)
+				}
+				refused = append(refused, strings.TrimSuffix(strings.TrimPrefix(err.Field, "metadata.annotations["), "]"))
+			}
+			if !slices.Equal(refused, tt.refused) {
+				t.Errorf("refused %q, want %q", refused, tt.refused)
+			}
+		})
+	}
 }

@@ -25,6 +25,9 @@ const (
 	RuleMixedTargets    = "mixed-targets"
 	RuleImmutable       = "immutable"
 	RuleClaimConflict   = "claim-conflict"
+	// RuleConversionAnnotation: a write set or changed an annotation only
+	// conversion writes.
+	RuleConversionAnnotation = "conversion-annotation"
 )
 
 // Ratchet keeps the errors of an updated object that its old version did not
