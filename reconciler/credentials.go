@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
@@ -21,6 +21,8 @@ import (
 // the Ready condition's message and never contains key material.
 type credentialError struct {
 	reason, message string
+	// cause is logged, never put in a condition: see secretValues.get.
+	cause error
 }
 
 func (e *credentialError) Error() string { return e.message }
@@ -67,8 +69,8 @@ func (s *secretValues) credentials(ctx context.Context, key *v1beta1.APIKey) (oc
 
 func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, field string) ([]byte, error) {
 	name := types.NamespacedName{Namespace: src.Namespace, Name: src.SecretKeyRef.Name}
-	if len(s.namespaces) > 0 && !slices.Contains(s.namespaces, src.Namespace) {
-		return nil, &credentialError{reasonSecretNamespace, fmt.Sprintf(
+	if !validation.SecretNamespaceAllowed(src.Namespace, s.namespaces) {
+		return nil, &credentialError{reason: reasonSecretNamespace, message: fmt.Sprintf(
 			"%s: Secret %s is outside the namespaces API keys are read from (%s); move it or add its namespace to --secret-namespaces",
 			field, name, strings.Join(s.namespaces, ", "))}
 	}
@@ -84,16 +86,21 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 		}
 	}
 
+	// Conditions are read by anyone who may read LBRegistrars: a missing
+	// Secret and a missing key read the same, and no API error text is
+	// passed on, so a condition tells no more than the spec already says.
+	missing := &credentialError{reason: reasonSecretNotFound, message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
 	var secret corev1.Secret
 	if err := s.api.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &credentialError{reasonSecretNotFound, fmt.Sprintf("%s: Secret %s not found", field, name)}
+			return nil, missing
 		}
-		return nil, &credentialError{reasonCredentialReadError, fmt.Sprintf("%s: reading Secret %s: %v", field, name, err)}
+		return nil, &credentialError{reason: reasonCredentialReadError, cause: err,
+			message: fmt.Sprintf("%s: reading Secret %s failed (%s); see the lbregistrar log", field, name, apierrors.ReasonForError(err))}
 	}
 	v, ok := secret.Data[src.SecretKeyRef.Key]
 	if !ok || len(v) == 0 {
-		return nil, &credentialError{reasonSecretNotFound, fmt.Sprintf("%s: Secret %s has no key %q", field, name, src.SecretKeyRef.Key)}
+		return nil, missing
 	}
 	s.mu.Lock()
 	s.values[ref] = secretValue{resourceVersion: secret.ResourceVersion, value: v}

@@ -149,7 +149,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		obj.Status.Targets = int32(len(obj.Spec.Services))
 		r.setConditions(obj, &out, ce)
 		logDecisions(logger, before, obj, &out)
-		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason)
+		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason, "cause", ce.cause)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
 		// The Secret watch brings the resource back once the Secret is fixed.
 		return r.resync(), st.flush(ctx)
@@ -289,6 +289,7 @@ func (r *Reconciler) syncOne(ctx context.Context, api backendSetAPI, st *statusW
 		Name:           name,
 		Prefetched:     j.prefetched,
 		WaitTimeout:    r.opts.WorkRequestTimeout,
+		ShutdownWait:   r.opts.ShutdownWait,
 		Lane:           lane,
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
@@ -463,7 +464,7 @@ func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backend
 	api, err := r.clientFor(creds)
 	if err != nil {
 		if errors.Is(err, oci.ErrInvalidCredentials) {
-			return nil, &credentialError{reasonInvalidCredentials, "spec.apiKey: " + err.Error()}
+			return nil, &credentialError{reason: reasonInvalidCredentials, message: "spec.apiKey: " + err.Error()}
 		}
 		return nil, err
 	}
@@ -700,6 +701,9 @@ func dropRecord(obj *v1beta1.LBRegistrar, name string) {
 	obj.Status.BackendSets = slices.DeleteFunc(obj.Status.BackendSets, func(s v1beta1.BackendSetStatus) bool { return s.Name == name })
 }
 
+// statusWriteTimeout bounds one status write, also after shutdown began.
+const statusWriteTimeout = 10 * time.Second
+
 // statusWriter patches the status subresource with what changed since the
 // last patch. Patches carry the resourceVersion they were computed from, so a
 // writer with a stale view (a leader that lost its lease, a reconcile that
@@ -716,8 +720,9 @@ func (s *statusWriter) flush(ctx context.Context) error {
 	if data, err := client.MergeFrom(s.base).Data(s.obj); err == nil && string(data) == "{}" {
 		return nil
 	}
-	// A write already accepted by OCI must still be recorded during shutdown.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// A write already accepted by OCI must still be recorded during
+	// shutdown, within what the shutdown budget keeps for it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
 	defer cancel()
 	err := s.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {

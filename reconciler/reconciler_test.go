@@ -396,6 +396,35 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 	}
 }
 
+// Conditions are read by anyone who may read LBRegistrars, so they do not
+// tell a missing Secret from an existing one without the key: a reference
+// probes nothing the spec does not already say.
+func TestCredentialConditionsDoNotRevealSecrets(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.startManager(f.options())
+	ref := func(secret string) func(*v1beta1.LBRegistrar) {
+		return func(o *v1beta1.LBRegistrar) {
+			o.Spec.APIKey.PrivateKey.SecretKeyRef = v1beta1.SecretKeyRef{Name: secret, Key: "no-such-key"}
+		}
+	}
+	absent := f.registrar("absent", classicLB, []v1beta1.Target{fixedPort("api", 30030)}, ref("no-such-secret"))
+	present := f.registrar("present", networkLB, []v1beta1.Target{fixedPort("tcp", 30031)}, ref("oci-key"))
+	ready := func(o *v1beta1.LBRegistrar) *metav1.Condition {
+		var c *metav1.Condition
+		f.eventually(10*time.Second, func() error {
+			if c = condition(f.get(o), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+				return fmt.Errorf("ready: %+v", c)
+			}
+			return nil
+		})
+		return c
+	}
+	a, p := ready(absent), ready(present)
+	if a.Reason != p.Reason || strings.Replace(a.Message, "no-such-secret", "oci-key", 1) != p.Message {
+		t.Errorf("a missing Secret and a missing key read differently:\n%s: %s\n%s: %s", a.Reason, a.Message, p.Reason, p.Message)
+	}
+}
+
 func TestConvergesUnderFaults(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 30 * time.Millisecond})
 	for i := range 3 {
@@ -439,7 +468,7 @@ func TestSetupAlongsideWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := webhook.Register(mgr); err != nil {
+	if err := webhook.Register(mgr, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := reconciler.SetupWithManager(context.Background(), mgr, reconciler.DefaultOptions()); err != nil {

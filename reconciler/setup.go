@@ -51,10 +51,14 @@ type Options struct {
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
 	CleanupTimeout time.Duration
-	// WorkRequestTimeout bounds the wait for one work request. A write
-	// accepted before shutdown is still waited for, up to the manager's
-	// graceful shutdown timeout.
+	// WorkRequestTimeout bounds the wait for one work request.
 	WorkRequestTimeout time.Duration
+	// ShutdownWait is how long, once shutdown begins, a write OCI already
+	// accepted is still waited for, so that its outcome is recorded in
+	// status and the next leader does not write it again. It must leave
+	// the manager's graceful shutdown time to record it (see
+	// docs/operations.md, "Shutdown").
+	ShutdownWait time.Duration
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
 	Backoff           Backoff
@@ -76,6 +80,7 @@ func DefaultOptions() Options {
 		DrainPeriod:        30 * time.Second,
 		CleanupTimeout:     30 * time.Minute,
 		WorkRequestTimeout: 10 * time.Minute,
+		ShutdownWait:       85 * time.Second,
 		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
 	// In a cluster, API keys are read from the controller's own namespace

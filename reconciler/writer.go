@@ -52,8 +52,10 @@ type syncRequest struct {
 	// Prefetched, when set, is used instead of the first read.
 	Prefetched *oci.BackendSet
 	// WaitTimeout bounds the wait for one work request; the wait goes on
-	// after ctx is cancelled (shutdown), so an accepted write is recorded.
-	WaitTimeout time.Duration
+	// for up to ShutdownWait after ctx is cancelled (shutdown), so an
+	// accepted write is recorded.
+	WaitTimeout  time.Duration
+	ShutdownWait time.Duration
 	// Lane is the load balancer's lane, held by the caller; the sync
 	// reports its steps there.
 	Lane *hold
@@ -139,6 +141,11 @@ func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, req syncR
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: "ACCEPTED", Time: metav1.Now()}
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.WaitTimeout)
 	defer cancel()
+	stopGrace := context.AfterFunc(ctx, func() {
+		logger.Info("shutting down; still waiting for the accepted write", "workRequest", id, "atMost", req.ShutdownWait)
+		time.AfterFunc(req.ShutdownWait, cancel)
+	})
+	defer stopGrace()
 	if err := api.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		res.WorkRequest.Status = "FAILED"
 		logger.Info("work request did not succeed", "workRequest", id, "duration", time.Since(start), "error", err.Error())

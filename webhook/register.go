@@ -26,7 +26,9 @@ const (
 // manager's webhook server, and the validation.ClaimIndexField index, which
 // the validating webhooks read through the manager's cache, to its field
 // indexer. The reconciler may register the same index; either order works.
-func Register(mgr manager.Manager) error {
+// secretNamespaces are the namespaces API keys are read from (serve
+// --secret-namespaces; any when empty), see SecretPolicy.
+func Register(mgr manager.Manager, secretNamespaces []string) error {
 	converter, err := conversion.NewConverter(mgr.GetScheme())
 	if err != nil {
 		return err
@@ -40,7 +42,8 @@ func Register(mgr manager.Manager) error {
 	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
 		return err
 	}
-	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache()))
-	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache()))
+	secrets := SecretPolicy{Namespaces: secretNamespaces, Reviewer: mgr.GetClient()}
+	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), secrets))
+	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), secrets))
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,14 +28,14 @@ import (
 //
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // conversion.NormalizeSpec, and v1beta1 states every value on purpose.
-func NewV1beta1Validator(claims client.Reader) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar]{claims: claims, rules: hubRules}}
+func NewV1beta1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar]{claims: claims, secrets: secrets, rules: hubRules}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
 // the same rules over the normalized spec, with errors on v1alpha1 fields.
-func NewV1alpha1Validator(claims client.Reader) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar]{claims: claims, rules: alphaRules}}
+func NewV1alpha1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar]{claims: claims, secrets: secrets, rules: alphaRules}}
 }
 
 // rules are one API version's side of validation: its empty object, its
@@ -78,8 +79,9 @@ var alphaRules = rules[*v1alpha1.LBRegistrar]{
 // spec says, since the reconciler's finalizer deregisters what the resource
 // registered; CONNECT does not apply to LBRegistrars.
 type validator[T client.Object] struct {
-	claims client.Reader
-	rules  rules[T]
+	claims  client.Reader
+	secrets SecretPolicy
+	rules   rules[T]
 }
 
 func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -90,24 +92,40 @@ func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admiss
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		errs, warnings := v.rules.create(obj)
-		claimants, err := listClaimants(ctx, v.claims, v.rules.hubSpec(obj))
+		spec := v.rules.hubSpec(obj)
+		claimants, err := listClaimants(ctx, v.claims, spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
 		errs = append(errs, v.rules.claims(obj, claimants)...)
-		return verdict(v.rules.version, obj.GetName(), errs, warnings)
+		secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+		}
+		return verdict(v.rules.version, obj.GetName(), append(errs, secretErrs...), warnings)
 	case admissionv1.Update:
 		old := v.rules.newObject()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		errs, warnings := v.rules.update(obj, old)
-		claimants, err := listClaimants(ctx, v.claims, v.rules.hubSpec(obj))
+		spec := v.rules.hubSpec(obj)
+		claimants, err := listClaimants(ctx, v.claims, spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
 		claimErrs, claimWarnings := validation.Ratchet(v.rules.claims(obj, claimants), v.rules.claims(old, claimants))
-		return verdict(v.rules.version, obj.GetName(), append(errs, claimErrs...), append(warnings, claimWarnings...))
+		errs, warnings = append(errs, claimErrs...), append(warnings, claimWarnings...)
+		// A write that leaves the spec alone (a finalizer, a label) changes
+		// nothing lbregistrar signs or where.
+		if !equality.Semantic.DeepEqual(spec, v.rules.hubSpec(old)) {
+			secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
+			if err != nil {
+				return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+			}
+			errs = append(errs, secretErrs...)
+		}
+		return verdict(v.rules.version, obj.GetName(), errs, warnings)
 	case admissionv1.Delete, admissionv1.Connect:
 		return admission.Allowed("")
 	}

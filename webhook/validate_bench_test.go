@@ -38,7 +38,9 @@ func BenchmarkAdmission(b *testing.B) {
 			return admission.Allowed("")
 		})}
 		b.Run(fmt.Sprintf("%d/baseline", n), func(b *testing.B) { benchHandler(b, baseline, body) })
-		b.Run(fmt.Sprintf("%d/validate", n), func(b *testing.B) { benchHandler(b, NewV1beta1Validator(informers), body) })
+		b.Run(fmt.Sprintf("%d/validate", n), func(b *testing.B) {
+			benchHandler(b, NewV1beta1Validator(informers, SecretPolicy{Reviewer: secretReaders(nil)}), body)
+		})
 	}
 }
 

@@ -2,19 +2,24 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -71,21 +76,51 @@ func alphaObject(name, backendSet string) *v1alpha1.LBRegistrar {
 }
 
 // handlers serves both validating webhooks with a fake client holding
-// existing as the cache.
+// existing as the cache, and every writer allowed to get every Secret.
 func handlers(t testing.TB, existing ...client.Object) http.Handler {
+	t.Helper()
+	return handlersWith(t, SecretPolicy{Reviewer: secretReaders(nil)}, existing...)
+}
+
+func handlersWith(t testing.TB, secrets SecretPolicy, existing ...client.Object) http.Handler {
 	t.Helper()
 	scheme := api.NewScheme()
 	claims := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
 		WithObjects(existing...).Build()
 	mux := http.NewServeMux()
-	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims))
-	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(claims))
+	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims, secrets))
+	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(claims, secrets))
 	return mux
 }
 
-// review is the AdmissionReview JSON the API server sends for obj (and old).
+// secretReaders answers SubjectAccessReviews as an API server would where
+// readers lists, per user, the namespace/name of the Secrets they may get;
+// nil lets everyone get everything.
+func secretReaders(readers map[string][]string) client.Client {
+	return fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			sar := obj.(*authorizationv1.SubjectAccessReview)
+			a := sar.Spec.ResourceAttributes
+			sar.Status.Allowed = readers == nil ||
+				a.Verb == "get" && a.Resource == "secrets" && slices.Contains(readers[sar.Spec.User], a.Namespace+"/"+a.Name)
+			return nil
+		},
+	}).Build()
+}
+
+// writer is the user the API server names in review's requests.
+const writer = "admin"
+
+// review is the AdmissionReview JSON the API server sends for obj (and old),
+// written by writer.
 func review(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) []byte {
+	t.Helper()
+	return reviewBy(t, writer, op, obj, old)
+}
+
+// reviewBy is review written by user.
+func reviewBy(t testing.TB, user string, op admissionv1.Operation, obj, old runtime.Object) []byte {
 	t.Helper()
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	req := &admissionv1.AdmissionRequest{
@@ -94,6 +129,7 @@ func review(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) []b
 		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "lbregistrars"},
 		Name:      obj.(client.Object).GetName(),
 		Operation: op,
+		UserInfo:  authenticationv1.UserInfo{Username: user, Groups: []string{"system:authenticated"}},
 		Object:    runtime.RawExtension{Raw: mustJSON(t, obj)},
 	}
 	if old != nil {
@@ -425,4 +461,59 @@ func FuzzAdmission(f *testing.F) {
 		}
 		admissionResponse(t, post(h, path, body))
 	})
+}
+
+// Naming an API key Secret is allowed to those who may get it, within the
+// namespaces lbregistrar reads keys from; a write that leaves the spec alone
+// is not asked.
+func TestSecretPolicy(t *testing.T) {
+	h := handlersWith(t, SecretPolicy{
+		Namespaces: []string{"lbregistrar-system"},
+		Reviewer:   secretReaders(map[string][]string{"alice": {"lbregistrar-system/oci-api-key"}}),
+	})
+	owned := hubObject("owned", testNLB, "ingress")
+	labelled := owned.DeepCopy()
+	labelled.Labels = map[string]string{"team": "a"}
+	reweighted := owned.DeepCopy()
+	reweighted.Spec.Services[0].Weight = 5
+	elsewhere := hubObject("elsewhere", testNLB, "ingress")
+	elsewhere.Spec.APIKey.Passphrase = &v1beta1.SecretKeySource{Namespace: "kube-system", SecretKeyRef: v1beta1.SecretKeyRef{Name: "other", Key: "passphrase"}}
+
+	tests := []struct {
+		name, path string
+		body       []byte
+		causes     []string
+		inMessage  string
+	}{
+		{name: "reader creates", path: ValidateV1beta1Path,
+			body: reviewBy(t, "alice", admissionv1.Create, owned, nil)},
+		{name: "non-reader creates", path: ValidateV1beta1Path,
+			body:   reviewBy(t, "mallory", admissionv1.Create, owned, nil),
+			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get Secret lbregistrar-system/oci-api-key"},
+		{name: "non-reader creates through v1alpha1", path: ValidateV1alpha1Path,
+			body:   reviewBy(t, "mallory", admissionv1.Create, alphaObject("alpha", "ingress"), nil),
+			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get Secret"},
+		{name: "non-reader labels", path: ValidateV1beta1Path,
+			body: reviewBy(t, "mallory", admissionv1.Update, labelled, owned)},
+		{name: "non-reader edits the spec", path: ValidateV1beta1Path,
+			body:   reviewBy(t, "mallory", admissionv1.Update, reweighted, owned),
+			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get"},
+		{name: "outside the namespaces, whoever writes", path: ValidateV1beta1Path,
+			body:   reviewBy(t, "alice", admissionv1.Create, elsewhere, nil),
+			causes: []string{"spec.apiKey.passphrase"}, inMessage: "outside the namespaces lbregistrar reads API keys from (lbregistrar-system)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := send(t, h, tt.path, tt.body)
+			if resp.Allowed != (tt.causes == nil) {
+				t.Fatalf("allowed = %v: %+v", resp.Allowed, resp.Result)
+			}
+			if got := causeFields(resp); strings.Join(got, ",") != strings.Join(tt.causes, ",") {
+				t.Errorf("causes = %q, want %q", got, tt.causes)
+			}
+			if !resp.Allowed && !strings.Contains(resp.Result.Message, tt.inMessage) {
+				t.Errorf("message %q does not contain %q", resp.Result.Message, tt.inMessage)
+			}
+		})
+	}
 }

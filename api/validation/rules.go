@@ -28,6 +28,11 @@ const (
 	// RuleConversionAnnotation: a write set or changed an annotation only
 	// conversion writes.
 	RuleConversionAnnotation = "conversion-annotation"
+	// RuleSecretNamespace: an API key Secret outside --secret-namespaces.
+	RuleSecretNamespace = "secret-namespace"
+	// RuleSecretAccess: the writer may not read an API key Secret the
+	// resource names (checked by the webhook, which knows the writer).
+	RuleSecretAccess = "secret-access"
 )
 
 // Ratchet keeps the errors of an updated object that its old version did not

@@ -29,6 +29,11 @@ import (
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
+// shutdownReserve is the part of the graceful shutdown kept, after the
+// last accepted write is waited for, to record it in status (at most
+// reconciler's status write timeout), release the lease and exit.
+const shutdownReserve = 15 * time.Second
+
 // Certificate modes of serve.
 const (
 	certModeBuiltin     = "builtin"
@@ -41,6 +46,9 @@ type serveOptions struct {
 	kubeBurst   int
 	verbosity   int
 	leaderElect bool
+	// shutdownTimeout is the manager's graceful shutdown: in-flight writes
+	// get it less shutdownReserve (see docs/operations.md, "Shutdown").
+	shutdownTimeout time.Duration
 
 	webhookAddr    string
 	metricsAddr    string
@@ -64,7 +72,7 @@ type serveOptions struct {
 func newServeCommand() *cobra.Command { return newServeOptions().command() }
 
 func newServeOptions() *serveOptions {
-	return &serveOptions{kubeQPS: -1, kubeBurst: -1, reconciler: reconciler.DefaultOptions()}
+	return &serveOptions{kubeQPS: -1, kubeBurst: -1, shutdownTimeout: 100 * time.Second, reconciler: reconciler.DefaultOptions()}
 }
 
 // command is serve with its flags bound to o.
@@ -93,6 +101,8 @@ See docs/certificates.md.`,
 	f.IntVar(&o.kubeBurst, "kube-api-burst", o.kubeBurst, "Kubernetes API requests allowed in a burst above --kube-api-qps")
 	f.IntVarP(&o.verbosity, "v", "v", 0, "log verbosity")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect one replica to run the controllers (every replica serves webhooks)")
+	f.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", o.shutdownTimeout,
+		"how long shutdown may take: a write OCI accepted is waited for and recorded; keep it below the pod's terminationGracePeriodSeconds")
 	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `metrics address ("0" disables)`)
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", `health and readiness probe address ("0" disables)`)
@@ -123,6 +133,10 @@ func (o *serveOptions) run() error {
 	if err != nil {
 		return err
 	}
+	if o.shutdownTimeout <= shutdownReserve {
+		return fmt.Errorf("--graceful-shutdown-timeout: %s leaves nothing beyond the %s kept to record the last write, release the lease and exit", o.shutdownTimeout, shutdownReserve)
+	}
+	o.reconciler.ShutdownWait = o.shutdownTimeout - shutdownReserve
 	mgr, err := o.newManager(cfg)
 	if err != nil {
 		return err
@@ -159,6 +173,10 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "lbregistrar.nodes.peppy-ratio.dev",
 		LeaderElectionNamespace: o.namespace,
+		// The controller has stopped by the time the lease is released, so
+		// a standby may take over at once instead of after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.shutdownTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -186,7 +204,7 @@ func newScheme() *runtime.Scheme {
 
 // setupComponents registers the webhooks and controllers on the manager.
 func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) error {
-	if err := webhook.Register(mgr); err != nil {
+	if err := webhook.Register(mgr, o.reconciler.SecretNamespaces); err != nil {
 		return err
 	}
 	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)

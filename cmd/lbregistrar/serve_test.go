@@ -4,6 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // serve reaches the API server with the same client-side limits whether the
@@ -57,5 +61,28 @@ current-context: c
 	}
 	if cfg.QPS >= 0 {
 		t.Errorf("restConfig(file): QPS %v, want no client-side limit", cfg.QPS)
+	}
+}
+
+// The shipped Deployment gives serve more time than its graceful shutdown
+// takes, so the kubelet never kills it while it records the last write.
+func TestDeploymentOutlastsTheShutdown(t *testing.T) {
+	data, err := os.ReadFile("../../config/manager/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &deployment); err != nil {
+		t.Fatal(err)
+	}
+	pod := deployment.Spec.Template.Spec
+	o := newServeOptions()
+	if err := o.command().ParseFlags(pod.Containers[0].Args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	if grace <= o.shutdownTimeout || o.shutdownTimeout <= shutdownReserve {
+		t.Errorf("terminationGracePeriodSeconds %s, --graceful-shutdown-timeout %s, reserve %s: each must exceed the next",
+			grace, o.shutdownTimeout, shutdownReserve)
 	}
 }

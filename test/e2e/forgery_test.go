@@ -17,6 +17,27 @@ import (
 // its backend set "ingress" holds 10.0.0.99:30443, registered by someone else.
 const classicIngress = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaw3qjxjtp6pcc5a2sf6vwhrr7eoxqvsmbm3tcfpgpqbazdexample"
 
+// classicIngressRegistrar registers NodePort 30443 of every node in the
+// classic load balancer's backend set "ingress", with the API key apiKeyFor
+// makes.
+const classicIngressRegistrar = `apiVersion: nodes.peppy-ratio.dev/v1alpha1
+kind: LBRegistrar
+metadata:
+  name: legit
+spec:
+  loadBalancerId: ` + classicIngress + `
+  backendSetName: ingress
+  nodePort: 30443
+  apiKey:
+    user: ocid1.user.oc1..aaaaaaaaexample
+    fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
+    tenancy: ocid1.tenancy.oc1..aaaaaaaaexample
+    region: ap-tokyo-1
+    privateKey:
+      namespace: lbregistrar-system
+      secretKeyRef: {name: oci-api-key, key: private-key}
+`
+
 // A user who may write LBRegistrars tries to smuggle, through the v1alpha1
 // conversion annotation, an ownership record of someone else's backend and
 // spec values no rule would pass; kubectl is refused with every problem
@@ -28,18 +49,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
-	emu, err := ociemu.Start(ociemu.Options{Region: "ap-tokyo-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
-	seed, err := ociemu.LoadSeedFile(c.Root + "/cmd/localrun/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
+	emu := seededEmulator(t, c.Root+"/cmd/localrun/seed.yaml", 0)
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 	createWorkload(t, c)
 
@@ -57,23 +67,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	legit := apiKeyFor(t, c, emu, `apiVersion: nodes.peppy-ratio.dev/v1alpha1
-kind: LBRegistrar
-metadata:
-  name: legit
-spec:
-  loadBalancerId: `+classicIngress+`
-  backendSetName: ingress
-  nodePort: 30443
-  apiKey:
-    user: ocid1.user.oc1..aaaaaaaaexample
-    fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
-    tenancy: ocid1.tenancy.oc1..aaaaaaaaexample
-    region: ap-tokyo-1
-    privateKey:
-      namespace: lbregistrar-system
-      secretKeyRef: {name: oci-api-key, key: private-key}
-`)
+	legit := apiKeyFor(t, c, emu, classicIngressRegistrar)
 	forgedData, err := json.Marshal(map[string]any{
 		"spec": map[string]any{
 			"loadBalancerId": classicIngress,

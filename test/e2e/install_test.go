@@ -43,7 +43,8 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 			t.Parallel()
 			c := kube.Start(t, kube.Options{Bare: true})
 			ctx := testContext(t)
-			emu := originalOperatorLoadBalancers(t, c)
+			// The load balancers of old-operator-objects.yaml as the original operator left them.
+			emu := seededEmulator(t, c.Root+"/test/testdata/old-operator-backends.yaml", 0)
 			kubectl(t, c, "", "create", "namespace", kube.Namespace)
 			objects := apiKeyFor(t, c, emu, testdata(t, "old-operator-objects.yaml"))
 			createWorkload(t, c)
@@ -118,16 +119,16 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 	}
 }
 
-// originalOperatorLoadBalancers is an emulator holding the load balancers
-// of old-operator-objects.yaml as the original operator left them.
-func originalOperatorLoadBalancers(t *testing.T, c *kube.Cluster) *ociemu.Emulator {
+// seededEmulator is an emulator in region ap-tokyo-1 holding the load
+// balancers of a seed file, whose work requests take latency.
+func seededEmulator(t *testing.T, seedFile string, latency time.Duration) *ociemu.Emulator {
 	t.Helper()
-	emu, err := ociemu.Start(ociemu.Options{Region: "ap-tokyo-1"})
+	emu, err := ociemu.Start(ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: latency})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = emu.Close() })
-	seed, err := ociemu.LoadSeedFile(c.Root + "/test/testdata/old-operator-backends.yaml")
+	seed, err := ociemu.LoadSeedFile(seedFile)
 	if err != nil {
 		t.Fatal(err)
 	}

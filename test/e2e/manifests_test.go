@@ -70,6 +70,7 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"list", "services", "-A"}, true},
 		{[]string{"watch", "endpointslices.discovery.k8s.io", "-A"}, true},
 		{[]string{"create", "events.events.k8s.io", "-n", "default"}, true},
+		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", kube.Namespace}, true},
 		{[]string{"get", "secrets", "-n", kube.Namespace}, true},
 		{[]string{"update", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, true},

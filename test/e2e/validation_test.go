@@ -52,3 +52,70 @@ func TestSecondClaimIsRefused(t *testing.T) {
 		t.Errorf("the refusal does not name the first resource:\n%s", stderr)
 	}
 }
+
+// Two users allowed to create LBRegistrars, one of whom may also read the
+// API key Secret: only that one may name it. lbregistrar signs OCI calls
+// with the key a resource names, so naming a key must take the right to
+// read it.
+func TestOnlyReadersOfAKeyMayNameIt(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	kubectl(t, c, `apiVersion: v1
+kind: Namespace
+metadata: {name: team-keys}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: team-key, namespace: team-keys}
+stringData: {private-key: not-read-here}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: lbregistrar-writer}
+rules:
+- apiGroups: [nodes.peppy-ratio.dev]
+  resources: [lbregistrars]
+  verbs: [get, create, update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: lbregistrar-writers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: lbregistrar-writer}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: mallory}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: key-reader, namespace: team-keys}
+rules:
+- apiGroups: [""]
+  resources: [secrets]
+  resourceNames: [team-key]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-reads-the-key, namespace: team-keys}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: key-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+`, "apply", "-f", "-")
+	manifest := func(name string) string {
+		return strings.NewReplacer(
+			"name: lbregistrar-ingress-https", "name: "+name,
+			"aaaaaaaaexample\n  backendSetName", "aaaaaaaa"+name+"\n  backendSetName",
+			"namespace: lbregistrar-system", "namespace: team-keys",
+			"name: oci-api-key", "name: team-key",
+		).Replace(testdata(t, "seed000-single-service.yaml"))
+	}
+
+	_, stderr, err := c.Kubectl(testContext(t), manifest("mallorys"), "--as=mallory", "apply", "-f", "-")
+	if err == nil {
+		t.Fatal("a user who may not read the API key Secret named it")
+	}
+	if want := "spec.apiKey.privateKey: Forbidden: mallory may not get Secret team-keys/team-key"; !strings.Contains(stderr, want) {
+		t.Errorf("kubectl does not show %q:\n%s", want, stderr)
+	}
+	kubectl(t, c, manifest("alices"), "--as=alice", "apply", "-f", "-")
+}

@@ -18,6 +18,7 @@ type ServeProcess struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
+	err  error // how the process exited, once done is closed
 }
 
 // NewServeProcess picks the process's addresses.
@@ -48,7 +49,7 @@ func (p *ServeProcess) Start(binary, kubeconfig string, out io.Writer, args ...s
 	}
 	p.done = make(chan struct{})
 	go func() {
-		_ = p.cmd.Wait()
+		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
 	return nil
@@ -56,6 +57,16 @@ func (p *ServeProcess) Start(binary, kubeconfig string, out io.Writer, args ...s
 
 // Done is closed when the process has exited.
 func (p *ServeProcess) Done() <-chan struct{} { return p.done }
+
+// Err is how the process exited (nil for status 0), once Done is closed.
+func (p *ServeProcess) Err() error {
+	<-p.done
+	return p.err
+}
+
+// Terminate asks the process to shut down, as the kubelet does, and returns
+// at once.
+func (p *ServeProcess) Terminate() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
 
 // Readyz is the status of GET /readyz, or 0 when nothing answers.
 func (p *ServeProcess) Readyz() int {
@@ -83,7 +94,7 @@ func (p *ServeProcess) WaitReady(ctx context.Context) error {
 
 // Stop asks the process to shut down gracefully, and kills it after 30 s.
 func (p *ServeProcess) Stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Terminate()
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):

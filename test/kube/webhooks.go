@@ -81,7 +81,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	if err := webhook.Register(w.Manager); err != nil {
+	if err := webhook.Register(w.Manager, nil); err != nil {
 		return nil, err
 	}
 	if o.Setup != nil {

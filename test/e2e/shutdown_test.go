@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+)
+
+// shutdownLatency is longer than controller-runtime's default graceful
+// shutdown (30 s), which serve used to keep.
+const shutdownLatency = 35 * time.Second
+
+// SIGTERM reaches the leader while OCI runs its work request: the process
+// waits for it, records it in status and exits with status 0; the lease is
+// released, so the standby leads at once, and its first write (for a node
+// added afterwards) is the only other one: nothing was written twice.
+func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	ctx := testContext(t)
+	emu := seededEmulator(t, c.Root+"/cmd/localrun/seed.yaml", shutdownLatency)
+	kubectl(t, c, "", "create", "namespace", kube.Namespace)
+	createWorkload(t, c)
+	manifest := apiKeyFor(t, c, emu, classicIngressRegistrar)
+
+	leader, standby := newServeProcess(t), newServeProcess(t)
+	service, err := kube.NewServiceProxy(leader.WebhookAddr, standby.WebhookAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = service.Close() })
+	if err := c.InstallValidatingWebhook(ctx, "https://"+service.Addr(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallCRD(ctx, "https://"+service.Addr(), nil); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--leader-elect", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+	leader.start(t, c, args...)
+	leader.waitReady(t)
+	waitLeaseHeld(t, ctx, c)
+	standby.start(t, c, args...)
+	standby.waitReady(t)
+
+	kubectl(t, c, manifest, "apply", "-f", "-")
+	poll(t, ctx, "the first write accepted", func() bool { return emu.Counters().Writes[classicIngress] == 1 })
+	terminated := time.Now()
+	if err := leader.Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leader.Done():
+	case <-time.After(shutdownLatency + time.Minute):
+		t.Fatal("the leader did not exit")
+	}
+	exited := time.Now()
+	if err := leader.Err(); err != nil {
+		t.Errorf("the leader exited with %v after SIGTERM", err)
+	}
+	wr := emu.WorkRequests()[0]
+	if wr.Status != "SUCCEEDED" || !wr.TimeFinished.Before(exited) {
+		t.Fatalf("the leader exited before its work request finished: %+v", wr)
+	}
+	t.Logf("the leader exited %s after SIGTERM, its work request having taken %s",
+		exited.Sub(terminated).Round(time.Second), wr.TimeFinished.Sub(wr.TimeAccepted).Round(time.Second))
+
+	var obj v1beta1.LBRegistrar
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "legit"}, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if bs := obj.Status.BackendSets; len(bs) != 1 || bs[0].LastWorkRequest == nil ||
+		bs[0].LastWorkRequest.ID != wr.ID || bs[0].LastWorkRequest.Status != "SUCCEEDED" || len(bs[0].Backends) != 2 {
+		t.Fatalf("the leader did not record its write: %+v", obj.Status.BackendSets)
+	}
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-c"}}
+	if err := c.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.3"}}
+	if err := c.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "node-c registered by the new leader", func() bool {
+		for _, b := range backendsOf(t, emu, classicIngress, "ingress") {
+			if b == "10.0.0.3:30443" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := emu.Counters().Writes[classicIngress]; n != 2 {
+		t.Errorf("%d writes, want 2: the leader's and the new leader's for node-c", n)
+	}
+}
+
+// waitLeaseHeld waits until some serve --leader-elect holds the lease.
+func waitLeaseHeld(t *testing.T, ctx context.Context, c *kube.Cluster) {
+	t.Helper()
+	poll(t, ctx, "a leader", func() bool {
+		out, _, err := c.Kubectl(ctx, "", "-n", kube.Namespace, "get", "lease", "lbregistrar.nodes.peppy-ratio.dev", "-o", "jsonpath={.spec.holderIdentity}")
+		return err == nil && out != ""
+	})
+}
+
+// poll waits until done holds, failing the test after two minutes.
+func poll(t *testing.T, ctx context.Context, what string, done func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return done(), nil
+	})
+	if err != nil {
+		t.Fatal(fmt.Errorf("waiting for %s: %w", what, err))
+	}
+}
