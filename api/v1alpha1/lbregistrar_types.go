@@ -35,6 +35,7 @@ type LBRegistrarSpec struct {
 
 	// Services lists every service to register. When it is not empty,
 	// service, nodePort and port are ignored.
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Services []ServiceSpec `json:"services,omitempty"`
 

@@ -90,6 +90,12 @@ func TestValidateV1alpha1Create(t *testing.T) {
 		}, []failure{{"spec.service", RuleMixedTargets}, {"spec.port", RuleMixedTargets}}, []string{warnService, warnPort}},
 		{"services mixed with nodePort", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.NodePort = 30080 },
 			[]failure{{"spec.nodePort", RuleMixedTargets}}, []string{warnNodePort}},
+		{"one services entry too many", func(s *v1alpha1.LBRegistrarSpec) {
+			multiAlpha(s)
+			for port := range MaxTargets - 1 {
+				s.Services = append(s.Services, v1alpha1.ServiceSpec{Name: "web", Namespace: "default", Port: intstr.FromInt(port + 1), BackendSetName: "web"})
+			}
+		}, []failure{{"spec.services", RuleTargetLimit}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

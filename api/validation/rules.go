@@ -16,6 +16,7 @@ const (
 	RuleFingerprint     = "fingerprint"
 	RuleSecretReference = "secret-reference"
 	RuleTargetRequired  = "target-required"
+	RuleTargetLimit     = "target-limit"
 	RuleTargetKind      = "target-kind"
 	RuleServiceRef      = "service-reference"
 	RulePort            = "port"

@@ -21,6 +21,13 @@ const (
 	maxBackendSetNameLength = 32
 )
 
+// MaxTargets is the most spec.services entries an LBRegistrar may have, in
+// either version: enough for every port of a large ingress, and small enough
+// that one resource stays a small object and one reconcile a bounded amount
+// of work. The CRD schema of both versions says the same (maxItems), for
+// clients that do not call the webhook.
+const MaxTargets = 256
+
 // specPaths says where the user wrote each part of a normalized spec, so that
 // errors about a v1alpha1 object name its own fields rather than the v1beta1
 // fields they were normalized into.
@@ -67,6 +74,9 @@ func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths spec
 	errs = append(errs, validateAPIKey(&spec.APIKey, fldPath.Child("apiKey"))...)
 	if len(spec.Services) == 0 {
 		errs = append(errs, field.Required(paths.targets, "at least one target is required").WithOrigin(RuleTargetRequired))
+	}
+	if len(spec.Services) > MaxTargets {
+		errs = append(errs, field.TooMany(paths.targets, len(spec.Services), MaxTargets).WithOrigin(RuleTargetLimit))
 	}
 	for i := range spec.Services {
 		errs = append(errs, validateTarget(&spec.Services[i], paths, i)...)

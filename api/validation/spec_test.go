@@ -183,6 +183,9 @@ func TestValidateSpec(t *testing.T) {
 			dup.Weight = 9
 			s.Services = append(s.Services, dup)
 		}, []failure{{"spec.services[3]", RuleDuplicateTarget}}},
+		{"as many targets as allowed", func(s *v1beta1.LBRegistrarSpec) { s.Services = fixedPorts(MaxTargets) }, nil},
+		{"one target too many", func(s *v1beta1.LBRegistrarSpec) { s.Services = fixedPorts(MaxTargets + 1) },
+			[]failure{{"spec.services", RuleTargetLimit}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +198,15 @@ func TestValidateSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fixedPorts is n distinct, valid fixed-port targets.
+func fixedPorts(n int) []v1beta1.Target {
+	targets := make([]v1beta1.Target, n)
+	for i := range targets {
+		targets[i] = v1beta1.Target{NodePort: int32(30000 + i), BackendSetName: "edge", Weight: 1}
+	}
+	return targets
 }
 
 func TestDuplicateNamesBothEntriesAndWeights(t *testing.T) {
