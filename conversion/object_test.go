@@ -93,6 +93,64 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 	}
 }
 
+// Fixed ports that v1alpha1 cannot all show survive an edit through
+// v1alpha1, once each, and what the client wrote wins.
+func TestEditFixedPortsThroughSpoke(t *testing.T) {
+	https := intstr.FromString("https")
+	gw := v1beta1.Target{Name: "gw", Namespace: "ns", Port: &https, BackendSetName: "gw", Weight: 1}
+	fixed := func(port int32, backendSet string, weight int32) v1beta1.Target {
+		return v1beta1.Target{NodePort: port, BackendSetName: backendSet, Weight: weight}
+	}
+	tests := []struct {
+		name string
+		in   []v1beta1.Target
+		edit func(*v1alpha1.LBRegistrarSpec)
+		want []v1beta1.Target
+	}{{
+		name: "the weight of the fixed port shown as nodePort",
+		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1)},
+		edit: func(s *v1alpha1.LBRegistrarSpec) { s.Weight = 5 },
+		want: []v1beta1.Target{fixed(30080, "a", 5), fixed(30443, "b", 1)},
+	}, {
+		name: "nodePort changed to a hidden fixed port",
+		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1)},
+		edit: func(s *v1alpha1.LBRegistrarSpec) { s.NodePort, s.BackendSetName, s.Weight = 30443, "b", 7 },
+		want: []v1beta1.Target{fixed(30443, "b", 7)},
+	}, {
+		name: "nodePort removed for a service",
+		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1), fixed(30444, "b", 1)},
+		edit: func(s *v1alpha1.LBRegistrarSpec) {
+			s.NodePort, s.BackendSetName = 0, ""
+			s.Services = []v1alpha1.ServiceSpec{{Name: "gw", Namespace: "ns", Port: https, BackendSetName: "gw", Weight: 1}}
+		},
+		want: []v1beta1.Target{gw, fixed(30443, "b", 1), fixed(30444, "b", 1)},
+	}, {
+		name: "a hidden fixed port added again beside services",
+		in:   []v1beta1.Target{gw, fixed(30443, "b", 1)},
+		edit: func(s *v1alpha1.LBRegistrarSpec) {
+			s.Services = append(s.Services, v1alpha1.ServiceSpec{Name: "web", Namespace: "ns", Port: https, BackendSetName: "web", Weight: 1})
+			s.NodePort, s.BackendSetName = 30443, "b" // ignored beside services, as ever
+		},
+		want: []v1beta1.Target{gw, {Name: "web", Namespace: "ns", Port: &https, BackendSetName: "web", Weight: 1}, fixed(30443, "b", 1)},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lbID, Services: tt.in}}
+			var spoke v1alpha1.LBRegistrar
+			FromHub(stored(t, hub), &spoke)
+			if len(NormalizeSpec(&spoke.Spec).Services) == 0 {
+				t.Fatalf("the v1alpha1 view has no target: %+v", spoke.Spec)
+			}
+			tt.edit(&spoke.Spec)
+			var back v1beta1.LBRegistrar
+			ToHub(stored(t, &spoke), &back)
+			if diff := cmp.Diff(tt.want, back.Spec.Services, cmpOptions...); diff != "" {
+				t.Errorf("services (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestUnreadableAnnotationsAreIgnored(t *testing.T) {
 	spoke := seedSingleService()
 	spoke.Annotations = map[string]string{HubDataAnnotation: "{not json"}

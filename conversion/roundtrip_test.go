@@ -1,6 +1,7 @@
 package conversion
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,6 +39,9 @@ func hubRoundTrip(t testing.TB, in *v1beta1.LBRegistrar) string {
 	FromHub(in, &spoke)
 	if diff := metadataDiff(in.ObjectMeta, spoke.ObjectMeta); diff != "" {
 		return diff
+	}
+	if len(in.Spec.Services) > 0 && len(NormalizeSpec(&spoke.Spec).Services) == 0 {
+		return fmt.Sprintf("the v1alpha1 view of %d targets has none: %+v", len(in.Spec.Services), spoke.Spec)
 	}
 	var out v1beta1.LBRegistrar
 	ToHub(stored(t, &spoke), &out)

@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"slices"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
@@ -42,28 +44,25 @@ func NormalizeSpec(in *v1alpha1.LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 	return out
 }
 
-// DenormalizeSpec is the canonical v1alpha1 form of a v1beta1 spec: a single
-// fixed-port target becomes nodePort, anything else the services list. Fields
-// v1alpha1 has no place for (nodeSelector, passphrase, fixed ports beside
-// Services) are left out; the caller keeps them in an annotation.
+// DenormalizeSpec is the canonical v1alpha1 form of a v1beta1 spec: the
+// Service targets become the services list; without any, the first fixed port
+// becomes nodePort, so the v1alpha1 view keeps a target. Fields v1alpha1 has
+// no place for (nodeSelector, passphrase, the other fixed ports) are left out;
+// the caller keeps them in an annotation.
 func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) v1alpha1.LBRegistrarSpec {
 	out := v1alpha1.LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
 		APIKey:         spokeAPIKey(in.APIKey),
 		Weight:         defaultWeight, // the v1alpha1 schema default, so defaulting changes nothing
 	}
-	if len(in.Services) == 1 && isFixedPort(&in.Services[0]) {
-		t := &in.Services[0]
+	view := alphaViewOf(in.Services)
+	if t := view.nodePort; t != nil {
 		out.NodePort = int(t.NodePort)
 		out.BackendSetName = t.BackendSetName
 		out.Weight = int(t.Weight)
 		return out
 	}
-	for i := range in.Services {
-		t := &in.Services[i]
-		if t.NodePort != 0 {
-			continue
-		}
+	for _, t := range view.services {
 		s := v1alpha1.ServiceSpec{
 			Name:              t.Name,
 			Namespace:         t.Namespace,
@@ -79,10 +78,31 @@ func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) v1alpha1.LBRegistrarSpec {
 	return out
 }
 
-// isFixedPort reports whether a target is a bare node port with nothing
-// v1alpha1's top-level nodePort could not say.
-func isFixedPort(t *v1beta1.Target) bool {
-	return t.NodePort != 0 && t.Name == "" && t.Namespace == "" && t.Port == nil && !t.FilterByEndpoints
+// alphaView is how v1alpha1 shows the targets of a v1beta1 spec: Service
+// targets as the services list, else one fixed port as nodePort, since
+// v1alpha1 ignores nodePort beside services and has room for one fixed port.
+type alphaView struct {
+	services []*v1beta1.Target
+	nodePort *v1beta1.Target
+	// hidden are the fixed ports v1alpha1 cannot show.
+	hidden []*v1beta1.Target
+}
+
+func alphaViewOf(targets []v1beta1.Target) alphaView {
+	var view alphaView
+	var fixed []*v1beta1.Target
+	for i := range targets {
+		if targets[i].NodePort != 0 {
+			fixed = append(fixed, &targets[i])
+		} else {
+			view.services = append(view.services, &targets[i])
+		}
+	}
+	if len(view.services) == 0 && len(fixed) > 0 {
+		view.nodePort, fixed = fixed[0], fixed[1:]
+	}
+	view.hidden = fixed
+	return view
 }
 
 func serviceTarget(s *v1alpha1.ServiceSpec, backendSet string, weight int) v1beta1.Target {
@@ -125,16 +145,16 @@ func spokeAPIKey(in v1beta1.APIKey) v1alpha1.APIKeySpec {
 
 // restoreHubOnly copies into spec what v1alpha1 cannot show from a v1beta1
 // spec kept in an annotation: a v1alpha1 client that edited the object could
-// not have meant to remove what it never saw.
+// not have meant to remove what it never saw. A hidden fixed port the client
+// wrote again, into the same backend set, is not added a second time.
 func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec) {
 	spec.NodeSelector = kept.NodeSelector
 	spec.APIKey.Passphrase = kept.APIKey.Passphrase
-	if len(kept.Services) < 2 {
-		return // a lone fixed port is visible as nodePort
-	}
-	for _, t := range kept.Services {
-		if t.NodePort != 0 {
-			spec.Services = append(spec.Services, t)
+	for _, t := range alphaViewOf(kept.Services).hidden {
+		if !slices.ContainsFunc(spec.Services, func(u v1beta1.Target) bool {
+			return u.NodePort == t.NodePort && u.BackendSetName == t.BackendSetName
+		}) {
+			spec.Services = append(spec.Services, *t)
 		}
 	}
 }

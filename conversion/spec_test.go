@@ -147,6 +147,17 @@ func TestDenormalizeSpec(t *testing.T) {
 			{NodePort: 30080, BackendSetName: "b", Weight: 1},
 		},
 		want: v1alpha1.LBRegistrarSpec{Weight: 1, Services: []v1alpha1.ServiceSpec{{Name: "gw", Namespace: "ns", Port: port, BackendSetName: "a", Weight: 1}}},
+	}, {
+		name: "of several fixed ports, the first becomes nodePort and the others are left to the annotation",
+		in: []v1beta1.Target{
+			{NodePort: 30080, BackendSetName: "a", Weight: 2},
+			{NodePort: 30443, BackendSetName: "b", Weight: 1},
+		},
+		want: v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 2},
+	}, {
+		name: "a lone fixed port v1alpha1 cannot say all of still becomes nodePort",
+		in:   []v1beta1.Target{{NodePort: 30080, FilterByEndpoints: true, BackendSetName: "a", Weight: 3}},
+		want: v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 3},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
