@@ -75,13 +75,21 @@ func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths spec
 	if len(spec.Services) == 0 {
 		errs = append(errs, field.Required(paths.targets, "at least one target is required").WithOrigin(RuleTargetRequired))
 	}
-	if len(spec.Services) > MaxTargets {
-		errs = append(errs, field.TooMany(paths.targets, len(spec.Services), MaxTargets).WithOrigin(RuleTargetLimit))
-	}
+	errs = append(errs, ValidateTargetCount(len(spec.Services), paths.targets)...)
 	for i := range spec.Services {
 		errs = append(errs, validateTarget(&spec.Services[i], paths, i)...)
 	}
 	return append(errs, validateDuplicates(spec.Services, paths)...)
+}
+
+// ValidateTargetCount checks the number of spec.services entries, fldPath,
+// against MaxTargets. Readers of untrusted input call it before decoding
+// the entries themselves.
+func ValidateTargetCount(n int, fldPath *field.Path) field.ErrorList {
+	if n > MaxTargets {
+		return field.ErrorList{field.TooMany(fldPath, n, MaxTargets).WithOrigin(RuleTargetLimit)}
+	}
+	return nil
 }
 
 func validateLoadBalancerID(id string, fldPath *field.Path) field.ErrorList {

@@ -16,11 +16,13 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
@@ -76,18 +78,26 @@ type manifestSet struct {
 	skipped   int
 }
 
-// readManifests reads every -f argument: a file, a directory (its .yaml,
-// .yml and .json files, recursively, in name order) or "-" for stdin. Each
-// file may hold several YAML documents, and Lists are expanded. A document
-// that cannot be read is recorded with its file and line and the rest is
-// still read; only an unreadable file or directory is an error.
+// maxFileBytes caps what is read from one file or from standard input: more
+// than any one object the API server accepts (3 MiB per request), with room
+// for a few, while the YAML parser's worst case on it (about 150 bytes of
+// memory per byte read) stays within a few seconds and about 600 MB. An
+// endless stream is cut off instead of filling memory.
+const maxFileBytes = 4 << 20
+
+// readManifests reads every -f argument: a regular file, a directory (its
+// .yaml, .yml and .json files, recursively, in name order) or "-" for stdin.
+// Each file may hold several YAML documents, and Lists are expanded. A
+// document that cannot be read is recorded with its file and line and the
+// rest is still read; only a file or directory that cannot be read, is not a
+// regular file, or is larger than maxFileBytes is an error.
 func readManifests(args []string, stdin io.Reader) (*manifestSet, error) {
 	set := &manifestSet{}
 	for _, arg := range args {
 		if arg == "-" {
-			data, err := io.ReadAll(stdin)
+			data, err := readCapped(stdin, "standard input")
 			if err != nil {
-				return nil, fmt.Errorf("reading standard input: %w", err)
+				return nil, err
 			}
 			set.add("-", data)
 			continue
@@ -97,7 +107,7 @@ func readManifests(args []string, stdin io.Reader) (*manifestSet, error) {
 			return nil, err
 		}
 		for _, file := range files {
-			data, err := os.ReadFile(file)
+			data, err := readFile(file)
 			if err != nil {
 				return nil, err
 			}
@@ -107,29 +117,68 @@ func readManifests(args []string, stdin io.Reader) (*manifestSet, error) {
 	return set, nil
 }
 
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readCapped(f, name)
+}
+
+// readCapped reads r to its end, or fails once it holds more than maxFileBytes.
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("%s: more than %d MiB, the most one file may hold: split it", name, maxFileBytes>>20)
+	}
+	return data, nil
+}
+
+// manifestFiles lists the files path stands for. Only regular files are
+// read: opening a FIFO blocks until something writes to it, and a device
+// such as /dev/zero never ends.
 func manifestFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !info.IsDir() {
+		if err := checkRegular(path, info); err != nil {
+			return nil, err
+		}
 		return []string{path}, nil
 	}
 	var files []string
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+		if err != nil || d.IsDir() {
 			return err
 		}
 		switch strings.ToLower(filepath.Ext(p)) {
 		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				files = append(files, p)
+			info, err := os.Stat(p) // through a symbolic link, as reading goes
+			if err != nil {
+				return err
 			}
+			if err := checkRegular(p, info); err != nil {
+				return err
+			}
+			files = append(files, p)
 		}
 		return nil
 	})
 	slices.Sort(files)
 	return files, err
+}
+
+func checkRegular(path string, info fs.FileInfo) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file; pass a pipe or device on standard input with -f -", path)
+	}
+	return nil
 }
 
 // add decodes every document of one file into the set.
@@ -182,14 +231,14 @@ func (s *manifestSet) addDocument(source string, line int, data []byte) {
 		s.skipped++
 	case meta.APIVersion == v1alpha1.GroupVersion.String():
 		obj := &v1alpha1.LBRegistrar{}
-		if err := strictJSON(raw, obj); err != nil {
+		if err := decodeLBRegistrar(raw, obj); err != nil {
 			fail(err)
 			return
 		}
 		s.manifests = append(s.manifests, manifest{source: source, line: line, alpha: obj})
 	case meta.APIVersion == v1beta1.GroupVersion.String():
 		obj := &v1beta1.LBRegistrar{}
-		if err := strictJSON(raw, obj); err != nil {
+		if err := decodeLBRegistrar(raw, obj); err != nil {
 			fail(err)
 			return
 		}
@@ -199,9 +248,23 @@ func (s *manifestSet) addDocument(source string, line int, data []byte) {
 	}
 }
 
-// strictJSON decodes like the API server with strict field validation:
-// field names are case-sensitive, and unknown or duplicate fields are errors.
-func strictJSON(raw []byte, into any) error {
+// decodeLBRegistrar decodes an LBRegistrar of either version like the API
+// server with strict field validation: field names are case-sensitive, and
+// unknown or duplicate fields are errors. A services list longer than any
+// LBRegistrar may have is refused before its entries are decoded, so that
+// what convert and migrate go on to do stays small.
+func decodeLBRegistrar(raw []byte, into any) error {
+	var count struct {
+		Spec struct {
+			Services []struct{} `json:"services"`
+		} `json:"spec"`
+	}
+	// A services value that is not a list is left to the strict decoding.
+	if kjson.UnmarshalCaseSensitivePreserveInts(raw, &count) == nil {
+		if errs := validation.ValidateTargetCount(len(count.Spec.Services), field.NewPath("spec", "services")); len(errs) > 0 {
+			return fmt.Errorf("invalid LBRegistrar: %w", errs.ToAggregate())
+		}
+	}
 	strict, err := kjson.UnmarshalStrict(raw, into)
 	if err == nil {
 		err = errors.Join(strict...)

@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
 )
 
 // repo is the repository root, from this package's directory.
@@ -89,6 +93,103 @@ func TestReadManifestsErrors(t *testing.T) {
 	}
 	if _, err := readManifests([]string{filepath.Join(t.TempDir(), "missing.yaml")}, nil); !os.IsNotExist(err) {
 		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+// endless is standard input that never ends; past twice the cap it fails
+// the read, so that a reader without the cap fails instead of filling memory.
+type endless struct{ read int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.read > 2*maxFileBytes {
+		return 0, errors.New("read on past the cap")
+	}
+	clear(p)
+	e.read += len(p)
+	return len(p), nil
+}
+
+func TestReadManifestsCapsEachFile(t *testing.T) {
+	stdin := &endless{}
+	_, err := readManifests([]string{"-"}, stdin)
+	if err == nil || err.Error() != "standard input: more than 4 MiB, the most one file may hold: split it" {
+		t.Errorf("endless standard input: err = %v", err)
+	}
+	if stdin.read > maxFileBytes+1 {
+		t.Errorf("%d bytes read from standard input, want the cap (%d) and no more", stdin.read, maxFileBytes)
+	}
+
+	dir := t.TempDir()
+	atCap, overCap := filepath.Join(dir, "at-cap.yaml"), filepath.Join(dir, "over-cap.yaml")
+	comment := append([]byte("#"), bytes.Repeat([]byte(" "), maxFileBytes-2)...)
+	comment = append(comment, '\n')
+	if err := os.WriteFile(atCap, comment, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(overCap, append(comment, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifests([]string{atCap}, nil); err != nil {
+		t.Errorf("a file of exactly %d bytes: %v", maxFileBytes, err)
+	}
+	if _, err := readManifests([]string{dir}, nil); err == nil || !strings.HasPrefix(err.Error(), overCap+": more than 4 MiB") {
+		t.Errorf("a file over the cap: err = %v, want one naming it", err)
+	}
+}
+
+// A document with more services entries than an LBRegistrar may have is
+// refused before conversion: convert would otherwise spend memory and time
+// in proportion to whatever the file holds.
+func TestReadManifestsCapsServices(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("apiVersion: v1\nkind: ConfigMap\n---\napiVersion: nodes.peppy-ratio.dev/v1alpha1\nkind: LBRegistrar\nspec:\n  services:\n")
+	for i := range validation.MaxTargets + 1 {
+		fmt.Fprintf(&doc, "  - {name: web, namespace: default, port: %d}\n", i+1)
+	}
+	set, err := readManifests([]string{"-"}, strings.NewReader(doc.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-:4: invalid LBRegistrar: spec.services: Too many: 257: must have at most 256 items"
+	if len(set.manifests) != 0 || len(set.errs) != 1 || set.errs[0].Error() != want {
+		t.Errorf("manifests %d, errors %v; want the error %q", len(set.manifests), set.errs, want)
+	}
+}
+
+// Only regular files are read: a FIFO in a directory would block the read
+// until something writes to it, and a device may never end.
+func TestReadManifestsReadsRegularFilesOnly(t *testing.T) {
+	if _, err := readManifests([]string{os.DevNull}, nil); err == nil || err.Error() != os.DevNull+": not a regular file; pass a pipe or device on standard input with -f -" {
+		t.Errorf("%s: err = %v", os.DevNull, err)
+	}
+
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that is waiting for a reader: had the FIFO been opened, it
+	// would have been read to its end rather than blocked on.
+	written := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString("apiVersion: v1\nkind: ConfigMap\n")
+			err = errors.Join(err, f.Close())
+		}
+		written <- err
+	}()
+	t.Cleanup(func() {
+		// Release the writer if nothing else opened the FIFO.
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			<-written
+			r.Close()
+		}
+	})
+
+	_, err := readManifests([]string{dir}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), fifo+": not a regular file") {
+		t.Errorf("a FIFO in a directory: err = %v, want one naming it", err)
 	}
 }
 
