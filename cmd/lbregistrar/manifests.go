@@ -26,16 +26,29 @@ import (
 	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
+// position is where a document is: its file ("-" for standard input), the
+// line it starts on and, for an object inside a List, which item it is.
+type position struct {
+	Source string `json:"source"`
+	Line   int    `json:"line"`
+	Item   string `json:"item,omitempty"`
+}
+
+// where is the position as messages show it: file:line, then the item.
+func (p position) where() string {
+	if p.Item == "" {
+		return fmt.Sprintf("%s:%d", p.Source, p.Line)
+	}
+	return fmt.Sprintf("%s:%d: %s", p.Source, p.Line, p.Item)
+}
+
 // manifest is one LBRegistrar read from a file, in the version it was written.
 // Exactly one of alpha and hub is set.
 type manifest struct {
-	source string // file name, or "-" for standard input
-	line   int    // first line of the document in source
-	alpha  *v1alpha1.LBRegistrar
-	hub    *v1beta1.LBRegistrar
+	position
+	alpha *v1alpha1.LBRegistrar
+	hub   *v1beta1.LBRegistrar
 }
-
-func (m *manifest) position() string { return fmt.Sprintf("%s:%d", m.source, m.line) }
 
 func (m *manifest) name() string {
 	if m.alpha != nil {
@@ -63,12 +76,11 @@ func (m *manifest) toHub() *v1beta1.LBRegistrar {
 
 // parseError is a document that could not be read, with where it is.
 type parseError struct {
-	source string
-	line   int
-	err    error
+	position
+	err error
 }
 
-func (e *parseError) Error() string { return fmt.Sprintf("%s:%d: %v", e.source, e.line, e.err) }
+func (e *parseError) Error() string { return e.where() + ": " + e.err.Error() }
 
 // manifestSet is what a set of -f arguments holds: the LBRegistrars, the
 // documents that could not be read, and how many other kinds were skipped.
@@ -184,23 +196,35 @@ func checkRegular(path string, info fs.FileInfo) error {
 // add decodes every document of one file into the set.
 func (s *manifestSet) add(source string, data []byte) {
 	for _, doc := range splitDocuments(data) {
-		s.addDocument(source, doc.line, doc.data)
+		s.addDocument(position{Source: source, Line: doc.line}, nil, doc.data)
 	}
 }
 
-func (s *manifestSet) addDocument(source string, line int, data []byte) {
-	fail := func(err error) { s.errs = append(s.errs, &parseError{source: source, line: line, err: err}) }
-	raw, err := yaml.YAMLToJSON(data)
+// addDocument decodes the document at pos; item is its path in the List it
+// came from, nil for a document of its own.
+func (s *manifestSet) addDocument(pos position, item *field.Path, data []byte) {
+	if item != nil {
+		pos.Item = item.String()
+	}
+	fail := func(err error) { s.errs = append(s.errs, &parseError{position: pos, err: err}) }
+	// Strict, so that a key given twice is an error rather than one of its
+	// values silently winning.
+	raw, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		// The YAML parser counts lines from the document's start; report
-		// the line in the file, and point at the document when it has none.
-		if l, msg, ok := yamlErrorLine(err); ok {
-			// An error at the end of the stream is put on the last line.
-			l = max(min(l, bytes.Count(data, []byte("\n"))), 1)
-			s.errs = append(s.errs, &parseError{source: source, line: line + l - 1, err: fmt.Errorf("invalid YAML: %s", msg)})
+		found := yamlErrorLines(err)
+		if len(found) == 0 {
+			fail(fmt.Errorf("invalid YAML: %w", err))
 			return
 		}
-		fail(fmt.Errorf("invalid YAML: %w", err))
+		// The YAML parser counts lines from the document's start; report
+		// the line in the file. An error at the end of the stream is put on
+		// the last line.
+		lines := bytes.Count(data, []byte("\n"))
+		for _, e := range found {
+			at := pos
+			at.Line += max(min(e.line, lines), 1) - 1
+			s.errs = append(s.errs, &parseError{position: at, err: fmt.Errorf("invalid YAML: %s", e.msg)})
+		}
 		return
 	}
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -211,8 +235,10 @@ func (s *manifestSet) addDocument(source string, line int, data []byte) {
 		fail(fmt.Errorf("not a Kubernetes object: %w", err))
 		return
 	}
+	group := v1beta1.GroupVersion.Group
+	ours := meta.GroupVersionKind().Group == group
 	switch {
-	case meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List") && meta.GroupVersionKind().Group == v1beta1.GroupVersion.Group:
+	case meta.Kind == "List" || ours && meta.Kind == "LBRegistrarList":
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
@@ -220,29 +246,34 @@ func (s *manifestSet) addDocument(source string, line int, data []byte) {
 			fail(fmt.Errorf("reading %s: %w", meta.Kind, err))
 			return
 		}
-		for _, item := range list.Items {
-			s.addDocument(source, line, item)
+		items := field.NewPath("items")
+		if item != nil {
+			items = item.Child("items")
 		}
-	case meta.GroupVersionKind().Group != v1beta1.GroupVersion.Group || meta.Kind != "LBRegistrar":
-		if meta.Kind == "" || meta.APIVersion == "" {
-			fail(fmt.Errorf("not a Kubernetes object: apiVersion and kind are required"))
-			return
+		for i, data := range list.Items {
+			s.addDocument(pos, items.Index(i), data)
 		}
+	case meta.Kind == "" || meta.APIVersion == "":
+		fail(fmt.Errorf("not a Kubernetes object: apiVersion and kind are required"))
+	case !ours:
 		s.skipped++
+	case meta.Kind != "LBRegistrar":
+		// Likely a misspelling: skipping it would pass a manifest the API server refuses.
+		fail(fmt.Errorf("unknown kind %s in %s: this group has LBRegistrar and LBRegistrarList", meta.Kind, group))
 	case meta.APIVersion == v1alpha1.GroupVersion.String():
 		obj := &v1alpha1.LBRegistrar{}
 		if err := decodeLBRegistrar(raw, obj); err != nil {
 			fail(err)
 			return
 		}
-		s.manifests = append(s.manifests, manifest{source: source, line: line, alpha: obj})
+		s.manifests = append(s.manifests, manifest{position: pos, alpha: obj})
 	case meta.APIVersion == v1beta1.GroupVersion.String():
 		obj := &v1beta1.LBRegistrar{}
 		if err := decodeLBRegistrar(raw, obj); err != nil {
 			fail(err)
 			return
 		}
-		s.manifests = append(s.manifests, manifest{source: source, line: line, hub: obj})
+		s.manifests = append(s.manifests, manifest{position: pos, hub: obj})
 	default:
 		fail(fmt.Errorf("unknown LBRegistrar version %s: use %s or %s", meta.APIVersion, v1alpha1.GroupVersion, v1beta1.GroupVersion))
 	}
@@ -275,16 +306,25 @@ func decodeLBRegistrar(raw []byte, into any) error {
 	return nil
 }
 
-var yamlLinePattern = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): (.*)$`)
+// yamlLinePattern matches each problem a YAML parse error names: one for a
+// syntax error, one per line for the errors found while decoding (such as a
+// key given twice).
+var yamlLinePattern = regexp.MustCompile(`(?m)^(?:error converting YAML to JSON: )?(?:yaml: |\s+)line (\d+): (.*)$`)
 
-// yamlErrorLine extracts the line a YAML parse error names.
-func yamlErrorLine(err error) (int, string, bool) {
-	m := yamlLinePattern.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0, "", false
+// yamlError is one problem of a YAML parse error, on a line of the document.
+type yamlError struct {
+	line int
+	msg  string
+}
+
+func yamlErrorLines(err error) []yamlError {
+	var found []yamlError
+	for _, m := range yamlLinePattern.FindAllStringSubmatch(err.Error(), -1) {
+		if line, convErr := strconv.Atoi(m[1]); convErr == nil {
+			found = append(found, yamlError{line: line, msg: m[2]})
+		}
 	}
-	line, convErr := strconv.Atoi(m[1])
-	return line, m[2], convErr == nil
+	return found
 }
 
 // document is one YAML document and the file line it starts on.

@@ -96,6 +96,60 @@ func TestReadManifestsErrors(t *testing.T) {
 	}
 }
 
+// Mistakes that used to pass unnoticed: each is an error naming the
+// document (and the List item), and nothing of it is read.
+func TestReadManifestsRefusesAmbiguousDocuments(t *testing.T) {
+	const beta = "apiVersion: nodes.peppy-ratio.dev/v1beta1\n"
+	tests := []struct {
+		name, input string
+		want        []string
+	}{{
+		name:  "misspelled kind in the group",
+		input: "apiVersion: v1\nkind: ConfigMap\n---\n" + beta + "kind: LBRegistrarz\n",
+		want:  []string{"-:4: unknown kind LBRegistrarz in nodes.peppy-ratio.dev: this group has LBRegistrar and LBRegistrarList"},
+	}, {
+		name:  "misspelled list kind in the group",
+		input: beta + "kind: LBRegistrarsList\nitems: []\n",
+		want:  []string{"-:1: unknown kind LBRegistrarsList in nodes.peppy-ratio.dev: this group has LBRegistrar and LBRegistrarList"},
+	}, {
+		name:  "key given twice in YAML, twice over",
+		input: "apiVersion: v1\nkind: ConfigMap\n---\n" + beta + "kind: LBRegistrar\nmetadata:\n  name: a\n  name: b\nspec:\n  loadBalancerId: x\n  loadBalancerId: y\n",
+		want: []string{
+			`-:8: invalid YAML: key "name" already set in map`,
+			`-:11: invalid YAML: key "loadBalancerId" already set in map`,
+		},
+	}, {
+		name:  "key given twice in JSON",
+		input: `{"apiVersion": "nodes.peppy-ratio.dev/v1beta1", "kind": "LBRegistrar",` + "\n" + `"spec": {"loadBalancerId": "x", "loadBalancerId": "y"}}`,
+		want:  []string{`-:2: invalid YAML: key "loadBalancerId" already set in map`},
+	}, {
+		name: "List items",
+		input: "apiVersion: v1\nkind: List\nitems:\n" +
+			"- {apiVersion: v1, kind: ConfigMap}\n" +
+			"- {apiVersion: nodes.peppy-ratio.dev/v1beta1, kind: LBRegistrar, spec: {loadBalancerID: x}}\n" +
+			"- {apiVersion: nodes.peppy-ratio.dev/v1beta1, kind: LBRegistrarList, items: [{kind: LBRegistrar}]}\n",
+		want: []string{
+			`-:1: items[1]: invalid LBRegistrar: unknown field "spec.loadBalancerID"`,
+			"-:1: items[2].items[0]: not a Kubernetes object: apiVersion and kind are required",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := readManifests([]string{"-"}, strings.NewReader(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range set.errs {
+				got = append(got, e.Error())
+			}
+			if !slices.Equal(got, tt.want) || len(set.manifests) != 0 {
+				t.Errorf("errors:\n%s\nwant:\n%s\nmanifests: %d, want none", strings.Join(got, "\n"), strings.Join(tt.want, "\n"), len(set.manifests))
+			}
+		})
+	}
+}
+
 // endless is standard input that never ends; past twice the cap it fails
 // the read, so that a reader without the cap fails instead of filling memory.
 type endless struct{ read int }
@@ -219,8 +273,8 @@ func FuzzManifests(f *testing.F) {
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1
 		for _, e := range set.errs {
-			if e.line < 1 || e.line > lines {
-				t.Errorf("error on line %d of a %d-line input: %v", e.line, lines, e)
+			if e.Line < 1 || e.Line > lines {
+				t.Errorf("error on line %d of a %d-line input: %v", e.Line, lines, e)
 			}
 		}
 		validateManifests(set, nil, false)

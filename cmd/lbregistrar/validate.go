@@ -30,8 +30,10 @@ func newValidateCommand() *cobra.Command {
 		Long: `Checks every LBRegistrar in the given YAML or JSON files with the same rules the
 admission webhook applies, offline. With --kubeconfig, each resource is also
 checked against the cluster: as an update of the resource of the same name, and
-for backend sets another LBRegistrar already claims. Other kinds are skipped.
-The exit code is non-zero when any resource is invalid or a document cannot be read.`,
+for backend sets another LBRegistrar already claims. Kinds of other groups are
+skipped; any other kind of this group is an error. Documents that cannot be
+read are listed first. The exit code is non-zero when any resource is invalid
+or a document cannot be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
@@ -96,8 +98,7 @@ type validationReport struct {
 }
 
 type validationResult struct {
-	Source     string    `json:"source"`
-	Line       int       `json:"line"`
+	position
 	APIVersion string    `json:"apiVersion,omitempty"`
 	Name       string    `json:"name,omitempty"`
 	Valid      bool      `json:"valid"`
@@ -120,6 +121,13 @@ const ruleParse = "parse"
 // live resources only when checkClaims is set.
 func validateManifests(set *manifestSet, live []v1beta1.LBRegistrar, checkClaims bool) *validationReport {
 	report := &validationReport{Skipped: set.skipped}
+	// Documents that could not be read come first: a report of many
+	// resources must not bury them.
+	for _, e := range set.errs {
+		report.Unreadable++
+		report.Results = append(report.Results, validationResult{position: e.position,
+			Errors: []problem{{Rule: ruleParse, Message: e.err.Error()}}})
+	}
 	liveByName := map[string]*v1beta1.LBRegistrar{}
 	claimIndex := map[string][]v1beta1.LBRegistrar{}
 	for i := range live {
@@ -143,7 +151,7 @@ func validateManifests(set *manifestSet, live []v1beta1.LBRegistrar, checkClaims
 			}
 		}
 		errs, warnings := validateManifest(m, liveByName[m.name()], claimants)
-		res := validationResult{Source: m.source, Line: m.line, APIVersion: m.apiVersion(), Name: m.name(), Valid: len(errs) == 0, Warnings: warnings}
+		res := validationResult{position: m.position, APIVersion: m.apiVersion(), Name: m.name(), Valid: len(errs) == 0, Warnings: warnings}
 		for _, e := range errs {
 			res.Errors = append(res.Errors, problem{Field: e.Field, Rule: e.Origin, Message: e.Error()})
 		}
@@ -153,11 +161,6 @@ func validateManifests(set *manifestSet, live []v1beta1.LBRegistrar, checkClaims
 			report.Invalid++
 		}
 		report.Results = append(report.Results, res)
-	}
-	for _, e := range set.errs {
-		report.Unreadable++
-		report.Results = append(report.Results, validationResult{Source: e.source, Line: e.line,
-			Errors: []problem{{Rule: ruleParse, Message: e.err.Error()}}})
 	}
 	return report
 }
@@ -196,12 +199,12 @@ func (r *validationReport) writeText(w io.Writer) error {
 	for _, res := range r.Results {
 		switch {
 		case res.Name == "" && res.APIVersion == "":
-			ew.printf("%s:%d: %s\n", res.Source, res.Line, res.Errors[0].Message)
+			ew.printf("%s: %s\n", res.where(), res.Errors[0].Message)
 			continue
 		case res.Valid:
-			ew.printf("%s:%d: LBRegistrar %s (%s): valid\n", res.Source, res.Line, res.Name, res.APIVersion)
+			ew.printf("%s: LBRegistrar %s (%s): valid\n", res.where(), res.Name, res.APIVersion)
 		default:
-			ew.printf("%s:%d: LBRegistrar %s (%s): %d error(s)\n", res.Source, res.Line, res.Name, res.APIVersion, len(res.Errors))
+			ew.printf("%s: LBRegistrar %s (%s): %d error(s)\n", res.where(), res.Name, res.APIVersion, len(res.Errors))
 		}
 		for _, p := range res.Errors {
 			ew.printf("  error: %s [%s]\n", p.Message, p.Rule)

@@ -91,6 +91,20 @@ func TestValidateReportsUnreadableDocuments(t *testing.T) {
 	}
 }
 
+// Unreadable documents are listed before the results, whatever order the
+// files come in, so that a long report does not hide them.
+func TestValidateListsUnreadableDocumentsFirst(t *testing.T) {
+	out, _, err := run(t, newValidateCommand(), "", "-f", testdata("mixed-v1alpha1.yaml"), "-f", testdata("malformed.yaml"))
+	if !errors.Is(err, errInvalid) {
+		t.Fatalf("err = %v, want errInvalid", err)
+	}
+	parse := strings.Index(out, testdata("malformed.yaml")+":12: invalid YAML")
+	result := strings.Index(out, testdata("mixed-v1alpha1.yaml")+":1: LBRegistrar mixed")
+	if parse < 0 || result < 0 || parse > result {
+		t.Errorf("want the unreadable document before the results:\n%s", out)
+	}
+}
+
 func TestValidateStdinAndFlags(t *testing.T) {
 	out, _, err := run(t, newValidateCommand(), "apiVersion: v1\nkind: ConfigMap\n", "-f", "-")
 	if err != nil || !strings.Contains(out, "0 LBRegistrar(s)") || !strings.Contains(out, "1 other object(s) skipped") {
