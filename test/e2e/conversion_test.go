@@ -48,3 +48,34 @@ func TestApplyV1alpha1SingleServiceReadsBackInBothVersions(t *testing.T) {
 		t.Errorf("v1alpha1 spec read back (-applied +got):\n%s", diff)
 	}
 }
+
+// A v1beta1 resource of fixed ports only shows the first as nodePort in
+// v1alpha1, and an edit through v1alpha1 keeps the others, once each.
+func TestV1beta1FixedPortsEditedThroughV1alpha1(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	const service = "  - name: istio-ingressgateway\n    namespace: istio-system\n    port: https\n    backendSetName: ingress\n    weight: 1\n"
+	manifest := betaManifest("fixed-ports", "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaafixedports", "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef")
+	if !strings.Contains(manifest, service) {
+		t.Fatal("the test manifest did not get its fixed ports")
+	}
+	manifest = strings.Replace(manifest, service,
+		"  - {nodePort: 30080, backendSetName: http, weight: 1}\n  - {nodePort: 30443, backendSetName: https, weight: 1}\n", 1)
+	kubectl(t, c, manifest, "apply", "-f", "-")
+
+	out, _ := kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "fixed-ports", "-o", "json")
+	spec := object(t, out)["spec"].(map[string]any)
+	if spec["nodePort"] != float64(30080) || spec["backendSetName"] != "http" {
+		t.Errorf("v1alpha1 view: nodePort %v in backend set %v, want 30080 in http", spec["nodePort"], spec["backendSetName"])
+	}
+
+	kubectl(t, c, "", "patch", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "fixed-ports", "--type", "merge", "-p", `{"spec":{"weight":5}}`)
+	out, _ = kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "fixed-ports", "-o", "json")
+	want := []any{
+		map[string]any{"nodePort": float64(30080), "backendSetName": "http", "weight": float64(5)},
+		map[string]any{"nodePort": float64(30443), "backendSetName": "https", "weight": float64(1)},
+	}
+	if diff := cmp.Diff(want, object(t, out)["spec"].(map[string]any)["services"]); diff != "" {
+		t.Errorf("v1beta1 services after the v1alpha1 edit (-want +got):\n%s", diff)
+	}
+}
