@@ -1,30 +1,50 @@
+// Package conversion serves the CRD's conversion webhook: controller-runtime's
+// hub-and-spoke converter over the pure conversion functions of api/v1alpha1
+// (ToHub, FromHub), and the path the API server calls.
 package conversion
 
 import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
+// Path is where the API server calls the conversion webhook; config/ and the
+// tests point at it.
+const Path = "/convert"
+
 // NewConverter builds controller-runtime's hub-and-spoke converter for
-// LBRegistrar from ToHub and FromHub; register it with the webhook's
-// converter registry. Keeping the functions here rather than as methods on
-// the API types lets this package import both versions without a cycle.
+// LBRegistrar from v1alpha1.ToHub and v1alpha1.FromHub, which never fail.
 func NewConverter(scheme *runtime.Scheme) (crconversion.Converter, error) {
 	return crconversion.NewHubSpokeConverter(&v1beta1.LBRegistrar{},
 		crconversion.NewSpokeConverter(&v1alpha1.LBRegistrar{},
 			func(_ context.Context, hub *v1beta1.LBRegistrar, spoke *v1alpha1.LBRegistrar) error {
-				FromHub(hub, spoke)
+				v1alpha1.FromHub(hub, spoke)
 				return nil
 			},
 			func(_ context.Context, spoke *v1alpha1.LBRegistrar, hub *v1beta1.LBRegistrar) error {
-				ToHub(spoke, hub)
+				v1alpha1.ToHub(spoke, hub)
 				return nil
 			},
 		),
 	)(scheme)
+}
+
+// Register registers the converter with the manager and serves the
+// conversion webhook at Path on its webhook server.
+func Register(mgr manager.Manager) error {
+	converter, err := NewConverter(mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := mgr.GetConverterRegistry().RegisterConverter(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), converter); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(Path, crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
+	return nil
 }

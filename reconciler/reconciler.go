@@ -53,6 +53,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -541,11 +542,11 @@ func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb
 
 // claimants lists the resources other than obj claiming (lb, name).
 func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) ([]v1beta1.LBRegistrar, error) {
-	var list v1beta1.LBRegistrarList
-	if err := r.client.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: validation.ClaimKey(lb, name)}); err != nil {
+	found, err := claims.Of(ctx, r.client, lb, name)
+	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(list.Items, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+	return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
 }
 
 // view reads, from the cache, the part of the cluster obj's desired state depends on.

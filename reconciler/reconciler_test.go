@@ -1,7 +1,6 @@
 package reconciler_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,17 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
-	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
 // settings is every setting of a backend set except its backends, as JSON.
@@ -457,23 +452,6 @@ func counter(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
-}
-
-func TestSetupAlongsideWebhooks(t *testing.T) {
-	if restConfig == nil {
-		t.Skip("no test API server")
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := webhook.Register(mgr, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := reconciler.SetupWithManager(context.Background(), mgr, reconciler.DefaultOptions()); err != nil {
-		t.Fatalf("the reconciler cannot share a manager with the webhooks: %v", err)
-	}
 }
 
 func TestOptionsDefaultsAreSane(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
@@ -74,7 +74,7 @@ type Options struct {
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
 	o := Options{
-		OCI:                oci.Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second},
+		OCI:                oci.DefaultOptions(),
 		Workers:            8,
 		Resync:             10 * time.Minute,
 		DrainPeriod:        30 * time.Second,
@@ -139,7 +139,8 @@ const (
 // serves the lanes view at DebugLanesPath on the manager's metrics server
 // (so it has that server's address, and is off when metrics are off). The
 // controller runs only on the elected leader; webhooks on the same manager
-// keep serving on every replica.
+// keep serving on every replica. It reads claims through the index
+// claims.AddIndex registers on the manager.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.OCICAFile != "" && o.OCI.HTTPClient == nil {
 		c, err := httpClientTrusting(o.OCICAFile)
@@ -165,12 +166,6 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
-	// The claim index is shared with the validating webhook, which may have
-	// registered it on the same manager already.
-	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims); err != nil &&
-		!strings.Contains(err.Error(), "indexer conflict") {
-		return err
-	}
 	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, serviceIndex, indexServices); err != nil {
 		return err
 	}
@@ -355,7 +350,7 @@ func (r *Reconciler) claimSiblings(ctx context.Context, obj client.Object) []rec
 	seen := map[string]bool{lbr.Name: true}
 	var reqs []reconcile.Request
 	for _, key := range validation.ClaimKeys(&lbr.Spec) {
-		for _, req := range r.requests(ctx, client.MatchingFields{validation.ClaimIndexField: key}) {
+		for _, req := range r.requests(ctx, client.MatchingFields{claims.IndexField: key}) {
 			if !seen[req.Name] {
 				seen[req.Name] = true
 				reqs = append(reqs, req)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,116 +19,104 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
 )
 
 // NewV1beta1Validator is the admission webhook for v1beta1 LBRegistrars.
 // claims reads the resources that hold a claim, through the
-// validation.ClaimIndexField index (the manager's cache in production).
+// claim index of package claims (the manager's cache in production).
 //
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
-// conversion.NormalizeSpec, and v1beta1 states every value on purpose.
+// v1alpha1.NormalizeSpec, and v1beta1 states every value on purpose.
 func NewV1beta1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar]{claims: claims, secrets: secrets, rules: hubRules}}
+	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, secrets: secrets, rules: hubRules}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
-// the same rules over the normalized spec, with errors on v1alpha1 fields.
+// the same rules over the spec as it will be stored, with errors on the
+// v1alpha1 fields that wrote it.
 func NewV1alpha1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar]{claims: claims, secrets: secrets, rules: alphaRules}}
+	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, secrets: secrets, rules: alphaRules}}
 }
 
-// rules are one API version's side of validation: its empty object, its
-// create, update and claim checks, and the hub spec whose claims are looked
-// up.
-type rules[T client.Object] struct {
+// rules are one API version's side of validation: its empty object, the
+// form validation reads it in (V, converted once per object), its create,
+// update and claim checks, and the spec as stored, whose claims are looked up
+// and whose Secrets are checked.
+type rules[T client.Object, V any] struct {
 	version   string
 	newObject func() T
-	create    func(obj T) (field.ErrorList, []string)
-	update    func(obj, old T) (field.ErrorList, []string)
-	claims    func(obj T, claimants []v1beta1.LBRegistrar) field.ErrorList
-	hubSpec   func(obj T) *v1beta1.LBRegistrarSpec
+	view      func(obj T) V
+	// validate checks a create (old nil) or an update against claimants.
+	validate func(obj, old V, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string)
+	stored   func(V) *v1beta1.LBRegistrarSpec
 }
 
-var hubRules = rules[*v1beta1.LBRegistrar]{
+var hubRules = rules[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{
 	version: v1beta1.GroupVersion.Version,
 	newObject: func() *v1beta1.LBRegistrar {
 		return &v1beta1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String()}}
 	},
-	create:  validation.ValidateCreate,
-	update:  validation.ValidateUpdate,
-	claims:  validation.ValidateClaims,
-	hubSpec: func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrarSpec { return &obj.Spec },
+	view:     func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrar { return obj },
+	validate: validation.ValidateWrite,
+	stored:   func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrarSpec { return &obj.Spec },
 }
 
-var alphaRules = rules[*v1alpha1.LBRegistrar]{
+var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
 	version: v1alpha1.GroupVersion.Version,
 	newObject: func() *v1alpha1.LBRegistrar {
 		return &v1alpha1.LBRegistrar{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String()}}
 	},
-	create: validation.ValidateV1alpha1Create,
-	update: validation.ValidateV1alpha1Update,
-	claims: validation.ValidateV1alpha1Claims,
-	hubSpec: func(obj *v1alpha1.LBRegistrar) *v1beta1.LBRegistrarSpec {
-		stored := validation.StoredSpec(obj)
-		return &stored
-	},
+	view:     validation.NewAlpha,
+	validate: validation.ValidateV1alpha1Write,
+	stored:   func(a *validation.Alpha) *v1beta1.LBRegistrarSpec { return &a.Stored },
 }
 
 // validator checks creates and updates. Deletes are allowed whatever the
 // spec says, since the reconciler's finalizer deregisters what the resource
 // registered; CONNECT does not apply to LBRegistrars.
-type validator[T client.Object] struct {
+type validator[T client.Object, V any] struct {
 	claims  client.Reader
 	secrets SecretPolicy
-	rules   rules[T]
+	rules   rules[T, V]
 }
 
-func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := v.rules.newObject()
+	var view, oldView V // oldView stays nil on create: V is a pointer type
 	switch req.Operation {
 	case admissionv1.Create:
 		if err := decode(req.Object, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := v.rules.create(obj)
-		spec := v.rules.hubSpec(obj)
-		claimants, err := listClaimants(ctx, v.claims, spec)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-		}
-		errs = append(errs, v.rules.claims(obj, claimants)...)
-		secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-		}
-		return verdict(v.rules.version, obj.GetName(), append(errs, secretErrs...), warnings)
+		view = v.rules.view(obj)
 	case admissionv1.Update:
 		old := v.rules.newObject()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		errs, warnings := v.rules.update(obj, old)
-		spec := v.rules.hubSpec(obj)
-		claimants, err := listClaimants(ctx, v.claims, spec)
+		view, oldView = v.rules.view(obj), v.rules.view(old)
+	case admissionv1.Delete, admissionv1.Connect:
+		return admission.Allowed("")
+	default:
+		return unknownOperation(req)
+	}
+	spec := v.rules.stored(view)
+	claimants, err := claims.OfSpec(ctx, v.claims, spec)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	errs, warnings := v.rules.validate(view, oldView, claimants)
+	// A write that leaves the spec alone (a finalizer, a label) changes
+	// nothing lbregistrar signs or where.
+	if req.Operation == admissionv1.Create || !equality.Semantic.DeepEqual(spec, v.rules.stored(oldView)) {
+		secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		claimErrs, claimWarnings := validation.Ratchet(v.rules.claims(obj, claimants), v.rules.claims(old, claimants))
-		errs, warnings = append(errs, claimErrs...), append(warnings, claimWarnings...)
-		// A write that leaves the spec alone (a finalizer, a label) changes
-		// nothing lbregistrar signs or where.
-		if !equality.Semantic.DeepEqual(spec, v.rules.hubSpec(old)) {
-			secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
-			if err != nil {
-				return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-			}
-			errs = append(errs, secretErrs...)
-		}
-		return verdict(v.rules.version, obj.GetName(), errs, warnings)
-	case admissionv1.Delete, admissionv1.Connect:
-		return admission.Allowed("")
+		errs = append(errs, secretErrs...)
 	}
-	return unknownOperation(req)
+	return verdict(v.rules.version, obj.GetName(), errs, warnings)
 }
 
 func unknownOperation(req admission.Request) admission.Response {
@@ -162,25 +149,6 @@ func decodeUpdate(req admission.Request, obj, old runtime.Object) error {
 		return fmt.Errorf("old object: %w", err)
 	}
 	return nil
-}
-
-// listClaimants returns the resources that claim any (load balancer, backend
-// set) of spec, each once. It costs one index lookup per backend set of spec,
-// whatever the number of LBRegistrars.
-func listClaimants(ctx context.Context, claims client.Reader, spec *v1beta1.LBRegistrarSpec) ([]v1beta1.LBRegistrar, error) {
-	var claimants []v1beta1.LBRegistrar
-	for _, key := range validation.ClaimKeys(spec) {
-		var list v1beta1.LBRegistrarList
-		if err := claims.List(ctx, &list, client.MatchingFields{validation.ClaimIndexField: key}); err != nil {
-			return nil, fmt.Errorf("reading the LBRegistrars that claim %s: %w", key, err)
-		}
-		for _, item := range list.Items {
-			if !slices.ContainsFunc(claimants, func(c v1beta1.LBRegistrar) bool { return c.Name == item.Name }) {
-				claimants = append(claimants, item)
-			}
-		}
-	}
-	return claimants, nil
 }
 
 // verdict counts each broken rule once and answers with one Invalid status

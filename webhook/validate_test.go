@@ -25,7 +25,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/conversion"
+	"github.com/peppy-ratio/lbregistrar/claims"
 )
 
 const (
@@ -86,7 +86,7 @@ func handlersWith(t testing.TB, secrets SecretPolicy, existing ...client.Object)
 	t.Helper()
 	scheme := api.NewScheme()
 	claims := fake.NewClientBuilder().WithScheme(scheme).
-		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
+		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
 		WithObjects(existing...).Build()
 	mux := http.NewServeMux()
 	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims, secrets))
@@ -216,7 +216,7 @@ func TestValidatingWebhooks(t *testing.T) {
 	// A v1alpha1 object smuggling a status (an ownership record of someone
 	// else's backend) and spec values v1alpha1 cannot show past the rules.
 	forged := alphaObject("forged", "other")
-	forged.Annotations = map[string]string{conversion.HubDataAnnotation: string(mustJSON(t, map[string]any{
+	forged.Annotations = map[string]string{v1alpha1.HubDataAnnotation: string(mustJSON(t, map[string]any{
 		"spec": v1beta1.LBRegistrarSpec{
 			LoadBalancerID: testNLB,
 			APIKey:         apiKey(),
@@ -234,20 +234,20 @@ func TestValidatingWebhooks(t *testing.T) {
 	stored := hubObject("stored", testNLB, "kept")
 	stored.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "kept", Backends: []v1beta1.Backend{{IP: "10.0.0.1", Port: 30000, Weight: 1}}}}
 	read := &v1alpha1.LBRegistrar{}
-	conversion.FromHub(stored, read)
+	v1alpha1.FromHub(stored, read)
 	edited := read.DeepCopy()
 	edited.Spec.Weight = 7
 	tampered := edited.DeepCopy()
-	tampered.Annotations[conversion.HubDataAnnotation] = strings.Replace(tampered.Annotations[conversion.HubDataAnnotation], "10.0.0.1", "10.0.0.99", 1)
+	tampered.Annotations[v1alpha1.HubDataAnnotation] = strings.Replace(tampered.Annotations[v1alpha1.HubDataAnnotation], "10.0.0.1", "10.0.0.99", 1)
 	stripped := edited.DeepCopy()
-	delete(stripped.Annotations, conversion.HubDataAnnotation)
+	delete(stripped.Annotations, v1alpha1.HubDataAnnotation)
 	fromAlpha := hubObject("from-alpha", testNLB, "kept")
-	fromAlpha.Annotations = map[string]string{conversion.AlphaSpecAnnotation: `{"loadBalancerId":"` + testNLB + `","nodePort":30000}`}
+	fromAlpha.Annotations = map[string]string{v1alpha1.AlphaSpecAnnotation: `{"loadBalancerId":"` + testNLB + `","nodePort":30000}`}
 	fromAlphaEdited := fromAlpha.DeepCopy()
 	fromAlphaEdited.Spec.Services[0].Weight = 3
 	fromAlphaStripped := fromAlphaEdited.DeepCopy()
 	fromAlphaStripped.Annotations = nil
-	hubData := "metadata.annotations[" + conversion.HubDataAnnotation + "]"
+	hubData := "metadata.annotations[" + v1alpha1.HubDataAnnotation + "]"
 	fixedPortWarnings := []string{"spec.nodePort is deprecated", "spec.weight is deprecated", "spec.backendSetName is deprecated"}
 
 	tests := []struct {
@@ -312,7 +312,7 @@ func TestValidatingWebhooks(t *testing.T) {
 			warnings: fixedPortWarnings},
 		{name: "v1beta1 create with a conversion annotation", path: ValidateV1beta1Path,
 			body:   review(t, admissionv1.Create, fromAlpha, nil),
-			causes: []string{"metadata.annotations[" + conversion.AlphaSpecAnnotation + "]"}, inMessage: "written only by conversion"},
+			causes: []string{"metadata.annotations[" + v1alpha1.AlphaSpecAnnotation + "]"}, inMessage: "written only by conversion"},
 		{name: "v1beta1 update keeping the conversion annotation", path: ValidateV1beta1Path,
 			body: review(t, admissionv1.Update, fromAlphaEdited, fromAlpha), allowed: true},
 		{name: "v1beta1 update dropping the v1alpha1 form", path: ValidateV1beta1Path,

@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -19,22 +17,17 @@ import (
 // on the load balancer.
 //
 // The webhook rejects a new overlap by reading its informer cache through the
-// ClaimIndexField index. Two creates admitted at the same instant both miss
+// index of package claims. Two creates admitted at the same instant both miss
 // each other in the cache; the reconciler closes that race by giving the
 // contested claim to the resource Precedes picks and setting the Conflict
 // condition on the other, which then registers nothing in that backend set.
-const (
-	// ClaimIndexField is the field index, over *v1beta1.LBRegistrar, from a
-	// claim key (ClaimKeys) to the resources that hold that claim.
-	ClaimIndexField = "spec.backendSetClaims"
-
-	// ReplacesAnnotation lists, comma-separated, the names of LBRegistrars
-	// this one replaces (lbregistrar migrate writes it on the merged
-	// resource). A claim overlap with a resource named there is allowed, so
-	// that the replacement can be created before the old resources are
-	// deleted, and the replacing resource keeps the contested claims.
-	ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
-)
+//
+// ReplacesAnnotation lists, comma-separated, the names of LBRegistrars this
+// one replaces (lbregistrar migrate writes it on the merged resource). A
+// claim overlap with a resource named there is allowed, so that the
+// replacement can be created before the old resources are deleted, and the
+// replacing resource keeps the contested claims.
+const ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
 
 // ClaimKey is the index key of one (load balancer, backend set) claim:
 // "<length of the load balancer id>:<load balancer id>/<backend set>". The
@@ -54,16 +47,6 @@ func ClaimKeys(spec *v1beta1.LBRegistrarSpec) []string {
 		}
 	}
 	return keys
-}
-
-// IndexClaims is the indexer function of ClaimIndexField, for
-// mgr.GetFieldIndexer().IndexField(ctx, &v1beta1.LBRegistrar{}, ClaimIndexField, IndexClaims).
-func IndexClaims(obj client.Object) []string {
-	lbr, ok := obj.(*v1beta1.LBRegistrar)
-	if !ok {
-		return nil
-	}
-	return ClaimKeys(&lbr.Spec)
 }
 
 // Precedes reports whether a keeps a claim that a and b both hold: a resource
@@ -98,7 +81,7 @@ func replaces(obj *v1beta1.LBRegistrar, name string) bool {
 
 // ValidateClaims rejects every target of obj whose (load balancer, backend
 // set) another resource already claims. claimants are the resources found
-// through ClaimIndexField for obj's keys; obj itself and resources linked to
+// through the claim index for obj's keys; obj itself and resources linked to
 // it by ReplacesAnnotation (either way) are skipped. Each error names the
 // other resource.
 func ValidateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) field.ErrorList {
@@ -107,9 +90,9 @@ func ValidateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) f
 
 // ValidateV1alpha1Claims is ValidateClaims for a v1alpha1 object, with errors
 // on the fields the user wrote.
-func ValidateV1alpha1Claims(obj *v1alpha1.LBRegistrar, claimants []v1beta1.LBRegistrar) field.ErrorList {
-	hub := &v1beta1.LBRegistrar{ObjectMeta: obj.ObjectMeta, Spec: StoredSpec(obj)}
-	return validateClaims(hub, claimants, storedPaths(obj, &hub.Spec))
+func ValidateV1alpha1Claims(a *Alpha, claimants []v1beta1.LBRegistrar) field.ErrorList {
+	hub := &v1beta1.LBRegistrar{ObjectMeta: a.Object.ObjectMeta, Spec: a.Stored}
+	return validateClaims(hub, claimants, a.paths())
 }
 
 func validateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar, paths specPaths) field.ErrorList {

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -19,12 +18,6 @@ func TestClaimKeys(t *testing.T) {
 	want := []string{ClaimKey(testNLB, "ingress"), ClaimKey(testNLB, "edge")}
 	if !slices.Equal(got, want) {
 		t.Errorf("ClaimKeys = %q, want %q", got, want)
-	}
-	if !slices.Equal(IndexClaims(obj), want) {
-		t.Errorf("IndexClaims = %q, want %q", IndexClaims(obj), want)
-	}
-	if IndexClaims(&v1alpha1.LBRegistrar{}) != nil {
-		t.Error("IndexClaims of another type should be nil")
 	}
 	// The encoding is unambiguous even for values no valid object holds.
 	if ClaimKey("a/b", "c") == ClaimKey("a", "b/c") || ClaimKey(`a"`, "b") == ClaimKey("a", `"b`) {
@@ -114,7 +107,7 @@ func TestValidateClaims(t *testing.T) {
 		}
 	})
 	t.Run("v1alpha1 errors are on the v1alpha1 field", func(t *testing.T) {
-		errs := ValidateV1alpha1Claims(validAlpha("a"), []v1beta1.LBRegistrar{*other})
+		errs := ValidateV1alpha1Claims(NewAlpha(validAlpha("a")), []v1beta1.LBRegistrar{*other})
 		checkFailures(t, errs, []failure{{"spec.backendSetName", RuleClaimConflict}})
 	})
 	t.Run("an overlap stored before is a warning on update", func(t *testing.T) {

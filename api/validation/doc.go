@@ -2,7 +2,7 @@
 // functions: the admission webhooks, the reconciler and the lbregistrar CLI
 // all call these, so a rule lives in one place.
 //
-// The rules run over the normalized v1beta1 spec (conversion.NormalizeSpec),
+// The rules run over the normalized v1beta1 spec (v1alpha1.NormalizeSpec),
 // so an old v1alpha1 spec means the same thing here as everywhere else; rules
 // about fields only v1alpha1 has read the original object. Errors name the
 // field the user wrote, in the version the user wrote it in.

@@ -10,14 +10,38 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 var specPath = field.NewPath("spec")
 
 // hubDataSpecPath is where the spec values a v1alpha1 object cannot show
 // come from: its conversion annotation.
-var hubDataSpecPath = field.NewPath("metadata", "annotations").Key(conversion.HubDataAnnotation).Child("spec")
+var hubDataSpecPath = field.NewPath("metadata", "annotations").Key(v1alpha1.HubDataAnnotation).Child("spec")
+
+// ValidateWrite checks a v1beta1 LBRegistrar being created (old nil) or
+// replacing old, against the resources claimants that claim its backend
+// sets: what admission and lbregistrar validate run.
+func ValidateWrite(obj, old *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string) {
+	return validateWrite(ValidateCreate, ValidateUpdate, ValidateClaims, obj, old, old != nil, claimants)
+}
+
+// ValidateV1alpha1Write is ValidateWrite for a v1alpha1 LBRegistrar.
+func ValidateV1alpha1Write(obj, old *Alpha, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string) {
+	return validateWrite(ValidateV1alpha1Create, ValidateV1alpha1Update, ValidateV1alpha1Claims, obj, old, old != nil, claimants)
+}
+
+// validateWrite runs one version's create or update rules and its claim
+// rule, ratcheted on update like the others.
+func validateWrite[V any](create func(V) (field.ErrorList, []string), update func(obj, old V) (field.ErrorList, []string),
+	claims func(V, []v1beta1.LBRegistrar) field.ErrorList, obj, old V, isUpdate bool, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string) {
+	if !isUpdate {
+		errs, warnings := create(obj)
+		return append(errs, claims(obj, claimants)...), warnings
+	}
+	errs, warnings := update(obj, old)
+	claimErrs, claimWarnings := Ratchet(claims(obj, claimants), claims(old, claimants))
+	return append(errs, claimErrs...), append(warnings, claimWarnings...)
+}
 
 // ValidateCreate checks a new v1beta1 LBRegistrar.
 func ValidateCreate(obj *v1beta1.LBRegistrar) (field.ErrorList, []string) {
@@ -45,7 +69,7 @@ func ValidateUpdate(obj, old *v1beta1.LBRegistrar) (field.ErrorList, []string) {
 // changes which equivalent v1alpha1 form is shown.
 func ValidateConversionAnnotations(annotations, stored map[string]string) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{conversion.HubDataAnnotation, conversion.AlphaSpecAnnotation} {
+	for _, key := range []string{v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation} {
 		path := field.NewPath("metadata", "annotations").Key(key)
 		value, has := annotations[key]
 		was, had := stored[key]
@@ -53,7 +77,7 @@ func ValidateConversionAnnotations(annotations, stored map[string]string) field.
 		case has && (!had || value != was):
 			errs = append(errs, field.Forbidden(path,
 				"written only by conversion, from the stored object: a write may send back the value read from the API server, or leave it out, but not set or change it").WithOrigin(RuleConversionAnnotation))
-		case !has && had && key == conversion.HubDataAnnotation:
+		case !has && had && key == v1alpha1.HubDataAnnotation:
 			errs = append(errs, field.Forbidden(path,
 				"removing it would reset the status (the record of the backends this resource registered) and the values v1alpha1 cannot show: send it back as read from the API server (kubectl edit and kubectl apply do)").WithOrigin(RuleConversionAnnotation))
 		}
@@ -69,6 +93,35 @@ func validateImmutable(spec, old *v1beta1.LBRegistrarSpec) field.ErrorList {
 		fmt.Sprintf("field is immutable (was %s): backends registered on the old load balancer would be left behind; create a new LBRegistrar for the other load balancer and delete this one", old.LoadBalancerID)).WithOrigin(RuleImmutable)}
 }
 
+// Alpha is a v1alpha1 object as validation reads it, converted once: the
+// spec its own fields say (NormalizeSpec) and the spec the API server will
+// store (ToHub, with what its conversion annotation keeps).
+type Alpha struct {
+	Object  *v1alpha1.LBRegistrar
+	Visible v1beta1.LBRegistrarSpec
+	Stored  v1beta1.LBRegistrarSpec
+}
+
+// NewAlpha converts obj for validation.
+func NewAlpha(obj *v1alpha1.LBRegistrar) *Alpha {
+	var hub v1beta1.LBRegistrar
+	v1alpha1.ToHub(obj, &hub)
+	return &Alpha{Object: obj, Visible: v1alpha1.NormalizeSpec(&obj.Spec), Stored: hub.Spec}
+}
+
+// hidden reports whether the stored spec holds values the v1alpha1 fields do
+// not show (from the conversion annotation).
+func (a *Alpha) hidden() bool { return !equality.Semantic.DeepEqual(&a.Visible, &a.Stored) }
+
+// paths says where the targets of the stored spec were written: in the
+// v1alpha1 fields when they alone make it, else in the conversion annotation.
+func (a *Alpha) paths() specPaths {
+	if a.hidden() {
+		return hubPaths(hubDataSpecPath)
+	}
+	return alphaPaths(&a.Object.Spec)
+}
+
 // ValidateV1alpha1Create checks a new v1alpha1 LBRegistrar: the rules of its
 // normalized v1beta1 form, reported on the v1alpha1 fields, plus the rules
 // about fields only v1alpha1 has. Deprecated fields give warnings.
@@ -76,54 +129,33 @@ func validateImmutable(spec, old *v1beta1.LBRegistrarSpec) field.ErrorList {
 // The object is checked as it will be stored: values its conversion
 // annotation adds to the spec are checked too, and the annotation itself
 // (ValidateConversionAnnotations).
-func ValidateV1alpha1Create(obj *v1alpha1.LBRegistrar) (field.ErrorList, []string) {
-	errs := validateAlphaSpec(obj)
-	errs = append(errs, validateMixedTargets(&obj.Spec)...)
-	errs = append(errs, ValidateConversionAnnotations(obj.Annotations, nil)...)
-	return errs, deprecationWarnings(&obj.Spec)
+func ValidateV1alpha1Create(a *Alpha) (field.ErrorList, []string) {
+	errs := validateAlphaSpec(a)
+	errs = append(errs, validateMixedTargets(&a.Object.Spec)...)
+	errs = append(errs, ValidateConversionAnnotations(a.Object.Annotations, nil)...)
+	return errs, deprecationWarnings(&a.Object.Spec)
 }
 
 // ValidateV1alpha1Update checks a v1alpha1 LBRegistrar replacing old. Mixing
 // services with the single-service fields only warns here: the original
 // operator accepted it, and such objects must stay editable.
-func ValidateV1alpha1Update(obj, old *v1alpha1.LBRegistrar) (field.ErrorList, []string) {
-	errs, warnings := Ratchet(validateAlphaSpec(obj), validateAlphaSpec(old))
-	warnings = append(warnings, asWarnings(validateMixedTargets(&obj.Spec))...)
-	newSpec, oldSpec := StoredSpec(obj), StoredSpec(old)
-	errs = append(errs, validateImmutable(&newSpec, &oldSpec)...)
-	errs = append(errs, ValidateConversionAnnotations(obj.Annotations, old.Annotations)...)
-	return errs, append(warnings, deprecationWarnings(&obj.Spec)...)
+func ValidateV1alpha1Update(a, old *Alpha) (field.ErrorList, []string) {
+	errs, warnings := Ratchet(validateAlphaSpec(a), validateAlphaSpec(old))
+	warnings = append(warnings, asWarnings(validateMixedTargets(&a.Object.Spec))...)
+	errs = append(errs, validateImmutable(&a.Stored, &old.Stored)...)
+	errs = append(errs, ValidateConversionAnnotations(a.Object.Annotations, old.Object.Annotations)...)
+	return errs, append(warnings, deprecationWarnings(&a.Object.Spec)...)
 }
 
-// StoredSpec is the spec of a v1alpha1 object as the API server stores it:
-// converted to v1beta1, with what its conversion annotation keeps.
-func StoredSpec(obj *v1alpha1.LBRegistrar) v1beta1.LBRegistrarSpec {
-	var hub v1beta1.LBRegistrar
-	conversion.ToHub(obj, &hub)
-	return hub.Spec
-}
-
-// storedPaths says where the targets of obj's stored spec were written: in
-// the v1alpha1 fields when they alone make the stored spec, else in the
-// conversion annotation.
-func storedPaths(obj *v1alpha1.LBRegistrar, stored *v1beta1.LBRegistrarSpec) specPaths {
-	visible := conversion.NormalizeSpec(&obj.Spec)
-	if equality.Semantic.DeepEqual(&visible, stored) {
-		return alphaPaths(&obj.Spec)
-	}
-	return hubPaths(hubDataSpecPath)
-}
-
-// validateAlphaSpec runs the v1beta1 rules over the stored form of obj's
+// validateAlphaSpec runs the v1beta1 rules over the stored form of the
 // spec, plus the range checks that normalization would hide (a negative
 // weight becomes the default). Values that only the conversion annotation
 // holds are reported on it.
-func validateAlphaSpec(obj *v1alpha1.LBRegistrar) field.ErrorList {
-	spec := &obj.Spec
-	visible := conversion.NormalizeSpec(spec)
-	errs := validateSpec(&visible, specPath, alphaPaths(spec))
-	if stored := StoredSpec(obj); !equality.Semantic.DeepEqual(&visible, &stored) {
-		errs = append(errs, without(ValidateSpec(&stored, hubDataSpecPath), errs)...)
+func validateAlphaSpec(a *Alpha) field.ErrorList {
+	spec := &a.Object.Spec
+	errs := validateSpec(&a.Visible, specPath, alphaPaths(spec))
+	if a.hidden() {
+		errs = append(errs, without(ValidateSpec(&a.Stored, hubDataSpecPath), errs)...)
 	}
 	errs = append(errs, nonNegative(spec.Weight, specPath.Child("weight"), RuleWeight)...)
 	errs = append(errs, nonNegative(spec.Port, specPath.Child("port"), RulePort)...)
@@ -159,7 +191,7 @@ func nonNegative(v int, fldPath *field.Path, rule string) field.ErrorList {
 	return field.ErrorList{field.Invalid(fldPath, v, "must not be negative").WithOrigin(rule)}
 }
 
-// alphaPaths maps the targets of conversion.NormalizeSpec(spec) back to the
+// alphaPaths maps the targets of v1alpha1.NormalizeSpec(spec) back to the
 // v1alpha1 fields they came from, following the same precedence.
 func alphaPaths(spec *v1alpha1.LBRegistrarSpec) specPaths {
 	paths := specPaths{targets: specPath.Child("services")}

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // validAlpha is the seed's single-service v1alpha1 object, as stored (weight
@@ -101,7 +100,7 @@ func TestValidateV1alpha1Create(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := validAlpha("a")
 			tt.mutate(&obj.Spec)
-			errs, warnings := ValidateV1alpha1Create(obj)
+			errs, warnings := ValidateV1alpha1Create(NewAlpha(obj))
 			checkFailures(t, errs, tt.want)
 			if !slices.Equal(warnings, tt.warnings) {
 				t.Errorf("warnings = %q, want %q", warnings, tt.warnings)
@@ -117,7 +116,7 @@ func TestValidateV1alpha1UpdateKeepsMixedObjectsEditable(t *testing.T) {
 	obj := old.DeepCopy()
 	obj.Spec.Services[0].Weight = 7
 
-	errs, warnings := ValidateV1alpha1Update(obj, old)
+	errs, warnings := ValidateV1alpha1Update(NewAlpha(obj), NewAlpha(old))
 	if len(errs) != 0 {
 		t.Fatalf("errors = %v", errs)
 	}
@@ -141,7 +140,7 @@ func TestValidateUpdate(t *testing.T) {
 		old := validAlpha("a")
 		obj := old.DeepCopy()
 		obj.Spec.LoadBalancerID = testLB
-		errs, _ := ValidateV1alpha1Update(obj, old)
+		errs, _ := ValidateV1alpha1Update(NewAlpha(obj), NewAlpha(old))
 		checkFailures(t, errs, []failure{{"spec.loadBalancerId", RuleImmutable}})
 	})
 	t.Run("targets, weights, backend sets and keys may change", func(t *testing.T) {
@@ -181,7 +180,7 @@ func TestValidateUpdate(t *testing.T) {
 // Conversion annotations may come back as read, never set or changed; the
 // v1beta1 data may not be removed either, since its status would be lost.
 func TestValidateConversionAnnotations(t *testing.T) {
-	hub, alpha := conversion.HubDataAnnotation, conversion.AlphaSpecAnnotation
+	hub, alpha := v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation
 	tests := []struct {
 		name        string
 		annotations map[string]string

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 func newConvertCommand() *cobra.Command {
@@ -61,12 +60,12 @@ func (s *manifestSet) readError() error {
 	return errors.Join(errs...)
 }
 
-// convertManifest converts m to version to with package conversion.
+// convertManifest converts m to version to as the conversion webhook does.
 func convertManifest(m *manifest, to string, lossless bool) runtime.Object {
 	hub := m.toHub()
 	if to == "v1beta1" {
 		if !lossless && m.alpha != nil {
-			delete(hub.Annotations, conversion.AlphaSpecAnnotation)
+			delete(hub.Annotations, v1alpha1.AlphaSpecAnnotation)
 		}
 		return hub
 	}
@@ -74,9 +73,9 @@ func convertManifest(m *manifest, to string, lossless bool) runtime.Object {
 		return m.alpha
 	}
 	alpha := &v1alpha1.LBRegistrar{}
-	conversion.FromHub(hub, alpha)
+	v1alpha1.FromHub(hub, alpha)
 	if !lossless {
-		delete(alpha.Annotations, conversion.HubDataAnnotation)
+		delete(alpha.Annotations, v1alpha1.HubDataAnnotation)
 	}
 	return alpha
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 func TestConvertSingleServiceToV1beta1(t *testing.T) {
@@ -43,7 +42,7 @@ func TestConvertLosslessRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(hubYAML, conversion.AlphaSpecAnnotation) || strings.Count(hubYAML, "\n---\n") != 1 {
+	if !strings.Contains(hubYAML, v1alpha1.AlphaSpecAnnotation) || strings.Count(hubYAML, "\n---\n") != 1 {
 		t.Fatalf("v1beta1 output:\n%s", hubYAML)
 	}
 	alphaYAML, _, err := run(t, newConvertCommand(), hubYAML, "-f", "-", "--to", "v1alpha1")

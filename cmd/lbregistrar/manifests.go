@@ -23,7 +23,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // position is where a document is: its file ("-" for standard input), the
@@ -70,7 +69,7 @@ func (m *manifest) toHub() *v1beta1.LBRegistrar {
 		return m.hub
 	}
 	hub := &v1beta1.LBRegistrar{}
-	conversion.ToHub(m.alpha, hub)
+	v1alpha1.ToHub(m.alpha, hub)
 	return hub
 }
 

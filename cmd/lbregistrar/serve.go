@@ -25,6 +25,8 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/conversion"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
@@ -202,11 +204,16 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// setupComponents registers the webhooks and controllers on the manager.
+// setupComponents registers the claim index, the webhooks and the
+// controllers on the manager.
 func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) error {
-	if err := webhook.Register(mgr, o.reconciler.SecretNamespaces); err != nil {
+	if err := claims.AddIndex(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := conversion.Register(mgr); err != nil {
+		return err
+	}
+	webhook.Register(mgr, o.reconciler.SecretNamespaces)
 	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/conversion"
 )
 
 // errInvalid makes the command exit non-zero once the report is printed.
@@ -167,25 +166,16 @@ func validateManifests(set *manifestSet, live []v1beta1.LBRegistrar, checkClaims
 
 // validateManifest runs the admission webhook's checks on one manifest.
 func validateManifest(m *manifest, old *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string) {
-	var errs, claimErrs field.ErrorList
-	var warnings, claimWarnings []string
-	switch {
-	case m.alpha != nil && old == nil:
-		errs, warnings = validation.ValidateV1alpha1Create(m.alpha)
-		claimErrs = validation.ValidateV1alpha1Claims(m.alpha, claimants)
-	case m.alpha != nil:
-		oldAlpha := &v1alpha1.LBRegistrar{}
-		conversion.FromHub(old, oldAlpha)
-		errs, warnings = validation.ValidateV1alpha1Update(m.alpha, oldAlpha)
-		claimErrs, claimWarnings = validation.Ratchet(validation.ValidateV1alpha1Claims(m.alpha, claimants), validation.ValidateV1alpha1Claims(oldAlpha, claimants))
-	case old == nil:
-		errs, warnings = validation.ValidateCreate(m.hub)
-		claimErrs = validation.ValidateClaims(m.hub, claimants)
-	default:
-		errs, warnings = validation.ValidateUpdate(m.hub, old)
-		claimErrs, claimWarnings = validation.Ratchet(validation.ValidateClaims(m.hub, claimants), validation.ValidateClaims(old, claimants))
+	if m.alpha == nil {
+		return validation.ValidateWrite(m.hub, old, claimants)
 	}
-	return append(errs, claimErrs...), append(warnings, claimWarnings...)
+	var oldAlpha *validation.Alpha
+	if old != nil {
+		spoke := &v1alpha1.LBRegistrar{}
+		v1alpha1.FromHub(old, spoke)
+		oldAlpha = validation.NewAlpha(spoke)
+	}
+	return validation.ValidateV1alpha1Write(validation.NewAlpha(m.alpha), oldAlpha, claimants)
 }
 
 func (r *validationReport) writeJSON(w io.Writer) error {

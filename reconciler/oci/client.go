@@ -83,22 +83,30 @@ type Factory struct {
 // maxCachedClients bounds the cache; rotated-away credentials fall out when it is reset.
 const maxCachedClients = 64
 
-// NewFactory returns a Factory; zero Options fields get defaults.
+// DefaultOptions are the pace of OCI calls and work-request polls that serve
+// starts from (its --oci-rate-limit, --oci-burst and --work-request-poll-*
+// flags), and what NewFactory gives Options fields left zero.
+func DefaultOptions() Options {
+	return Options{RateLimit: 10, Burst: 20, PollMin: 500 * time.Millisecond, PollMax: 10 * time.Second}
+}
+
+// NewFactory returns a Factory; zero Options fields get DefaultOptions'.
 func NewFactory(o Options) *Factory {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	d := DefaultOptions()
 	if o.RateLimit == 0 {
-		o.RateLimit = 20
+		o.RateLimit = d.RateLimit
 	}
 	if o.Burst == 0 {
-		o.Burst = 40
+		o.Burst = d.Burst
 	}
 	if o.PollMin == 0 {
-		o.PollMin = 100 * time.Millisecond
+		o.PollMin = d.PollMin
 	}
 	if o.PollMax == 0 {
-		o.PollMax = 5 * time.Second
+		o.PollMax = d.PollMax
 	}
 	return &Factory{
 		opts:       o,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peppy-ratio/lbregistrar/conversion"
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -91,14 +91,14 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	forged := strings.NewReplacer("name: legit", "name: forged",
 		"backendSetName: ingress", "backendSetName: ingress-http",
 		"nodePort: 30443", "nodePort: 30080",
-		"metadata:", "metadata:\n  annotations:\n    "+conversion.HubDataAnnotation+": '"+string(forgedData)+"'").Replace(legit)
+		"metadata:", "metadata:\n  annotations:\n    "+v1alpha1.HubDataAnnotation+": '"+string(forgedData)+"'").Replace(legit)
 
 	_, stderr, err := c.Kubectl(ctx, forged, "apply", "-f", "-")
 	if err == nil {
 		t.Fatal("kubectl apply of a forged conversion annotation succeeded")
 	}
 	for _, want := range []string{
-		"metadata.annotations[" + conversion.HubDataAnnotation + "]: Forbidden: written only by conversion",
+		"metadata.annotations[" + v1alpha1.HubDataAnnotation + "]: Forbidden: written only by conversion",
 		"].nodePort: Invalid value: 70000",
 		"].weight: Invalid value: 1000",
 	} {
@@ -119,8 +119,8 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 
 	// The round trip through v1alpha1 carries the stored annotation as read.
 	read, _ := kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "legit", "-o", "yaml")
-	if !strings.Contains(read, conversion.HubDataAnnotation) {
-		t.Fatalf("a Ready resource read as v1alpha1 carries no %s:\n%s", conversion.HubDataAnnotation, read)
+	if !strings.Contains(read, v1alpha1.HubDataAnnotation) {
+		t.Fatalf("a Ready resource read as v1alpha1 carries no %s:\n%s", v1alpha1.HubDataAnnotation, read)
 	}
 	kubectl(t, c, read, "apply", "-f", "-")
 	read, _ = kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "legit", "-o", "yaml")

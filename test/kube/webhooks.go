@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/conversion"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
@@ -81,9 +83,13 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	if err := webhook.Register(w.Manager, nil); err != nil {
+	if err := claims.AddIndex(ctx, w.Manager.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if err := conversion.Register(w.Manager); err != nil {
+		return nil, err
+	}
+	webhook.Register(w.Manager, nil)
 	if o.Setup != nil {
 		if err := o.Setup(w.Manager); err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package conversion
+package v1alpha1
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -16,8 +15,8 @@ func ptrPort(p intstr.IntOrString) *intstr.IntOrString { return &p }
 
 func TestNormalizeSpec(t *testing.T) {
 	https := intstr.FromString("https")
-	svc := func(mods ...func(*v1alpha1.ServiceSpec)) v1alpha1.ServiceSpec {
-		s := v1alpha1.ServiceSpec{Name: "gw", Namespace: "istio-system", Port: https}
+	svc := func(mods ...func(*ServiceSpec)) ServiceSpec {
+		s := ServiceSpec{Name: "gw", Namespace: "istio-system", Port: https}
 		for _, m := range mods {
 			m(&s)
 		}
@@ -29,22 +28,22 @@ func TestNormalizeSpec(t *testing.T) {
 	fixed := func(port int32, backendSet string, weight int32) v1beta1.Target {
 		return v1beta1.Target{NodePort: port, BackendSetName: backendSet, Weight: weight}
 	}
-	withBackendSet := func(name string) func(*v1alpha1.ServiceSpec) {
-		return func(s *v1alpha1.ServiceSpec) { s.BackendSetName = name }
+	withBackendSet := func(name string) func(*ServiceSpec) {
+		return func(s *ServiceSpec) { s.BackendSetName = name }
 	}
-	withWeight := func(w int) func(*v1alpha1.ServiceSpec) {
-		return func(s *v1alpha1.ServiceSpec) { s.Weight = w }
+	withWeight := func(w int) func(*ServiceSpec) {
+		return func(s *ServiceSpec) { s.Weight = w }
 	}
 
 	tests := []struct {
 		name string
-		in   v1alpha1.LBRegistrarSpec
+		in   LBRegistrarSpec
 		want []v1beta1.Target
 	}{{
 		name: "services list is used and service, nodePort, port are ignored",
-		in: v1alpha1.LBRegistrarSpec{
-			Services:       []v1alpha1.ServiceSpec{svc(withBackendSet("a")), svc(withBackendSet("b"), withWeight(3))},
-			Service:        &v1alpha1.ServiceSpec{Name: "ignored", Namespace: "x", Port: intstr.FromInt32(80)},
+		in: LBRegistrarSpec{
+			Services:       []ServiceSpec{svc(withBackendSet("a")), svc(withBackendSet("b"), withWeight(3))},
+			Service:        &ServiceSpec{Name: "ignored", Namespace: "x", Port: intstr.FromInt32(80)},
 			NodePort:       30080,
 			Port:           30443,
 			BackendSetName: "top",
@@ -53,47 +52,47 @@ func TestNormalizeSpec(t *testing.T) {
 		want: []v1beta1.Target{target("a", 1), target("b", 3)},
 	}, {
 		name: "services entry without backend set inherits spec.backendSetName",
-		in:   v1alpha1.LBRegistrarSpec{Services: []v1alpha1.ServiceSpec{svc()}, BackendSetName: "top"},
+		in:   LBRegistrarSpec{Services: []ServiceSpec{svc()}, BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
 		name: "services entry weight 0 means 1, not spec.weight",
-		in:   v1alpha1.LBRegistrarSpec{Services: []v1alpha1.ServiceSpec{svc(withBackendSet("a"))}, Weight: 9},
+		in:   LBRegistrarSpec{Services: []ServiceSpec{svc(withBackendSet("a"))}, Weight: 9},
 		want: []v1beta1.Target{target("a", 1)},
 	}, {
 		name: "empty services list falls through to service",
-		in:   v1alpha1.LBRegistrarSpec{Services: []v1alpha1.ServiceSpec{}, Service: ptrService(svc()), BackendSetName: "top"},
+		in:   LBRegistrarSpec{Services: []ServiceSpec{}, Service: ptrService(svc()), BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
 		name: "single service uses its own backend set and weight",
-		in:   v1alpha1.LBRegistrarSpec{Service: ptrService(svc(withBackendSet("own"), withWeight(4))), BackendSetName: "top", Weight: 2},
+		in:   LBRegistrarSpec{Service: ptrService(svc(withBackendSet("own"), withWeight(4))), BackendSetName: "top", Weight: 2},
 		want: []v1beta1.Target{target("own", 4)},
 	}, {
 		name: "single service falls back to spec.backendSetName and spec.weight",
-		in:   v1alpha1.LBRegistrarSpec{Service: ptrService(svc()), BackendSetName: "top", Weight: 2},
+		in:   LBRegistrarSpec{Service: ptrService(svc()), BackendSetName: "top", Weight: 2},
 		want: []v1beta1.Target{target("top", 2)},
 	}, {
 		name: "single service with no weight anywhere gets 1",
-		in:   v1alpha1.LBRegistrarSpec{Service: ptrService(svc()), BackendSetName: "top"},
+		in:   LBRegistrarSpec{Service: ptrService(svc()), BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
 		name: "service wins over nodePort and port",
-		in:   v1alpha1.LBRegistrarSpec{Service: ptrService(svc()), NodePort: 30080, Port: 30443, BackendSetName: "top"},
+		in:   LBRegistrarSpec{Service: ptrService(svc()), NodePort: 30080, Port: 30443, BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
 		name: "nodePort alone is one fixed-port target",
-		in:   v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "top", Weight: 3},
+		in:   LBRegistrarSpec{NodePort: 30080, BackendSetName: "top", Weight: 3},
 		want: []v1beta1.Target{fixed(30080, "top", 3)},
 	}, {
 		name: "port alone is one fixed-port target",
-		in:   v1alpha1.LBRegistrarSpec{Port: 30443, BackendSetName: "top"},
+		in:   LBRegistrarSpec{Port: 30443, BackendSetName: "top"},
 		want: []v1beta1.Target{fixed(30443, "top", 1)},
 	}, {
 		name: "port wins when both port and nodePort are set",
-		in:   v1alpha1.LBRegistrarSpec{NodePort: 30080, Port: 30443, BackendSetName: "top"},
+		in:   LBRegistrarSpec{NodePort: 30080, Port: 30443, BackendSetName: "top"},
 		want: []v1beta1.Target{fixed(30443, "top", 1)},
 	}, {
 		name: "no target at all gives no target, not an error",
-		in:   v1alpha1.LBRegistrarSpec{BackendSetName: "top"},
+		in:   LBRegistrarSpec{BackendSetName: "top"},
 		want: nil,
 	}}
 	for _, tt := range tests {
@@ -110,12 +109,12 @@ func TestNormalizeSpec(t *testing.T) {
 	}
 }
 
-func ptrService(s v1alpha1.ServiceSpec) *v1alpha1.ServiceSpec { return &s }
+func ptrService(s ServiceSpec) *ServiceSpec { return &s }
 
 func TestNormalizeSpecCarriesAPIKey(t *testing.T) {
-	in := v1alpha1.LBRegistrarSpec{APIKey: v1alpha1.APIKeySpec{
+	in := LBRegistrarSpec{APIKey: APIKeySpec{
 		User: "u", Fingerprint: "f", Tenancy: "t", Region: "r",
-		PrivateKey: v1alpha1.SecretKeySpec{Namespace: "ns", SecretKeyRef: v1alpha1.SecretKeyRef{Name: "n", Key: "k"}},
+		PrivateKey: SecretKeySpec{Namespace: "ns", SecretKeyRef: SecretKeyRef{Name: "n", Key: "k"}},
 	}}
 	want := v1beta1.APIKey{
 		User: "u", Fingerprint: "f", Tenancy: "t", Region: "r",
@@ -131,33 +130,33 @@ func TestDenormalizeSpec(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []v1beta1.Target
-		want v1alpha1.LBRegistrarSpec
+		want LBRegistrarSpec
 	}{{
 		name: "a lone fixed port becomes nodePort",
 		in:   []v1beta1.Target{{NodePort: 30080, BackendSetName: "a", Weight: 3}},
-		want: v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 3},
+		want: LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 3},
 	}, {
 		name: "services become the services list",
 		in:   []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: "a", Weight: 2}},
-		want: v1alpha1.LBRegistrarSpec{Weight: 1, Services: []v1alpha1.ServiceSpec{{Name: "gw", Namespace: "ns", Port: port, BackendSetName: "a", Weight: 2}}},
+		want: LBRegistrarSpec{Weight: 1, Services: []ServiceSpec{{Name: "gw", Namespace: "ns", Port: port, BackendSetName: "a", Weight: 2}}},
 	}, {
 		name: "fixed ports beside services are left to the annotation",
 		in: []v1beta1.Target{
 			{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: "a", Weight: 1},
 			{NodePort: 30080, BackendSetName: "b", Weight: 1},
 		},
-		want: v1alpha1.LBRegistrarSpec{Weight: 1, Services: []v1alpha1.ServiceSpec{{Name: "gw", Namespace: "ns", Port: port, BackendSetName: "a", Weight: 1}}},
+		want: LBRegistrarSpec{Weight: 1, Services: []ServiceSpec{{Name: "gw", Namespace: "ns", Port: port, BackendSetName: "a", Weight: 1}}},
 	}, {
 		name: "of several fixed ports, the first becomes nodePort and the others are left to the annotation",
 		in: []v1beta1.Target{
 			{NodePort: 30080, BackendSetName: "a", Weight: 2},
 			{NodePort: 30443, BackendSetName: "b", Weight: 1},
 		},
-		want: v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 2},
+		want: LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 2},
 	}, {
 		name: "a lone fixed port v1alpha1 cannot say all of still becomes nodePort",
 		in:   []v1beta1.Target{{NodePort: 30080, FilterByEndpoints: true, BackendSetName: "a", Weight: 3}},
-		want: v1alpha1.LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 3},
+		want: LBRegistrarSpec{NodePort: 30080, BackendSetName: "a", Weight: 3},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

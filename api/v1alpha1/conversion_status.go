@@ -1,10 +1,9 @@
-package conversion
+package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -15,7 +14,7 @@ const ReasonLegacyPhase = "LegacyPhase"
 // StatusFromPhase is the v1beta1 status a v1alpha1 phase stands for. The
 // condition's transition time is the object's creation, the only time a
 // phase carries, so the result is the same on every call.
-func StatusFromPhase(phase v1alpha1.Phase, created metav1.Time) v1beta1.LBRegistrarStatus {
+func StatusFromPhase(phase Phase, created metav1.Time) v1beta1.LBRegistrarStatus {
 	if phase == "" {
 		return v1beta1.LBRegistrarStatus{}
 	}
@@ -24,11 +23,11 @@ func StatusFromPhase(phase v1alpha1.Phase, created metav1.Time) v1beta1.LBRegist
 	}
 	ready := metav1.Condition{Type: v1beta1.ConditionReady, LastTransitionTime: created}
 	switch phase {
-	case v1alpha1.PhaseReady:
+	case PhaseReady:
 		ready.Status, ready.Reason = metav1.ConditionTrue, v1beta1.ReasonRegistered
-	case v1alpha1.PhaseRegistering:
+	case PhaseRegistering:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1beta1.ReasonRegistering
-	case v1alpha1.PhasePending:
+	case PhasePending:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1beta1.ReasonPending
 	default:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, ReasonLegacyPhase, string(phase)
@@ -39,18 +38,18 @@ func StatusFromPhase(phase v1alpha1.Phase, created metav1.Time) v1beta1.LBRegist
 // PhaseFromConditions is the v1alpha1 phase that conditions stand for:
 // READY when Ready is True, REGISTERING while a write is under way, PENDING
 // otherwise, and no phase before any Ready condition exists.
-func PhaseFromConditions(conditions []metav1.Condition) v1alpha1.Phase {
+func PhaseFromConditions(conditions []metav1.Condition) Phase {
 	ready := meta.FindStatusCondition(conditions, v1beta1.ConditionReady)
 	switch {
 	case ready == nil:
 		return ""
 	case ready.Reason == ReasonLegacyPhase:
-		return v1alpha1.Phase(ready.Message)
+		return Phase(ready.Message)
 	case ready.Status == metav1.ConditionTrue:
-		return v1alpha1.PhaseReady
+		return PhaseReady
 	case ready.Reason == v1beta1.ReasonRegistering:
-		return v1alpha1.PhaseRegistering
+		return PhaseRegistering
 	default:
-		return v1alpha1.PhasePending
+		return PhasePending
 	}
 }

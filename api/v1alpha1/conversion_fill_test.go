@@ -1,4 +1,4 @@
-package conversion
+package v1alpha1
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/randfill"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -63,8 +62,8 @@ func fillStringMap(c randfill.Continue) map[string]string {
 	return m
 }
 
-func fillAlphaService(s *v1alpha1.ServiceSpec, c randfill.Continue) {
-	*s = v1alpha1.ServiceSpec{
+func fillAlphaService(s *ServiceSpec, c randfill.Continue) {
+	*s = ServiceSpec{
 		Name:              someString(c, "", "istio-ingressgateway", "web"),
 		Namespace:         someString(c, "", "istio-system", "default"),
 		FilterByEndpoints: c.Bool(),
@@ -74,8 +73,8 @@ func fillAlphaService(s *v1alpha1.ServiceSpec, c randfill.Continue) {
 	fillIntOrString(&s.Port, c)
 }
 
-func fillAlphaSpec(s *v1alpha1.LBRegistrarSpec, c randfill.Continue) {
-	*s = v1alpha1.LBRegistrarSpec{
+func fillAlphaSpec(s *LBRegistrarSpec, c randfill.Continue) {
+	*s = LBRegistrarSpec{
 		LoadBalancerID: someString(c, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaa", "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaa"),
 		NodePort:       pick(c, 0, 0, 30080, 30443),
 		Port:           pick(c, 0, 0, 30080, 30443),
@@ -84,19 +83,19 @@ func fillAlphaSpec(s *v1alpha1.LBRegistrarSpec, c randfill.Continue) {
 	}
 	c.Fill(&s.APIKey)
 	if c.Bool() {
-		s.Service = new(v1alpha1.ServiceSpec)
+		s.Service = new(ServiceSpec)
 		fillAlphaService(s.Service, c)
 	}
 	if n := c.Intn(4) - 1; n >= 0 {
-		s.Services = make([]v1alpha1.ServiceSpec, n)
+		s.Services = make([]ServiceSpec, n)
 		for i := range s.Services {
 			fillAlphaService(&s.Services[i], c)
 		}
 	}
 }
 
-func fillPhase(p *v1alpha1.Phase, c randfill.Continue) {
-	*p = v1alpha1.Phase(someString(c, "", "PENDING", "REGISTERING", "READY"))
+func fillPhase(p *Phase, c randfill.Continue) {
+	*p = Phase(someString(c, "", "PENDING", "REGISTERING", "READY"))
 }
 
 func fillTarget(t *v1beta1.Target, c randfill.Continue) {

@@ -1,34 +1,25 @@
-package conversion
+package v1alpha1
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
-	"github.com/peppy-ratio/lbregistrar/api"
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 // seedSingleService is the original single-service example as users have it.
-func seedSingleService() *v1alpha1.LBRegistrar {
-	return &v1alpha1.LBRegistrar{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "LBRegistrar"},
+func seedSingleService() *LBRegistrar {
+	return &LBRegistrar{
+		TypeMeta:   metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "LBRegistrar"},
 		ObjectMeta: metav1.ObjectMeta{Name: "lbregistrar-ingress-https", CreationTimestamp: metav1.Unix(1_700_000_000, 0)},
-		Spec: v1alpha1.LBRegistrarSpec{
+		Spec: LBRegistrarSpec{
 			LoadBalancerID: lbID,
 			BackendSetName: "ingress",
 			Weight:         1,
-			Service:        &v1alpha1.ServiceSpec{Name: "istio-ingressgateway", Namespace: "istio-system", Port: intstr.FromString("https")},
+			Service:        &ServiceSpec{Name: "istio-ingressgateway", Namespace: "istio-system", Port: intstr.FromString("https")},
 		},
 	}
 }
@@ -47,7 +38,7 @@ func TestToHubSingleService(t *testing.T) {
 	if _, ok := hub.Annotations[AlphaSpecAnnotation]; !ok {
 		t.Errorf("the single-service shape must be kept in %s to read back exactly", AlphaSpecAnnotation)
 	}
-	var back v1alpha1.LBRegistrar
+	var back LBRegistrar
 	FromHub(&hub, &back)
 	if diff := cmp.Diff(seedSingleService(), &back, cmpOptions...); diff != "" {
 		t.Errorf("read back as v1alpha1 (-want +got):\n%s", diff)
@@ -59,7 +50,7 @@ func TestEditThroughHubWinsOverKeptAlphaSpec(t *testing.T) {
 	ToHub(seedSingleService(), &hub)
 	hub.Spec.Services[0].Weight = 5 // edited through v1beta1; the kept annotation is now stale
 
-	var spoke v1alpha1.LBRegistrar
+	var spoke LBRegistrar
 	FromHub(&hub, &spoke)
 	if spoke.Spec.Service != nil || len(spoke.Spec.Services) != 1 || spoke.Spec.Services[0].Weight != 5 {
 		t.Fatalf("want the edited services list, got %+v", spoke.Spec)
@@ -80,7 +71,7 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 			{NodePort: 30080, BackendSetName: "fixed", Weight: 1},
 		},
 	}}
-	var spoke v1alpha1.LBRegistrar
+	var spoke LBRegistrar
 	FromHub(hub, &spoke)
 	spoke.Spec.Services[0].Weight = 9 // a v1alpha1 client edits what it can see
 
@@ -104,31 +95,31 @@ func TestEditFixedPortsThroughSpoke(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []v1beta1.Target
-		edit func(*v1alpha1.LBRegistrarSpec)
+		edit func(*LBRegistrarSpec)
 		want []v1beta1.Target
 	}{{
 		name: "the weight of the fixed port shown as nodePort",
 		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1)},
-		edit: func(s *v1alpha1.LBRegistrarSpec) { s.Weight = 5 },
+		edit: func(s *LBRegistrarSpec) { s.Weight = 5 },
 		want: []v1beta1.Target{fixed(30080, "a", 5), fixed(30443, "b", 1)},
 	}, {
 		name: "nodePort changed to a hidden fixed port",
 		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1)},
-		edit: func(s *v1alpha1.LBRegistrarSpec) { s.NodePort, s.BackendSetName, s.Weight = 30443, "b", 7 },
+		edit: func(s *LBRegistrarSpec) { s.NodePort, s.BackendSetName, s.Weight = 30443, "b", 7 },
 		want: []v1beta1.Target{fixed(30443, "b", 7)},
 	}, {
 		name: "nodePort removed for a service",
 		in:   []v1beta1.Target{fixed(30080, "a", 1), fixed(30443, "b", 1), fixed(30444, "b", 1)},
-		edit: func(s *v1alpha1.LBRegistrarSpec) {
+		edit: func(s *LBRegistrarSpec) {
 			s.NodePort, s.BackendSetName = 0, ""
-			s.Services = []v1alpha1.ServiceSpec{{Name: "gw", Namespace: "ns", Port: https, BackendSetName: "gw", Weight: 1}}
+			s.Services = []ServiceSpec{{Name: "gw", Namespace: "ns", Port: https, BackendSetName: "gw", Weight: 1}}
 		},
 		want: []v1beta1.Target{gw, fixed(30443, "b", 1), fixed(30444, "b", 1)},
 	}, {
 		name: "a hidden fixed port added again beside services",
 		in:   []v1beta1.Target{gw, fixed(30443, "b", 1)},
-		edit: func(s *v1alpha1.LBRegistrarSpec) {
-			s.Services = append(s.Services, v1alpha1.ServiceSpec{Name: "web", Namespace: "ns", Port: https, BackendSetName: "web", Weight: 1})
+		edit: func(s *LBRegistrarSpec) {
+			s.Services = append(s.Services, ServiceSpec{Name: "web", Namespace: "ns", Port: https, BackendSetName: "web", Weight: 1})
 			s.NodePort, s.BackendSetName = 30443, "b" // ignored beside services, as ever
 		},
 		want: []v1beta1.Target{gw, {Name: "web", Namespace: "ns", Port: &https, BackendSetName: "web", Weight: 1}, fixed(30443, "b", 1)},
@@ -136,7 +127,7 @@ func TestEditFixedPortsThroughSpoke(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lbID, Services: tt.in}}
-			var spoke v1alpha1.LBRegistrar
+			var spoke LBRegistrar
 			FromHub(stored(t, hub), &spoke)
 			if len(NormalizeSpec(&spoke.Spec).Services) == 0 {
 				t.Fatalf("the v1alpha1 view has no target: %+v", spoke.Spec)
@@ -161,7 +152,7 @@ func TestUnreadableAnnotationsAreIgnored(t *testing.T) {
 	}
 
 	hub.Annotations[AlphaSpecAnnotation] = "[]"
-	var back v1alpha1.LBRegistrar
+	var back LBRegistrar
 	FromHub(&hub, &back)
 	if back.Spec.LoadBalancerID != lbID {
 		t.Errorf("spec lost: %+v", back.Spec)
@@ -171,13 +162,13 @@ func TestUnreadableAnnotationsAreIgnored(t *testing.T) {
 func TestPhaseAndConditions(t *testing.T) {
 	created := metav1.Unix(1_700_000_000, 0)
 	tests := []struct {
-		phase  v1alpha1.Phase
+		phase  Phase
 		status metav1.ConditionStatus
 		reason string
 	}{
-		{v1alpha1.PhaseReady, metav1.ConditionTrue, v1beta1.ReasonRegistered},
-		{v1alpha1.PhaseRegistering, metav1.ConditionFalse, v1beta1.ReasonRegistering},
-		{v1alpha1.PhasePending, metav1.ConditionFalse, v1beta1.ReasonPending},
+		{PhaseReady, metav1.ConditionTrue, v1beta1.ReasonRegistered},
+		{PhaseRegistering, metav1.ConditionFalse, v1beta1.ReasonRegistering},
+		{PhasePending, metav1.ConditionFalse, v1beta1.ReasonPending},
 		{"SOMETHING-ELSE", metav1.ConditionUnknown, ReasonLegacyPhase},
 	}
 	for _, tt := range tests {
@@ -202,87 +193,7 @@ func TestPhaseAndConditions(t *testing.T) {
 		t.Errorf("no condition must give no phase, got %q", got)
 	}
 	degradedOnly := []metav1.Condition{{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "NodePortMissing"}}
-	if got := PhaseFromConditions(degradedOnly); got != v1alpha1.PhasePending {
+	if got := PhaseFromConditions(degradedOnly); got != PhasePending {
 		t.Errorf("a not-ready reason other than Registering = %q, want PENDING", got)
 	}
-}
-
-// TestConversionReview sends one ConversionReview with several objects, odd
-// ones among them, through controller-runtime's webhook handler, as the API
-// server does: every object converts, in order, and reads back unchanged.
-func TestConversionReview(t *testing.T) {
-	handler := newReviewHandler(t)
-	odd := seedSingleService()
-	odd.Name = "odd"
-	odd.Spec.Port, odd.Spec.NodePort, odd.Spec.Weight = 30443, 30080, 0
-	odd.Spec.Services = []v1alpha1.ServiceSpec{}
-	odd.Status.Phase = "UNKNOWN-PHASE"
-	objects := []*v1alpha1.LBRegistrar{seedSingleService(), odd}
-
-	hubs := review(t, handler, v1beta1.GroupVersion.String(), objects)
-	if len(hubs) != len(objects) {
-		t.Fatalf("%d objects converted, want %d", len(hubs), len(objects))
-	}
-	for i, raw := range hubs {
-		var hub v1beta1.LBRegistrar
-		if err := json.Unmarshal(raw.Raw, &hub); err != nil {
-			t.Fatal(err)
-		}
-		if hub.Name != objects[i].Name || hub.APIVersion != v1beta1.GroupVersion.String() {
-			t.Errorf("object %d is %s %s, want %s in order", i, hub.APIVersion, hub.Name, objects[i].Name)
-		}
-	}
-	back := review(t, handler, v1alpha1.GroupVersion.String(), hubs)
-	for i, raw := range back {
-		var spoke v1alpha1.LBRegistrar
-		if err := json.Unmarshal(raw.Raw, &spoke); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(stored(t, objects[i]), &spoke, cmpOptions...); diff != "" {
-			t.Errorf("object %d read back (-want +got):\n%s", i, diff)
-		}
-	}
-}
-
-func newReviewHandler(t testing.TB) http.Handler {
-	scheme := api.NewScheme()
-	converter, err := NewConverter(scheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry := crconversion.NewRegistry()
-	if err := registry.RegisterConverter(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), converter); err != nil {
-		t.Fatal(err)
-	}
-	return crconversion.NewWebhookHandler(scheme, registry)
-}
-
-// review posts a ConversionReview of objects to handler and returns the converted objects.
-func review[T any](t testing.TB, handler http.Handler, to string, objects []T) []runtime.RawExtension {
-	t.Helper()
-	req := apix.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: apix.SchemeGroupVersion.String(), Kind: "ConversionReview"},
-		Request:  &apix.ConversionRequest{UID: "review-1", DesiredAPIVersion: to},
-	}
-	for _, obj := range objects {
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Request.Objects = append(req.Request.Objects, runtime.RawExtension{Raw: raw})
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", bytes.NewReader(body)))
-	var resp apix.ConversionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
-		t.Fatalf("response %d %q: %v", rec.Code, rec.Body.String(), err)
-	}
-	if resp.Response == nil || resp.Response.UID != "review-1" || resp.Response.Result.Status != metav1.StatusSuccess {
-		t.Fatalf("conversion failed: %s", rec.Body.String())
-	}
-	return resp.Response.ConvertedObjects
 }

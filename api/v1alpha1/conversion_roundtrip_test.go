@@ -1,4 +1,4 @@
-package conversion
+package v1alpha1
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/randfill"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -18,15 +17,15 @@ const roundTrips = 10_000
 
 // spokeRoundTrip converts a stored v1alpha1 object to the hub and back,
 // storing each result as the API server would, and returns the difference.
-func spokeRoundTrip(t testing.TB, in *v1alpha1.LBRegistrar) string {
-	in.APIVersion, in.Kind = v1alpha1.GroupVersion.String(), "LBRegistrar"
+func spokeRoundTrip(t testing.TB, in *LBRegistrar) string {
+	in.APIVersion, in.Kind = GroupVersion.String(), "LBRegistrar"
 	in = stored(t, in)
 	var hub v1beta1.LBRegistrar
 	ToHub(in, &hub)
 	if diff := metadataDiff(in.ObjectMeta, hub.ObjectMeta); diff != "" {
 		return diff
 	}
-	var out v1alpha1.LBRegistrar
+	var out LBRegistrar
 	FromHub(stored(t, &hub), &out)
 	return cmp.Diff(in, stored(t, &out), cmpOptions...)
 }
@@ -35,7 +34,7 @@ func spokeRoundTrip(t testing.TB, in *v1alpha1.LBRegistrar) string {
 func hubRoundTrip(t testing.TB, in *v1beta1.LBRegistrar) string {
 	in.APIVersion, in.Kind = v1beta1.GroupVersion.String(), "LBRegistrar"
 	in = stored(t, in)
-	var spoke v1alpha1.LBRegistrar
+	var spoke LBRegistrar
 	FromHub(in, &spoke)
 	if diff := metadataDiff(in.ObjectMeta, spoke.ObjectMeta); diff != "" {
 		return diff
@@ -58,7 +57,7 @@ func TestRoundTripSpokeHubSpoke(t *testing.T) {
 	t.Parallel()
 	filler := newFiller(1)
 	for i := range roundTrips {
-		in := &v1alpha1.LBRegistrar{}
+		in := &LBRegistrar{}
 		filler.Fill(in)
 		if diff := spokeRoundTrip(t, in); diff != "" {
 			t.Fatalf("object %d changed on v1alpha1 -> v1beta1 -> v1alpha1 (-in +out):\n%s", i, diff)
@@ -86,7 +85,7 @@ func FuzzConvert(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		filler := randfill.NewFromGoFuzz(data).NilChance(0.3).NumElements(0, 3).Funcs(fillFuncs()...)
-		spoke := &v1alpha1.LBRegistrar{}
+		spoke := &LBRegistrar{}
 		filler.Fill(spoke)
 		if diff := spokeRoundTrip(t, spoke); diff != "" {
 			t.Fatalf("v1alpha1 -> v1beta1 -> v1alpha1 (-in +out):\n%s", diff)

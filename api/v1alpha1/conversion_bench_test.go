@@ -1,11 +1,10 @@
-package conversion
+package v1alpha1
 
 import (
 	"encoding/json"
 	"strconv"
 	"testing"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -19,7 +18,7 @@ func BenchmarkConvert(b *testing.B) {
 		for i := range objects {
 			obj := seedSingleService()
 			if i%2 == 1 { // every other object is an arbitrary one
-				obj = &v1alpha1.LBRegistrar{}
+				obj = &LBRegistrar{}
 				filler.Fill(obj)
 			}
 			obj.Name = "lbregistrar-" + strconv.Itoa(i)
@@ -37,7 +36,7 @@ func BenchmarkConvert(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, raw := range objects {
-					var spoke v1alpha1.LBRegistrar
+					var spoke LBRegistrar
 					mustUnmarshal(b, raw, &spoke)
 					mustMarshal(b, &spoke)
 				}
@@ -47,7 +46,7 @@ func BenchmarkConvert(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, raw := range objects {
-					var spoke v1alpha1.LBRegistrar
+					var spoke LBRegistrar
 					mustUnmarshal(b, raw, &spoke)
 					var hub v1beta1.LBRegistrar
 					ToHub(&spoke, &hub)

@@ -1,9 +1,8 @@
-package conversion
+package v1alpha1
 
 import (
 	"slices"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -18,7 +17,7 @@ const defaultWeight = 1
 //   - a target without a backend set inherits spec.backendSetName;
 //   - a weight of 0 means 1; the single service and the fixed port fall back
 //     to spec.weight first.
-func NormalizeSpec(in *v1alpha1.LBRegistrarSpec) v1beta1.LBRegistrarSpec {
+func NormalizeSpec(in *LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 	out := v1beta1.LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
 		APIKey:         hubAPIKey(in.APIKey),
@@ -49,8 +48,8 @@ func NormalizeSpec(in *v1alpha1.LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 // becomes nodePort, so the v1alpha1 view keeps a target. Fields v1alpha1 has
 // no place for (nodeSelector, passphrase, the other fixed ports) are left out;
 // the caller keeps them in an annotation.
-func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) v1alpha1.LBRegistrarSpec {
-	out := v1alpha1.LBRegistrarSpec{
+func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) LBRegistrarSpec {
+	out := LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
 		APIKey:         spokeAPIKey(in.APIKey),
 		Weight:         defaultWeight, // the v1alpha1 schema default, so defaulting changes nothing
@@ -63,7 +62,7 @@ func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) v1alpha1.LBRegistrarSpec {
 		return out
 	}
 	for _, t := range view.services {
-		s := v1alpha1.ServiceSpec{
+		s := ServiceSpec{
 			Name:              t.Name,
 			Namespace:         t.Namespace,
 			FilterByEndpoints: t.FilterByEndpoints,
@@ -105,7 +104,7 @@ func alphaViewOf(targets []v1beta1.Target) alphaView {
 	return view
 }
 
-func serviceTarget(s *v1alpha1.ServiceSpec, backendSet string, weight int) v1beta1.Target {
+func serviceTarget(s *ServiceSpec, backendSet string, weight int) v1beta1.Target {
 	port := s.Port
 	return v1beta1.Target{
 		Name:              s.Name,
@@ -117,7 +116,7 @@ func serviceTarget(s *v1alpha1.ServiceSpec, backendSet string, weight int) v1bet
 	}
 }
 
-func hubAPIKey(in v1alpha1.APIKeySpec) v1beta1.APIKey {
+func hubAPIKey(in APIKeySpec) v1beta1.APIKey {
 	return v1beta1.APIKey{
 		User:        in.User,
 		Fingerprint: in.Fingerprint,
@@ -130,15 +129,15 @@ func hubAPIKey(in v1alpha1.APIKeySpec) v1beta1.APIKey {
 	}
 }
 
-func spokeAPIKey(in v1beta1.APIKey) v1alpha1.APIKeySpec {
-	return v1alpha1.APIKeySpec{
+func spokeAPIKey(in v1beta1.APIKey) APIKeySpec {
+	return APIKeySpec{
 		User:        in.User,
 		Fingerprint: in.Fingerprint,
 		Tenancy:     in.Tenancy,
 		Region:      in.Region,
-		PrivateKey: v1alpha1.SecretKeySpec{
+		PrivateKey: SecretKeySpec{
 			Namespace:    in.PrivateKey.Namespace,
-			SecretKeyRef: v1alpha1.SecretKeyRef(in.PrivateKey.SecretKeyRef),
+			SecretKeyRef: SecretKeyRef(in.PrivateKey.SecretKeyRef),
 		},
 	}
 }

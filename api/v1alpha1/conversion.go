@@ -1,11 +1,10 @@
-package conversion
+package v1alpha1
 
 import (
 	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -28,7 +27,7 @@ type hubData struct {
 }
 
 // ToHub converts a v1alpha1 object to v1beta1.
-func ToHub(src *v1alpha1.LBRegistrar, dst *v1beta1.LBRegistrar) {
+func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 	kept := decodeAnnotation[hubData](src.Annotations, HubDataAnnotation)
 	if kept == nil {
 		kept = &hubData{}
@@ -57,11 +56,11 @@ func ToHub(src *v1alpha1.LBRegistrar, dst *v1beta1.LBRegistrar) {
 	}
 }
 
-// FromHub converts a v1beta1 object to v1alpha1.
-func FromHub(src *v1beta1.LBRegistrar, dst *v1alpha1.LBRegistrar) {
-	alphaSpec := decodeAnnotation[v1alpha1.LBRegistrarSpec](src.Annotations, AlphaSpecAnnotation)
+// FromHub converts a v1beta1 object to
+func FromHub(src *v1beta1.LBRegistrar, dst *LBRegistrar) {
+	alphaSpec := decodeAnnotation[LBRegistrarSpec](src.Annotations, AlphaSpecAnnotation)
 
-	dst.TypeMeta.APIVersion, dst.TypeMeta.Kind = v1alpha1.GroupVersion.String(), "LBRegistrar"
+	dst.TypeMeta.APIVersion, dst.TypeMeta.Kind = GroupVersion.String(), "LBRegistrar"
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Annotations = withoutAnnotation(dst.Annotations, AlphaSpecAnnotation)
 
