@@ -739,14 +739,17 @@ func (s *statusWriter) flush(ctx context.Context) error {
 
 // rebase records, on top of the status someone else wrote meanwhile, the
 // work requests this writer saw through, which only it knows (a leader
-// finishing a write while it shuts down); everything else is left to the
-// next reconcile.
+// finishing a write while it shuts down). The newer status keeps its
+// ownership records and everything else; the next reconcile starts from it.
 func (s *statusWriter) rebase(ctx context.Context) error {
-	var written []v1beta1.BackendSetStatus
+	seen := map[string]*v1beta1.WorkRequest{}
 	for _, bs := range s.obj.Status.BackendSets {
 		if bs.LastWorkRequest != nil && !equality.Semantic.DeepEqual(bs.LastWorkRequest, lastWorkRequest(s.base, bs.Name)) {
-			written = append(written, bs)
+			seen[bs.Name] = bs.LastWorkRequest
 		}
+	}
+	if len(seen) == 0 {
+		return nil
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := &v1beta1.LBRegistrar{}
@@ -754,22 +757,34 @@ func (s *statusWriter) rebase(ctx context.Context) error {
 			return err
 		}
 		base := cur.DeepCopy()
-		for _, bs := range written {
-			if i := slices.IndexFunc(cur.Status.BackendSets, func(c v1beta1.BackendSetStatus) bool { return c.Name == bs.Name }); i >= 0 {
-				cur.Status.BackendSets[i] = bs
-			} else {
-				cur.Status.BackendSets = append(cur.Status.BackendSets, bs)
-			}
+		if !mergeWorkRequests(cur, seen) {
+			return nil
 		}
 		return s.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
 }
 
-func lastWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) *v1beta1.WorkRequest {
-	for _, bs := range obj.Status.BackendSets {
-		if bs.Name == backendSet {
-			return bs.LastWorkRequest
+// mergeWorkRequests sets the last work request of obj's records to the ones
+// seen, unless a record holds a later one. A backend set obj has no record
+// for gets none: whoever dropped it owns nothing there. It reports whether
+// anything changed.
+func mergeWorkRequests(obj *v1beta1.LBRegistrar, seen map[string]*v1beta1.WorkRequest) bool {
+	changed := false
+	for name, wr := range seen {
+		rec := findRecord(obj, name)
+		if rec == nil || equality.Semantic.DeepEqual(rec.LastWorkRequest, wr) ||
+			(rec.LastWorkRequest != nil && rec.LastWorkRequest.ID != wr.ID && rec.LastWorkRequest.Time.After(wr.Time.Time)) {
+			continue
 		}
+		rec.LastWorkRequest = wr.DeepCopy()
+		changed = true
+	}
+	return changed
+}
+
+func lastWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) *v1beta1.WorkRequest {
+	if rec := findRecord(obj, backendSet); rec != nil {
+		return rec.LastWorkRequest
 	}
 	return nil
 }
