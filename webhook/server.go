@@ -62,10 +62,27 @@ type CertificateSource interface {
 	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
-// Server is the webhook server: HTTPS only, TLS 1.2 or later, bounded request
-// size and time, one certificate source, and metrics per path. It implements
-// controller-runtime's webhook.Server so the manager runs it and the
-// builders register on it.
+// SecureTLS restricts cfg to TLS 1.2 or later and, at TLS 1.2, to ECDHE key
+// exchange with AEAD ciphers (AES-GCM, ChaCha20-Poly1305), the set
+// kube-apiserver recommends: CBC suites have had padding-oracle and timing
+// attacks, and RSA key exchange has no forward secrecy. TLS 1.3 suites are
+// all AEAD and not configurable.
+func SecureTLS(cfg *tls.Config) {
+	cfg.MinVersion = tls.VersionTLS12
+	cfg.CipherSuites = []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	}
+}
+
+// Server is the webhook server: HTTPS only, TLS as SecureTLS sets it, bounded
+// request size and time, one certificate source, and metrics per path. It
+// implements controller-runtime's webhook.Server so the manager runs it and
+// the builders register on it.
 type Server struct {
 	opts     ServerOptions
 	listener net.Listener
@@ -120,13 +137,13 @@ func (s *Server) Start(ctx context.Context) error {
 	certDone := make(chan error, 1)
 	go func() { certDone <- s.opts.Certificate.Start(certCtx) }()
 	cfg := &tls.Config{
-		MinVersion:     tls.VersionTLS12,
 		GetCertificate: s.opts.Certificate.GetCertificate,
 		NextProtos:     []string{"http/1.1"},
 	}
 	if s.opts.EnableHTTP2 {
 		cfg.NextProtos = []string{"h2", "http/1.1"}
 	}
+	SecureTLS(cfg)
 	srv := &http.Server{
 		Handler:           http.MaxBytesHandler(s.mux, s.opts.MaxRequestBytes),
 		TLSConfig:         cfg,

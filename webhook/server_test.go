@@ -134,3 +134,25 @@ func TestServerBoundsTheRequestBody(t *testing.T) {
 		}
 	}
 }
+
+func TestServerOffersOnlyAEADSuitesAtTLS1_2(t *testing.T) {
+	srv, cfg := startServer(t, webhook.ServerOptions{})
+	cfg.MaxVersion = tls.VersionTLS12
+	for suite, want := range map[uint16]bool{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256:       true,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384:       true,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: true,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA:          false,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA:          false,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256:       false,
+	} {
+		cfg.CipherSuites = []uint16{suite}
+		conn, err := tls.Dial("tcp", srv.Addr().String(), cfg)
+		if err == nil {
+			_ = conn.Close()
+		}
+		if (err == nil) != want {
+			t.Errorf("a client offering only %s: handshake error %v", tls.CipherSuiteName(suite), err)
+		}
+	}
+}
