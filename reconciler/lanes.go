@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -26,6 +28,9 @@ type lanes struct {
 	mu   sync.Mutex
 	busy map[string]*lane
 	now  func() time.Time
+	// maxWait bounds acquire, so a worker is not held for as long as another
+	// resource's writes take; its reconcile fails and is retried instead.
+	maxWait time.Duration
 }
 
 type lane struct {
@@ -49,11 +54,13 @@ const (
 )
 
 func newLanes() *lanes {
-	return &lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }}
+	return &lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }, maxWait: time.Minute}
 }
 
 // hold is a taken lane. The holder reports its steps on it and releases it
-// once; a nil hold ignores steps (tests of the writer alone).
+// once, deferred, so a reconcile that panics (and is recovered by the
+// controller) does not keep the load balancer from everyone else; a nil hold
+// ignores steps (tests of the writer alone).
 type hold struct {
 	lanes          *lanes
 	loadBalancerID string
@@ -104,8 +111,11 @@ func (h *hold) release() {
 	}
 }
 
-// acquire waits for the lane; for paths that must finish in one go (deletion).
+// acquire waits for the lane, at most l.maxWait; for paths that must finish
+// in one go (deletion, leaving a load balancer).
 func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (*hold, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, l.maxWait, errLaneWait)
+	defer cancel()
 	for {
 		woken := make(chan struct{})
 		h, ok := l.tryAcquire(loadBalancerID, resource, func() { close(woken) })
@@ -115,19 +125,29 @@ func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (*
 		select {
 		case <-woken:
 		case <-ctx.Done():
-			l.unpark(loadBalancerID, resource)
-			return nil, ctx.Err()
+			holder := l.unpark(loadBalancerID, resource)
+			if context.Cause(ctx) != errLaneWait {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("load balancer %s: %w for %s; %s; retrying later", loadBalancerID, errLaneWait, l.maxWait, holder)
 		}
 	}
 }
 
-func (l *lanes) unpark(loadBalancerID, resource string) {
+var errLaneWait = errors.New("waited for its lane")
+
+// unpark takes resource off the load balancer's waiting list and says who
+// holds the lane.
+func (l *lanes) unpark(loadBalancerID, resource string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ln := l.busy[loadBalancerID]; ln != nil {
-		if _, parked := ln.parked[resource]; parked {
-			delete(ln.parked, resource)
-			metrics.PendingChanges.Dec()
-		}
+	ln := l.busy[loadBalancerID]
+	if ln == nil {
+		return "it was just released"
 	}
+	if _, parked := ln.parked[resource]; parked {
+		delete(ln.parked, resource)
+		metrics.PendingChanges.Dec()
+	}
+	return fmt.Sprintf("LBRegistrar %s has held it since %s (step %s)", ln.holder, ln.since.Format(time.RFC3339), ln.step.Phase)
 }

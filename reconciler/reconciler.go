@@ -361,6 +361,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 			if err != nil {
 				return ctrl.Result{}, err
 			}
+			defer lane.release()
 			drainUntil := deleted.Add(r.opts.DrainPeriod)
 			mode := plan.Remove
 			if time.Now().Before(drainUntil) {
@@ -378,7 +379,6 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 				logger.Info("deleted: removing this resource's backends", "backendSets", names)
 			}
 			r.syncAll(ctx, api, st, &out, lane, jobs)
-			lane.release()
 			// What another resource now records, or OCI no longer holds,
 			// left the record in the sync: only backends still owned wait.
 			if out.err == nil && mode == plan.Drain && ownsBackends(obj) {

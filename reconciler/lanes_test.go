@@ -1,0 +1,127 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+func TestAcquireWaitIsBounded(t *testing.T) {
+	l := newLanes()
+	l.maxWait = 10 * time.Millisecond
+	busy, _ := l.tryAcquire("lb", "holder", nil)
+
+	_, err := l.acquire(context.Background(), "lb", "deleted")
+	if !errors.Is(err, errLaneWait) || !strings.Contains(err.Error(), "LBRegistrar holder has held it since") {
+		t.Fatalf("acquire of a busy lane = %v, want an error naming its holder", err)
+	}
+	if got := l.snapshot(); len(got) != 1 || len(got[0].Parked) != 0 {
+		t.Fatalf("lanes after giving up: %+v, want the holder alone", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.acquire(ctx, "lb", "deleted"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire with a canceled context = %v", err)
+	}
+
+	busy.release()
+	h, err := l.acquire(context.Background(), "lb", "deleted")
+	if err != nil {
+		t.Fatalf("acquire of a free lane: %v", err)
+	}
+	h.release()
+}
+
+// panickingAPI panics on a write, as a bug in a reconcile would.
+type panickingAPI struct{ scriptedAPI }
+
+func (*panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan.Backend) (string, error) {
+	panic("write")
+}
+
+// A reconcile that panics while it holds a load balancer's lane, registering
+// or deregistering, releases it: controller-runtime recovers the panic and
+// the process goes on, so a lane kept would block that load balancer forever.
+func TestPanicInReconcileReleasesTheLane(t *testing.T) {
+	backend := v1beta1.Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	deleted := metav1.Now()
+	for name, obj := range map[string]*v1beta1.LBRegistrar{
+		"registering": {ObjectMeta: metav1.ObjectMeta{Name: "res", Finalizers: []string{Finalizer}}},
+		"deleting": {
+			ObjectMeta: metav1.ObjectMeta{Name: "res", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleted},
+			Status:     v1beta1.LBRegistrarStatus{LoadBalancerID: "lb", BackendSets: []v1beta1.BackendSetStatus{{Name: "api", Backends: []v1beta1.Backend{backend}}}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj.Spec = v1beta1.LBRegistrarSpec{
+				LoadBalancerID: "lb",
+				APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
+				Services:       []v1beta1.Target{{NodePort: backend.Port, BackendSetName: "api", Weight: 1}},
+			}
+			api := &panickingAPI{scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
+			r := unitReconciler(t, api, obj,
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}},
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}, Status: corev1.NodeStatus{
+					Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}},
+				}})
+
+			if recovered := reconcileRecovering(r, obj.Name); recovered == nil {
+				t.Fatal("the reconcile did not reach the write")
+			}
+			if busy := r.lanes.snapshot(); len(busy) != 0 {
+				t.Fatalf("lanes after the panic: %+v", busy)
+			}
+		})
+	}
+}
+
+// unitReconciler is a Reconciler over a fake client holding objs, writing
+// through api.
+func unitReconciler(t *testing.T, api backendSetAPI, objs ...client.Object) *Reconciler {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1beta1.LBRegistrar{}).
+		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
+		WithObjects(objs...).Build()
+	return &Reconciler{
+		client:    c,
+		apiReader: c,
+		secrets:   &secretValues{api: c, meta: c, values: map[string]secretValue{}},
+		events:    events.NewFakeRecorder(100),
+		clientFor: func(oci.Credentials) (backendSetAPI, error) { return api, nil },
+		lanes:     newLanes(),
+		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second},
+	}
+}
+
+// reconcileRecovering reconciles the named resource and returns what it
+// panicked with, recovering as controller-runtime does.
+func reconcileRecovering(r *Reconciler, name string) (recovered any) {
+	defer func() { recovered = recover() }()
+	_, _ = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: name}})
+	return nil
+}
