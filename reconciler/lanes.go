@@ -7,6 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
@@ -150,4 +154,28 @@ func (l *lanes) unpark(loadBalancerID, resource string) string {
 		metrics.PendingChanges.Dec()
 	}
 	return fmt.Sprintf("LBRegistrar %s has held it since %s (step %s)", ln.holder, ln.since.Format(time.RFC3339), ln.step.Phase)
+}
+
+// wakeups enqueues the resources parked on a lane when it is released. It is
+// a source of the controller, which starts it before any reconcile runs:
+// Add on the work queue never blocks and holds a resource once however often
+// it is woken, so a release delivers every wake at once and leaves nothing
+// behind; once the manager stops, the shut-down queue drops them.
+type wakeups struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// Start implements source.Source.
+func (w *wakeups) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = queue
+	return nil
+}
+
+func (w *wakeups) wake(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 }

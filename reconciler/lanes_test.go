@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
@@ -47,6 +50,36 @@ func TestAcquireWaitIsBounded(t *testing.T) {
 		t.Fatalf("acquire of a free lane: %v", err)
 	}
 	h.release()
+}
+
+// Releasing a lane wakes every parked resource at once, however many, with
+// nothing left running to deliver the wakes: the controller's queue holds
+// each resource once however often it is woken, and drops wakes once the
+// manager has shut it down.
+func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
+	const parked = 2000
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	r := &Reconciler{lanes: newLanes(), wakeups: &wakeups{}}
+	if err := r.wakeups.Start(context.Background(), queue); err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := r.lanes.tryAcquire("lb", "holder", nil)
+	for i := range parked {
+		name := fmt.Sprintf("parked-%d", i)
+		r.lanes.tryAcquire("lb", name, r.wakeFunc(name))
+	}
+	busy.release()
+	if n := queue.Len(); n != parked {
+		t.Fatalf("%d resources enqueued by the release, want %d", n, parked)
+	}
+	for i := range parked {
+		r.wakeFunc(fmt.Sprintf("parked-%d", i))()
+	}
+	if n := queue.Len(); n != parked {
+		t.Fatalf("%d resources enqueued after waking them again, want each once (%d)", n, parked)
+	}
+	queue.ShutDown()
+	r.wakeFunc("after-shutdown")() // returns, dropped
 }
 
 // panickingAPI panics on a write, as a bug in a reconcile would.

@@ -48,7 +48,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -80,21 +79,14 @@ type Reconciler struct {
 	events    events.EventRecorder
 	clientFor func(oci.Credentials) (backendSetAPI, error)
 	lanes     *lanes
-	wake      chan event.GenericEvent // resources whose lane was released
-	elected   <-chan struct{}         // closed once this replica leads
+	wakeups   *wakeups
+	elected   <-chan struct{} // closed once this replica leads
 	opts      Options
 }
 
 // wakeFunc enqueues the named resource again; it never blocks the caller.
 func (r *Reconciler) wakeFunc(name string) func() {
-	return func() {
-		ev := event.GenericEvent{Object: &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: name}}}
-		select {
-		case r.wake <- ev:
-		default:
-			go func() { r.wake <- ev }()
-		}
-	}
+	return func() { r.wakeups.wake(name) }
 }
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.

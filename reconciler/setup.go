@@ -157,7 +157,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
-		wake:      make(chan event.GenericEvent, 1024),
+		wakeups:   &wakeups{},
 		elected:   mgr.Elected(),
 		opts:      o,
 	}
@@ -193,7 +193,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
 		WatchesRawSource(secretEvents).
-		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.wakeups).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.Workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
