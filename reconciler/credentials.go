@@ -37,14 +37,22 @@ const (
 // secretValues reads the values API keys point at. Values come from the API
 // server, never from an informer (only Secrets' metadata is watched), and
 // are kept per Secret resourceVersion, so an unchanged Secret is not fetched
-// again on every reconcile; a changed one has a new resourceVersion.
+// again on every reconcile; a changed one has a new resourceVersion. A value
+// is kept only while an LBRegistrar's API key points at it, so key material
+// no resource uses any more leaves the process's memory.
 type secretValues struct {
 	api        client.Reader // uncached
 	meta       client.Reader // the Secret metadata informer's cache
 	namespaces []string      // where API keys may live; any when empty
 
-	mu     sync.Mutex
-	values map[string]secretValue // by namespace/name/key
+	mu      sync.Mutex
+	values  map[string]secretValue // by namespace/name/key
+	uses    map[string][]string    // the namespace/name/key an LBRegistrar's API key reads, by its name
+	readers map[string]int         // how many LBRegistrars read a namespace/name/key
+}
+
+func newSecretValues(api client.Reader, namespaces []string) *secretValues {
+	return &secretValues{api: api, namespaces: namespaces, values: map[string]secretValue{}, uses: map[string][]string{}, readers: map[string]int{}}
 }
 
 type secretValue struct {
@@ -52,8 +60,13 @@ type secretValue struct {
 	value           []byte
 }
 
-// credentials reads the API key of spec from its Secrets.
-func (s *secretValues) credentials(ctx context.Context, key *v1beta1.APIKey) (oci.Credentials, error) {
+// credentials reads the API key of the named LBRegistrar from its Secrets.
+func (s *secretValues) credentials(ctx context.Context, resource string, key *v1beta1.APIKey) (oci.Credentials, error) {
+	refs := []string{valueRef(&key.PrivateKey)}
+	if key.Passphrase != nil {
+		refs = append(refs, valueRef(key.Passphrase))
+	}
+	s.use(resource, refs)
 	c := oci.Credentials{Tenancy: key.Tenancy, User: key.User, Fingerprint: key.Fingerprint, Region: key.Region}
 	var err error
 	if c.PrivateKey, err = s.get(ctx, &key.PrivateKey, "spec.apiKey.privateKey"); err != nil {
@@ -74,7 +87,7 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 			"%s: Secret %s is outside the namespaces API keys are read from (%s); move it or add its namespace to --secret-namespaces",
 			field, name, strings.Join(s.namespaces, ", "))}
 	}
-	ref := name.String() + "/" + src.SecretKeyRef.Key
+	ref := valueRef(src)
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if s.meta.Get(ctx, name, meta) == nil {
@@ -103,9 +116,40 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 		return nil, missing
 	}
 	s.mu.Lock()
-	s.values[ref] = secretValue{resourceVersion: secret.ResourceVersion, value: v}
+	if s.readers[ref] > 0 { // not forgotten while it was read
+		s.values[ref] = secretValue{resourceVersion: secret.ResourceVersion, value: v}
+	}
 	s.mu.Unlock()
 	return v, nil
+}
+
+// use records that the named LBRegistrar's API key reads refs, and drops the
+// values no LBRegistrar reads any more.
+func (s *secretValues) use(resource string, refs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ref := range refs {
+		s.readers[ref]++
+	}
+	for _, ref := range s.uses[resource] {
+		if s.readers[ref]--; s.readers[ref] == 0 {
+			delete(s.readers, ref)
+			delete(s.values, ref)
+		}
+	}
+	if len(refs) == 0 {
+		delete(s.uses, resource)
+	} else {
+		s.uses[resource] = refs
+	}
+}
+
+// forget drops what the named LBRegistrar, now gone, read.
+func (s *secretValues) forget(resource string) { s.use(resource, nil) }
+
+// valueRef names one Secret value as namespace/name/key.
+func valueRef(src *v1beta1.SecretKeySource) string {
+	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
 // secretRefs lists the Secrets an API key reads, as namespace/name.

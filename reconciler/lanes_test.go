@@ -140,10 +140,12 @@ func unitReconciler(t *testing.T, api backendSetAPI, objs ...client.Object) *Rec
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
 		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
 		WithObjects(objs...).Build()
+	secrets := newSecretValues(c, nil)
+	secrets.meta = c
 	return &Reconciler{
 		client:    c,
 		apiReader: c,
-		secrets:   &secretValues{api: c, meta: c, values: map[string]secretValue{}},
+		secrets:   secrets,
 		events:    events.NewFakeRecorder(100),
 		clientFor: func(oci.Credentials) (backendSetAPI, error) { return api, nil },
 		lanes:     newLanes(),

@@ -93,6 +93,9 @@ func (r *Reconciler) wakeFunc(name string) func() {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var obj v1beta1.LBRegistrar
 	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.secrets.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {
@@ -450,7 +453,7 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, api backendSetAPI
 
 // api returns the OCI client for obj's credentials.
 func (r *Reconciler) api(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
-	creds, err := r.secrets.credentials(ctx, &obj.Spec.APIKey)
+	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		secrets:   &secretValues{api: mgr.GetAPIReader(), namespaces: o.SecretNamespaces, values: map[string]secretValue{}},
+		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
