@@ -59,6 +59,7 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		}
 	}
 	as := "--as=system:serviceaccount:" + kube.Namespace + ":lbregistrar"
+	const leaderElectionID = "lbregistrar.nodes.peppy-ratio.dev"
 	for _, tc := range []struct {
 		args  []string
 		allow bool
@@ -71,7 +72,9 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"watch", "endpointslices.discovery.k8s.io", "-A"}, true},
 		{[]string{"create", "events.events.k8s.io", "-n", "default"}, true},
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
-		{[]string{"update", "leases.coordination.k8s.io", "-n", kube.Namespace}, true},
+		{[]string{"get", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, true},
+		{[]string{"update", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, true},
+		{[]string{"create", "leases.coordination.k8s.io", "-n", kube.Namespace}, true},
 		{[]string{"get", "secrets", "-n", kube.Namespace}, true},
 		{[]string{"update", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, true},
 		{[]string{"update", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, true},
@@ -88,6 +91,10 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"update", "validatingwebhookconfigurations/other"}, false},
 		{[]string{"update", "customresourcedefinitions/other.example.com"}, false},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
+		{[]string{"update", "leases.coordination.k8s.io/other", "-n", kube.Namespace}, false},
+		{[]string{"delete", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, false},
+		{[]string{"list", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
+		{[]string{"watch", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
 	} {
 		out, _, err := c.Kubectl(ctx, "", append([]string{"auth", "can-i", as}, tc.args...)...)
 		allowed := err == nil && strings.TrimSpace(out) == "yes"
