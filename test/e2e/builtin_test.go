@@ -17,12 +17,7 @@ func TestBuiltinModeBinary(t *testing.T) {
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 
 	serve := newServeProcess(t)
-	if err := c.InstallValidatingWebhook(ctx, serve.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.InstallCRD(ctx, serve.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
+	serve.install(t, c, nil)
 	serve.start(t, c, "--cert-mode=builtin", "--webhook-host=127.0.0.1")
 	serve.waitReady(t)
 

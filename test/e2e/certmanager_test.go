@@ -39,12 +39,7 @@ func TestCertManagerMode(t *testing.T) {
 	}
 	serve := newServeProcess(t)
 	// cainjector's part: the CA into the webhook configuration and the CRD.
-	if err := c.InstallValidatingWebhook(ctx, serve.URL(), ca.CertPEM); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.InstallCRD(ctx, serve.URL(), ca.CertPEM); err != nil {
-		t.Fatal(err)
-	}
+	serve.install(t, c, ca.CertPEM)
 	serve.start(t, c, "--cert-mode=cert-manager")
 
 	// Up but not ready while the Certificate is not Ready.

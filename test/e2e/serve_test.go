@@ -42,6 +42,19 @@ func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 	})
 }
 
+// install points the CRD's conversion webhook and the validating webhooks
+// at the process, trusting caBundle (none: the process publishes its own).
+func (p serveProcess) install(t *testing.T, c *kube.Cluster, caBundle []byte) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := c.InstallValidatingWebhook(ctx, p.URL(), caBundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallCRD(ctx, p.URL(), caBundle); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (p serveProcess) waitReady(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
