@@ -35,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -329,7 +328,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	if err := cluster.InstallCRD(ctx, serve.URL(), nil); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := serviceAccountKubeconfig(ctx, cluster)
+	kubeconfig, err := cluster.ServiceAccountKubeconfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -359,25 +358,6 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		}
 	}
 	return serve, nil
-}
-
-// serviceAccountKubeconfig applies the RBAC config/ installs and returns a
-// kubeconfig that acts as lbregistrar's service account.
-func serviceAccountKubeconfig(ctx context.Context, cluster *kube.Cluster) (string, error) {
-	for _, dir := range []string{"config/rbac", "config/builtin-certs"} {
-		if _, stderr, err := cluster.Kubectl(ctx, "", "apply", "-k", filepath.Join(cluster.Root, dir)); err != nil {
-			return "", fmt.Errorf("applying %s: %w: %s", dir, err, stderr)
-		}
-	}
-	cfg, err := clientcmd.LoadFromFile(cluster.Kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:" + kube.Namespace + ":lbregistrar"
-	}
-	path := filepath.Join(filepath.Dir(cluster.Kubeconfig), "lbregistrar.kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 func caBundleWritten(ctx context.Context, cluster *kube.Cluster) bool {

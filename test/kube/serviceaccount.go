@@ -1,0 +1,29 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ServiceAccountKubeconfig applies the RBAC config/ installs for lbregistrar
+// and returns a kubeconfig that acts as its service account, so a process
+// run with it shows those grants are enough.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context) (string, error) {
+	for _, dir := range []string{"config/rbac", "config/builtin-certs"} {
+		if _, stderr, err := c.Kubectl(ctx, "", "apply", "-k", filepath.Join(c.Root, dir)); err != nil {
+			return "", fmt.Errorf("applying %s: %w: %s", dir, err, stderr)
+		}
+	}
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + Namespace + ":lbregistrar"
+	}
+	path := filepath.Join(filepath.Dir(c.Kubeconfig), "lbregistrar.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
