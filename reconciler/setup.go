@@ -137,7 +137,8 @@ const (
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
 // serves the lanes view at DebugLanesPath on the manager's metrics server
-// (so it has that server's address, and is off when metrics are off). The
+// (so it has that server's address and access rules, and is off when metrics
+// are off). The
 // controller runs only on the elected leader; webhooks on the same manager
 // keep serving on every replica. It reads claims through the index
 // claims.AddIndex registers on the manager.

@@ -21,7 +21,6 @@ import (
 	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/certs"
@@ -54,6 +53,7 @@ type serveOptions struct {
 
 	webhookAddr    string
 	metricsAddr    string
+	metricsSecure  bool
 	healthAddr     string
 	enableHTTP2    bool
 	maxRequestSize int64
@@ -107,6 +107,7 @@ See docs/certificates.md.`,
 		"how long shutdown may take: a write OCI accepted is waited for and recorded; keep it below the pod's terminationGracePeriodSeconds")
 	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `metrics address ("0" disables)`)
+	f.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics and the lanes view over HTTPS, only to callers authorized to get them (false: plain HTTP to anyone)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", `health and readiness probe address ("0" disables)`)
 	f.BoolVar(&o.enableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook server")
 	f.Int64Var(&o.maxRequestSize, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest webhook request body")
@@ -170,7 +171,7 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  newScheme(),
 		WebhookServer:           srv,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 o.metricsOptions(),
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "lbregistrar.nodes.peppy-ratio.dev",

@@ -79,6 +79,8 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"update", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, true},
 		{[]string{"update", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, true},
 		{[]string{"update", "customresourcedefinitions/" + kube.CRDName}, true},
+		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true},
+		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 
 		{[]string{"get", "secrets", "-n", "kube-system"}, false},
 		{[]string{"list", "secrets", "-A"}, false},
@@ -94,6 +96,7 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"update", "leases.coordination.k8s.io/other", "-n", kube.Namespace}, false},
 		{[]string{"delete", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, false},
 		{[]string{"list", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
+		{[]string{"get", "/metrics"}, false}, // lbregistrar-metrics-reader is for scrapers
 		{[]string{"watch", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
 	} {
 		out, _, err := c.Kubectl(ctx, "", append([]string{"auth", "can-i", as}, tc.args...)...)

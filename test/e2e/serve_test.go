@@ -30,8 +30,14 @@ func newServeProcess(t *testing.T) serveProcess {
 // showing its log if the test failed.
 func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 	t.Helper()
+	p.startAs(t, c.Kubeconfig, args...)
+}
+
+// startAs is start connecting with kubeconfig.
+func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
 	var logs bytes.Buffer
-	if err := p.Start(lbregistrar(t), c.Kubeconfig, &logs, args...); err != nil {
+	if err := p.Start(lbregistrar(t), kubeconfig, &logs, args...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -15,6 +16,12 @@ import (
 // on free local ports; the tests and make run use it.
 type ServeProcess struct {
 	WebhookAddr, HealthAddr, MetricsAddr string
+
+	// SecureMetrics serves /metrics and /debug/lanes over HTTPS to
+	// authorized callers only, as a Deployment does. Off, they are plain
+	// HTTP to anyone, so a person running make run, and tests about other
+	// things, can read them with no token.
+	SecureMetrics bool
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -41,7 +48,8 @@ func (p *ServeProcess) URL() string { return "https://" + p.WebhookAddr }
 // not outlive the caller's, even when that one is killed.
 func (p *ServeProcess) Start(binary, kubeconfig string, out io.Writer, args ...string) error {
 	p.cmd = exec.Command(binary, append([]string{"serve", "--kubeconfig", kubeconfig, "--namespace", Namespace,
-		"--webhook-addr", p.WebhookAddr, "--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr}, args...)...)
+		"--webhook-addr", p.WebhookAddr, "--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr,
+		"--metrics-secure=" + strconv.FormatBool(p.SecureMetrics)}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := p.cmd.Start(); err != nil {
