@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
@@ -138,7 +138,7 @@ func unitReconciler(t *testing.T, api backendSetAPI, objs ...client.Object) *Rec
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
-		WithIndex(&v1beta1.LBRegistrar{}, validation.ClaimIndexField, validation.IndexClaims).
+		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
 		WithObjects(objs...).Build()
 	secrets := newSecretValues(c, nil)
 	secrets.meta = c

@@ -322,10 +322,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		return nil, err
 	}
 	say("installing the CRD and webhooks, pointed at " + serve.URL())
-	if err := cluster.InstallValidatingWebhook(ctx, serve.URL(), nil); err != nil {
-		return nil, err
-	}
-	if err := cluster.InstallCRD(ctx, serve.URL(), nil); err != nil {
+	if err := cluster.PointWebhooksAt(ctx, serve.URL(), nil); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := cluster.ServiceAccountKubeconfig(ctx)

@@ -54,12 +54,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	createWorkload(t, c)
 
 	serve := newServeProcess(t)
-	if err := c.InstallValidatingWebhook(ctx, serve.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.InstallCRD(ctx, serve.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
+	serve.install(t, c, nil)
 	serve.start(t, c, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
 		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
 	serve.waitReady(t)

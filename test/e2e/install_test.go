@@ -59,10 +59,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = service.Close() })
 			url := "https://" + service.Addr()
-			if err := c.InstallValidatingWebhook(ctx, url, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.InstallCRD(ctx, url, nil); err != nil {
+			if err := c.PointWebhooksAt(ctx, url, nil); err != nil {
 				t.Fatal(err)
 			}
 			if mode == "cert-manager" {
@@ -88,10 +85,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 				}
 				issueAsCertManager(t, c, ca)
 				// cainjector's part: the CA into the webhook configuration and the CRD.
-				if err := c.InstallValidatingWebhook(ctx, url, ca.CertPEM); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.InstallCRD(ctx, url, ca.CertPEM); err != nil {
+				if err := c.PointWebhooksAt(ctx, url, ca.CertPEM); err != nil {
 					t.Fatal(err)
 				}
 			}

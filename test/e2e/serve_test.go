@@ -52,11 +52,7 @@ func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
 // at the process, trusting caBundle (none: the process publishes its own).
 func (p serveProcess) install(t *testing.T, c *kube.Cluster, caBundle []byte) {
 	t.Helper()
-	ctx := testContext(t)
-	if err := c.InstallValidatingWebhook(ctx, p.URL(), caBundle); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.InstallCRD(ctx, p.URL(), caBundle); err != nil {
+	if err := c.PointWebhooksAt(testContext(t), p.URL(), caBundle); err != nil {
 		t.Fatal(err)
 	}
 }

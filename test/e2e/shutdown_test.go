@@ -38,10 +38,7 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = service.Close() })
-	if err := c.InstallValidatingWebhook(ctx, "https://"+service.Addr(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.InstallCRD(ctx, "https://"+service.Addr(), nil); err != nil {
+	if err := c.PointWebhooksAt(ctx, "https://"+service.Addr(), nil); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--leader-elect", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,

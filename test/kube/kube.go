@@ -159,12 +159,7 @@ func (c *Cluster) InstallWebhooks(ctx context.Context, o WebhookOptions) error {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string) error {
-		if err := c.InstallValidatingWebhook(ctx, url, nil); err != nil {
-			return err
-		}
-		return c.InstallCRD(ctx, url, nil)
-	})
+	w, err := StartWebhooks(ctx, c.Config, c.Scheme, o, func(url string) error { return c.PointWebhooksAt(ctx, url, nil) })
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,16 @@ func (w *Webhooks) Stop() error {
 	return <-w.done
 }
 
+// PointWebhooksAt installs config/webhook's validating webhook configuration
+// and the CRD with its conversion webhook, every webhook pointed at url and
+// trusting caBundle (none: lbregistrar serve publishes its own).
+func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []byte) error {
+	if err := c.InstallValidatingWebhook(ctx, url, caBundle); err != nil {
+		return err
+	}
+	return c.InstallCRD(ctx, url, caBundle)
+}
+
 // InstallValidatingWebhook creates or replaces config/webhook's validating
 // webhook configuration with every webhook pointed at url.
 func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBundle []byte) error {
