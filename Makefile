@@ -34,9 +34,10 @@ manifests: generate ## Generate the CRD from the API types.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 .PHONY: verify
-verify: manifests ## Fail when generated files or formatting are stale.
+verify: manifests ## Fail when generated files, formatting or go.mod are stale.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
 	$(GO) vet ./...
 
 .PHONY: test-assets
