@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,7 +42,7 @@ const (
 // is kept only while an LBRegistrar's API key points at it, so key material
 // no resource uses any more leaves the process's memory.
 type secretValues struct {
-	api        client.Reader // uncached
+	uncached   client.Reader // past the cache: Secret values are never cached by an informer
 	meta       client.Reader // the Secret metadata informer's cache
 	namespaces []string      // where API keys may live; any when empty
 
@@ -51,8 +52,8 @@ type secretValues struct {
 	readers map[string]int         // how many LBRegistrars read a namespace/name/key
 }
 
-func newSecretValues(api client.Reader, namespaces []string) *secretValues {
-	return &secretValues{api: api, namespaces: namespaces, values: map[string]secretValue{}, uses: map[string][]string{}, readers: map[string]int{}}
+func newSecretValues(uncached client.Reader, namespaces []string) *secretValues {
+	return &secretValues{uncached: uncached, namespaces: namespaces, values: map[string]secretValue{}, uses: map[string][]string{}, readers: map[string]int{}}
 }
 
 type secretValue struct {
@@ -104,7 +105,7 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 	// passed on, so a condition tells no more than the spec already says.
 	missing := &credentialError{reason: reasonSecretNotFound, message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
 	var secret corev1.Secret
-	if err := s.api.Get(ctx, name, &secret); err != nil {
+	if err := s.uncached.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, missing
 		}
@@ -161,4 +162,20 @@ func secretRefs(key *v1beta1.APIKey) []string {
 		}
 	}
 	return refs
+}
+
+// api returns the OCI client for obj's credentials.
+func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
+	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	ociClient, err := r.clientFor(creds)
+	if err != nil {
+		if errors.Is(err, oci.ErrInvalidCredentials) {
+			return nil, &credentialError{reason: reasonInvalidCredentials, message: "spec.apiKey: " + err.Error()}
+		}
+		return nil, err
+	}
+	return ociClient, nil
 }

@@ -31,14 +31,6 @@ type LaneStatus struct {
 	Parked []ParkedResource `json:"parked"`
 }
 
-// LaneStep is what the holder of a lane is doing.
-type LaneStep struct {
-	Phase       string    `json:"phase"` // one of the Phase constants
-	BackendSet  string    `json:"backendSet,omitempty"`
-	WorkRequest string    `json:"workRequest,omitempty"`
-	Since       time.Time `json:"since"`
-}
-
 // ParkedResource is an LBRegistrar waiting for a busy lane.
 type ParkedResource struct {
 	Name  string    `json:"name"`

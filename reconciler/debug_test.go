@@ -89,9 +89,9 @@ func (o *observingAPI) WaitWorkRequest(ctx context.Context, lb, id string) error
 // the load balancer, backend set, work request and duration.
 func TestSyncReportsOnLaneAndLog(t *testing.T) {
 	l := newLanes()
-	lane, _ := l.tryAcquire("lb", "res", nil)
-	defer lane.release()
-	api := &observingAPI{lanes: l}
+	turn, _ := l.tryAcquire("lb", "res", nil)
+	defer turn.release()
+	ociClient := &observingAPI{lanes: l}
 	var lines []map[string]any
 	logger := funcr.NewJSON(func(obj string) {
 		var m map[string]any
@@ -102,8 +102,8 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 	}, funcr.Options{Verbosity: 1})
 	ctx := log.IntoContext(context.Background(), logger)
 
-	_, err := syncBackendSet(ctx, api, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 2}, syncRequest{
-		LoadBalancerID: "lb", Name: "api", Lane: lane, WaitTimeout: time.Second,
+	_, err := syncBackendSet(ctx, ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 2}, syncRequest{
+		LoadBalancerID: "lb", Name: "api", Turn: turn, WaitTimeout: time.Second,
 		Input: func(cur []plan.Backend) plan.Input {
 			return plan.Input{Current: cur, Desired: []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}
 		},
@@ -112,9 +112,9 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(api.during) != 1 || api.during[0].Step.Phase != PhaseWaiting || api.during[0].Step.WorkRequest != "wr" ||
-		api.during[0].Step.BackendSet != "api" {
-		t.Fatalf("lane during the work request: %+v", api.during)
+	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != PhaseWaiting || ociClient.during[0].Step.WorkRequest != "wr" ||
+		ociClient.during[0].Step.BackendSet != "api" {
+		t.Fatalf("lane during the work request: %+v", ociClient.during)
 	}
 
 	var done map[string]any

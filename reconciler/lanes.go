@@ -61,11 +61,12 @@ func newLanes() *lanes {
 	return &lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }, maxWait: time.Minute}
 }
 
-// hold is a taken lane. The holder reports its steps on it and releases it
-// once, deferred, so a reconcile that panics (and is recovered by the
-// controller) does not keep the load balancer from everyone else; a nil hold
-// ignores steps (tests of the writer alone).
-type hold struct {
+// turn is a resource's turn on a load balancer's lane: while it lasts, that
+// resource alone writes the load balancer. Its holder reports its steps on
+// it and releases it once, deferred, so a reconcile that panics (and is
+// recovered by the controller) does not keep the load balancer from everyone
+// else; a nil turn ignores steps (tests of the writer alone).
+type turn struct {
 	lanes          *lanes
 	loadBalancerID string
 	lane           *lane
@@ -73,7 +74,7 @@ type hold struct {
 
 // tryAcquire takes the load balancer's lane, or parks wake, once per
 // resource, to be called when the lane is released.
-func (l *lanes) tryAcquire(loadBalancerID, resource string, wake func()) (*hold, bool) {
+func (l *lanes) tryAcquire(loadBalancerID, resource string, wake func()) (*turn, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -91,11 +92,11 @@ func (l *lanes) tryAcquire(loadBalancerID, resource string, wake func()) (*hold,
 	}
 	ln := &lane{holder: resource, since: now, step: LaneStep{Phase: PhaseReading, Since: now}, parked: map[string]parked{}}
 	l.busy[loadBalancerID] = ln
-	return &hold{lanes: l, loadBalancerID: loadBalancerID, lane: ln}, true
+	return &turn{lanes: l, loadBalancerID: loadBalancerID, lane: ln}, true
 }
 
 // step records what the holder does now.
-func (h *hold) step(phase, backendSet, workRequest string) {
+func (h *turn) step(phase, backendSet, workRequest string) {
 	if h == nil {
 		return
 	}
@@ -104,7 +105,7 @@ func (h *hold) step(phase, backendSet, workRequest string) {
 	h.lane.step = LaneStep{Phase: phase, BackendSet: backendSet, WorkRequest: workRequest, Since: h.lanes.now()}
 }
 
-func (h *hold) release() {
+func (h *turn) release() {
 	l := h.lanes
 	l.mu.Lock()
 	delete(l.busy, h.loadBalancerID)
@@ -117,7 +118,7 @@ func (h *hold) release() {
 
 // acquire waits for the lane, at most l.maxWait; for paths that must finish
 // in one go (deletion, leaving a load balancer).
-func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (*hold, error) {
+func (l *lanes) acquire(ctx context.Context, loadBalancerID, resource string) (*turn, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, l.maxWait, errLaneWait)
 	defer cancel()
 	for {
@@ -178,4 +179,12 @@ func (w *wakeups) wake(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+}
+
+// LaneStep is what the holder of a lane is doing.
+type LaneStep struct {
+	Phase       string    `json:"phase"` // one of the Phase constants
+	BackendSet  string    `json:"backendSet,omitempty"`
+	WorkRequest string    `json:"workRequest,omitempty"`
+	Since       time.Time `json:"since"`
 }

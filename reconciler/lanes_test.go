@@ -108,8 +108,8 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 				APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 				Services:       []v1beta1.Target{{NodePort: backend.Port, BackendSetName: "api", Weight: 1}},
 			}
-			api := &panickingAPI{scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
-			r := unitReconciler(t, api, obj,
+			ociClient := &panickingAPI{scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
+			r := unitReconciler(t, ociClient, obj,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}},
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}, Status: corev1.NodeStatus{
 					Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}},
@@ -127,7 +127,7 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 
 // unitReconciler is a Reconciler over a fake client holding objs, writing
 // through api.
-func unitReconciler(t *testing.T, api backendSetAPI, objs ...client.Object) *Reconciler {
+func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object) *Reconciler {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -147,7 +147,7 @@ func unitReconciler(t *testing.T, api backendSetAPI, objs ...client.Object) *Rec
 		apiReader: c,
 		secrets:   secrets,
 		events:    events.NewFakeRecorder(100),
-		clientFor: func(oci.Credentials) (backendSetAPI, error) { return api, nil },
+		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
 		lanes:     newLanes(),
 		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second},
 	}

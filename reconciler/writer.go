@@ -56,9 +56,9 @@ type syncRequest struct {
 	// accepted write is recorded.
 	WaitTimeout  time.Duration
 	ShutdownWait time.Duration
-	// Lane is the load balancer's lane, held by the caller; the sync
+	// Turn is the caller's turn on the load balancer's lane; the sync
 	// reports its steps there.
-	Lane *hold
+	Turn *turn
 }
 
 // modeNames name the plan modes in logs.
@@ -77,14 +77,14 @@ type syncResult struct {
 // whole read-modify-write on 409, 412, 429, 5xx, network errors and failed
 // work requests. A write under way when ctx is cancelled (shutdown) is still
 // waited for, so its outcome is recorded rather than lost or repeated.
-func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
+func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	var res syncResult
 	for attempt := 0; ; attempt++ {
 		bs, err := req.Prefetched, error(nil)
 		if bs == nil || attempt > 0 {
-			req.Lane.step(PhaseReading, req.Name, "")
-			bs, err = api.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+			req.Turn.step(PhaseReading, req.Name, "")
+			bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
 		}
 		if err == nil {
 			in := req.Input(bs.Backends)
@@ -100,7 +100,7 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 			}
 			logger.Info("updating backend set", "mode", modeNames[in.Mode], "attempt", attempt+1,
 				"added", len(res.Plan.Added), "removed", len(res.Plan.Removed), "updated", len(res.Plan.Updated))
-			err = write(ctx, api, bs, req, &res)
+			err = write(ctx, ociClient, bs, req, &res)
 			if err == nil {
 				return res, nil
 			}
@@ -116,7 +116,7 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 		metrics.Retries.WithLabelValues(reason).Inc()
 		delay := b.delay(attempt, after)
 		logger.Info("retrying the backend set write", "reason", reason, "attempt", attempt+1, "delay", delay, "error", err.Error())
-		req.Lane.step(PhaseBackingOff, req.Name, "")
+		req.Turn.step(PhaseBackingOff, req.Name, "")
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -127,15 +127,15 @@ func syncBackendSet(ctx context.Context, api backendSetAPI, b Backoff, req syncR
 	}
 }
 
-func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
+func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	req.Lane.step(PhaseWriting, req.Name, "")
+	req.Turn.step(PhaseWriting, req.Name, "")
 	start := time.Now()
-	id, err := api.UpdateBackendSet(ctx, bs, res.Plan.Backends)
+	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends)
 	if err != nil {
 		return err
 	}
-	req.Lane.step(PhaseWaiting, req.Name, id)
+	req.Turn.step(PhaseWaiting, req.Name, id)
 	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: "ACCEPTED", Time: metav1.Now()}
@@ -146,7 +146,7 @@ func write(ctx context.Context, api backendSetAPI, bs *oci.BackendSet, req syncR
 		time.AfterFunc(req.ShutdownWait, cancel)
 	})
 	defer stopGrace()
-	if err := api.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
+	if err := ociClient.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		res.WorkRequest.Status = "FAILED"
 		logger.Info("work request did not succeed", "workRequest", id, "duration", time.Since(start), "error", err.Error())
 		return err

@@ -63,7 +63,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		api        *scriptedAPI
+		ociClient  *scriptedAPI
 		wantWrites int
 		wantErr    error
 		wantReads  int
@@ -78,7 +78,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var intents int
-			res, err := syncBackendSet(context.Background(), tc.api, Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}, syncRequest{
+			res, err := syncBackendSet(context.Background(), tc.ociClient, Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}, syncRequest{
 				LoadBalancerID: "lb", Name: "bs",
 				Input: func(cur []plan.Backend) plan.Input {
 					return plan.Input{Current: cur, Desired: want}
@@ -89,8 +89,8 @@ func TestSyncBackendSetRetries(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
-			if tc.api.writes != tc.wantWrites || tc.api.reads != tc.wantReads {
-				t.Errorf("writes, reads = %d, %d; want %d, %d", tc.api.writes, tc.api.reads, tc.wantWrites, tc.wantReads)
+			if tc.ociClient.writes != tc.wantWrites || tc.ociClient.reads != tc.wantReads {
+				t.Errorf("writes, reads = %d, %d; want %d, %d", tc.ociClient.writes, tc.ociClient.reads, tc.wantWrites, tc.wantReads)
 			}
 			if tc.wantWrites > 0 && intents == 0 {
 				t.Errorf("no intent recorded before adding backends")
@@ -102,8 +102,8 @@ func TestSyncBackendSetRetries(t *testing.T) {
 	}
 
 	t.Run("not found", func(t *testing.T) {
-		api := &notFoundAPI{err: gone}
-		res, err := syncBackendSet(context.Background(), api, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+		ociClient := &notFoundAPI{err: gone}
+		res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
 			Input: func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur} },
 		})
 		if err != nil || !res.NotFound {

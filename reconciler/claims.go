@@ -1,0 +1,89 @@
+package reconciler
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// lostClaims returns the backend sets of obj that another live resource keeps.
+func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (map[string]string, error) {
+	lost := map[string]string{}
+	for i := range obj.Spec.Services {
+		name := obj.Spec.Services[i].BackendSetName
+		if _, seen := lost[name]; seen {
+			continue
+		}
+		others, err := r.claimants(ctx, obj, obj.Spec.LoadBalancerID, name)
+		if err != nil {
+			return nil, err
+		}
+		live := []*v1beta1.LBRegistrar{obj}
+		for j := range others {
+			if others[j].DeletionTimestamp.IsZero() {
+				live = append(live, &others[j])
+			}
+		}
+		if holder := claimHolder(live); holder != obj {
+			lost[name] = holder.Name
+		}
+	}
+	return lost, nil
+}
+
+// claimHolder picks, among resources claiming one backend set, the one that
+// keeps it. validation.Precedes decides between two; it need not be
+// transitive (a replacement precedes what it replaces, an older resource
+// precedes a newer one), so the candidates are taken oldest first and each
+// replaces the current holder when it precedes it. Every resource that sees
+// the same claimants picks the same holder, so exactly one writes.
+func claimHolder(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
+	ordered := slices.Clone(claimants)
+	slices.SortFunc(ordered, func(a, b *v1beta1.LBRegistrar) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	holder := ordered[0]
+	for _, c := range ordered[1:] {
+		if validation.Precedes(c, holder) {
+			holder = c
+		}
+	}
+	return holder
+}
+
+// protected returns the backends other live resources record in the same backend set.
+func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) (map[string]bool, error) {
+	others, err := r.claimants(ctx, obj, lb, name)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for i := range others {
+		if !others[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		if rec := findRecord(&others[i], name); rec != nil {
+			for _, b := range rec.Backends {
+				keys[plan.Key(b.IP, b.Port)] = true
+			}
+		}
+	}
+	return keys, nil
+}
+
+// claimants lists the resources other than obj claiming (lb, name).
+func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) ([]v1beta1.LBRegistrar, error) {
+	found, err := claims.Of(ctx, r.client, lb, name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+}

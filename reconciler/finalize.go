@@ -1,0 +1,135 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
+	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy()}
+	deleted := obj.DeletionTimestamp.Time
+	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
+
+	var out outcome
+	if ownsBackends(obj) {
+		ociClient, err := r.ociClientFor(ctx, obj)
+		if err != nil {
+			out.fail("*", err)
+		} else {
+			turn, err := r.lanes.acquire(ctx, recordedLoadBalancer(obj), obj.Name)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			defer turn.release()
+			drainUntil := deleted.Add(r.opts.DrainPeriod)
+			mode := plan.Remove
+			if time.Now().Before(drainUntil) {
+				mode = plan.Drain
+			}
+			var jobs []syncJob
+			var names []string
+			for _, rec := range obj.Status.BackendSets {
+				jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
+				names = append(names, rec.Name)
+			}
+			if mode == plan.Drain {
+				logger.Info("deleted: draining this resource's backends before removing them", "backendSets", names, "until", drainUntil.UTC().Format(time.RFC3339))
+			} else {
+				logger.Info("deleted: removing this resource's backends", "backendSets", names)
+			}
+			r.syncAll(ctx, ociClient, st, &out, turn, jobs)
+			// What another resource now records, or OCI no longer holds,
+			// left the record in the sync: only backends still owned wait.
+			if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
+				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
+					fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
+				return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
+			}
+		}
+	}
+	if out.err != nil {
+		if !giveUp {
+			logger.Error(out.err, "cleanup failed; retrying until the cleanup timeout",
+				"failures", out.failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
+			setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.failures, "; "))
+			if err := st.flush(ctx); err != nil {
+				logger.Error(err, "recording cleanup failure")
+			}
+			var ce *credentialError
+			if errors.As(out.err, &ce) {
+				return ctrl.Result{RequeueAfter: min(30*time.Second, time.Until(deleted.Add(r.opts.CleanupTimeout)))}, nil
+			}
+			return ctrl.Result{}, out.err
+		}
+		logger.Error(out.err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
+			"failures", out.failures, "cleanupTimeout", r.opts.CleanupTimeout)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
+			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.failures, "; "))
+	}
+	for _, rec := range obj.Status.BackendSets {
+		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
+	}
+	logger.Info("deregistered; removing the finalizer")
+	base := obj.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
+
+// ownsBackends reports whether obj's ownership record lists any backend.
+func ownsBackends(obj *v1beta1.LBRegistrar) bool {
+	return slices.ContainsFunc(obj.Status.BackendSets, func(bs v1beta1.BackendSetStatus) bool { return len(bs.Backends) > 0 })
+}
+
+// recordedLoadBalancer is the load balancer obj's ownership record refers
+// to; records written before status.loadBalancerId existed refer to the spec's.
+func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
+	if obj.Status.LoadBalancerID != "" {
+		return obj.Status.LoadBalancerID
+	}
+	return obj.Spec.LoadBalancerID
+}
+
+// leaveOldLoadBalancer removes what obj registered in a load balancer its
+// spec no longer names, before anything is registered in the new one.
+func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome) error {
+	obj := st.obj
+	old := recordedLoadBalancer(obj)
+	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
+		return nil
+	}
+	turn, err := r.lanes.acquire(ctx, old, obj.Name)
+	if err != nil {
+		return err
+	}
+	defer turn.release()
+	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
+		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
+	var jobs []syncJob
+	for _, rec := range obj.Status.BackendSets {
+		jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
+	}
+	r.syncAll(ctx, ociClient, st, out, turn, jobs)
+	if out.err != nil {
+		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.err)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package reconciler
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/time/rate"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+)
+
+// Options configure the reconciler.
+type Options struct {
+	OCI oci.Options
+	// Workers bounds how many resources (and so load balancers) are
+	// reconciled at once.
+	Workers int
+	// Resync is the period, jittered by up to 10%, at which every resource
+	// is reconciled again to repair drift made outside the controller.
+	Resync time.Duration
+	// DrainPeriod is how long a deleted resource's backends stay drained
+	// before they are removed.
+	DrainPeriod time.Duration
+	// CleanupTimeout is how long after deletion cleanup is retried before
+	// the finalizer is removed anyway.
+	CleanupTimeout time.Duration
+	// WorkRequestTimeout bounds the wait for one work request.
+	WorkRequestTimeout time.Duration
+	// ShutdownWait is how long, once shutdown begins, a write OCI already
+	// accepted is still waited for, so that its outcome is recorded in
+	// status and the next leader does not write it again. It must leave
+	// the manager's graceful shutdown time to record it (see
+	// docs/operations.md, "Shutdown").
+	ShutdownWait time.Duration
+	// RequireReadyNodes registers only Ready nodes (see desired.Options).
+	RequireReadyNodes bool
+	Backoff           Backoff
+	// SecretNamespaces are the namespaces API key Secrets are read from and
+	// watched in; empty means every namespace (which needs cluster-wide
+	// access to Secrets).
+	SecretNamespaces []string
+	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
+	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
+	OCICAFile string
+}
+
+// DefaultOptions are the defaults the flags start from.
+func DefaultOptions() Options {
+	o := Options{
+		OCI:                oci.DefaultOptions(),
+		Workers:            8,
+		Resync:             10 * time.Minute,
+		DrainPeriod:        30 * time.Second,
+		CleanupTimeout:     30 * time.Minute,
+		WorkRequestTimeout: 10 * time.Minute,
+		ShutdownWait:       85 * time.Second,
+		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
+	}
+	// In a cluster, API keys are read from the controller's own namespace
+	// unless said otherwise; that is what the shipped RBAC allows.
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		o.SecretNamespaces = []string{ns}
+	}
+	return o
+}
+
+// BindFlags registers the reconciler's flags on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.OCI.LoadBalancerEndpoint, "oci-loadbalancer-endpoint", o.OCI.LoadBalancerEndpoint,
+		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
+	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
+		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
+		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
+	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
+	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
+	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
+	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
+	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
+	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars (and so load balancers) reconciled in parallel")
+	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
+	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained before removal")
+	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
+	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
+		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
+	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
+	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
+}
+
+// limitValue is a rate.Limit as a flag value.
+type limitValue rate.Limit
+
+func (l *limitValue) String() string { return strconv.FormatFloat(float64(*l), 'g', -1, 64) }
+
+func (l *limitValue) Type() string { return "float" }
+
+func (l *limitValue) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("want a positive number of calls per second, got %q", s)
+	}
+	*l = limitValue(v)
+	return nil
+}
+
+// httpClientTrusting returns an HTTP client that trusts the system roots and
+// the certificates in caFile.
+func httpClientTrusting(caFile string) (*http.Client, error) {
+	pemData, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--oci-ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("--oci-ca-file: %s holds no PEM certificate", caFile)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Timeout: 60 * time.Second, Transport: transport}, nil
+}

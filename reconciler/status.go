@@ -1,0 +1,210 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// setConditions derives Ready, Degraded and Conflict from one reconcile's outcome.
+func (r *Reconciler) setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) {
+	if len(out.lost) > 0 {
+		var msgs []string
+		for _, name := range sortedKeys(out.lost) {
+			msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, out.lost[name]))
+		}
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, ReasonClaimed, strings.Join(msgs, "; "))
+	} else {
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, ReasonAsExpected, "no other LBRegistrar claims these backend sets")
+	}
+
+	if len(out.issues) > 0 {
+		var msgs []string
+		for _, is := range out.issues {
+			msgs = append(msgs, is.Message)
+		}
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, out.issues[0].Reason, strings.Join(msgs, "; "))
+	} else {
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "every target resolved")
+	}
+
+	switch {
+	case ce != nil:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ce.reason, ce.message)
+	case len(out.failures) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed, strings.Join(out.failures, "; "))
+	case len(out.held) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonHeld,
+			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.held, ", ")))
+	case len(out.lost) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonClaimed, "see the Conflict condition")
+	default:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+	}
+}
+
+// logDecisions logs why backend sets were left alone: at Info when the
+// condition that reports it changed in this reconcile, at V(1) when it only
+// repeats, so a lasting conflict or hold is not logged on every reconcile.
+func logDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LBRegistrar, out *outcome) {
+	at := func(typ string) logr.Logger {
+		was, is := meta.FindStatusCondition(before, typ), meta.FindStatusCondition(obj.Status.Conditions, typ)
+		if was == nil || is == nil || was.Status != is.Status || was.Reason != is.Reason || was.Message != is.Message {
+			return logger
+		}
+		return logger.V(1)
+	}
+	for _, name := range sortedKeys(out.lost) {
+		at(v1beta1.ConditionConflict).Info("backend set kept by another LBRegistrar; registering nothing there",
+			"backendSet", name, "keptBy", out.lost[name])
+	}
+	for _, is := range out.issues {
+		at(v1beta1.ConditionDegraded).Info("target not resolved", "reason", is.Reason, "detail", is.Message)
+	}
+	for _, name := range out.held {
+		at(v1beta1.ConditionReady).Info("backend set held: its registered backends stay until the Degraded condition clears", "backendSet", name)
+	}
+}
+
+func setCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
+	const maxMessage = 32768 // the schema's limit on condition messages
+	if len(message) > maxMessage {
+		message = message[:maxMessage-3] + "..."
+	}
+	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
+	})
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// findRecord returns obj's ownership record for a backend set, or nil.
+func findRecord(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+	for i := range obj.Status.BackendSets {
+		if obj.Status.BackendSets[i].Name == name {
+			return &obj.Status.BackendSets[i]
+		}
+	}
+	return nil
+}
+
+// record returns obj's ownership record for a backend set, adding an empty one if needed.
+func record(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+	if rec := findRecord(obj, name); rec != nil {
+		return rec
+	}
+	obj.Status.BackendSets = append(obj.Status.BackendSets, v1beta1.BackendSetStatus{Name: name})
+	slices.SortFunc(obj.Status.BackendSets, func(a, b v1beta1.BackendSetStatus) int { return strings.Compare(a.Name, b.Name) })
+	return findRecord(obj, name)
+}
+
+func dropRecord(obj *v1beta1.LBRegistrar, name string) {
+	obj.Status.BackendSets = slices.DeleteFunc(obj.Status.BackendSets, func(s v1beta1.BackendSetStatus) bool { return s.Name == name })
+}
+
+// statusWriteTimeout bounds one status write, also after shutdown began.
+const statusWriteTimeout = 10 * time.Second
+
+// statusWriter patches the status subresource with what changed since the
+// last patch. Patches carry the resourceVersion they were computed from, so a
+// writer with a stale view (a leader that lost its lease, a reconcile that
+// raced another) cannot overwrite a newer ownership record.
+type statusWriter struct {
+	client client.Client
+	// reader reads past the cache, which a leader shutting down no longer updates.
+	reader client.Reader
+	obj    *v1beta1.LBRegistrar
+	base   *v1beta1.LBRegistrar
+}
+
+func (s *statusWriter) flush(ctx context.Context) error {
+	if data, err := client.MergeFrom(s.base).Data(s.obj); err == nil && string(data) == "{}" {
+		return nil
+	}
+	// A write already accepted by OCI must still be recorded during
+	// shutdown, within what the shutdown budget keeps for it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+	defer cancel()
+	err := s.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		// The conflict makes the reconcile run again from a fresh read.
+		return errors.Join(err, s.rebase(ctx))
+	}
+	if err != nil {
+		return err
+	}
+	s.base = s.obj.DeepCopy()
+	return nil
+}
+
+// rebase records, on top of the status someone else wrote meanwhile, the
+// work requests this writer saw through, which only it knows (a leader
+// finishing a write while it shuts down). The newer status keeps its
+// ownership records and everything else; the next reconcile starts from it.
+func (s *statusWriter) rebase(ctx context.Context) error {
+	seen := map[string]*v1beta1.WorkRequest{}
+	for _, bs := range s.obj.Status.BackendSets {
+		if bs.LastWorkRequest != nil && !equality.Semantic.DeepEqual(bs.LastWorkRequest, lastWorkRequest(s.base, bs.Name)) {
+			seen[bs.Name] = bs.LastWorkRequest
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1beta1.LBRegistrar{}
+		if err := s.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
+			return err
+		}
+		base := cur.DeepCopy()
+		if !mergeWorkRequests(cur, seen) {
+			return nil
+		}
+		return s.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// mergeWorkRequests sets the last work request of obj's records to the ones
+// seen, unless a record holds a later one. A backend set obj has no record
+// for gets none: whoever dropped it owns nothing there. It reports whether
+// anything changed.
+func mergeWorkRequests(obj *v1beta1.LBRegistrar, seen map[string]*v1beta1.WorkRequest) bool {
+	changed := false
+	for name, wr := range seen {
+		rec := findRecord(obj, name)
+		if rec == nil || equality.Semantic.DeepEqual(rec.LastWorkRequest, wr) ||
+			(rec.LastWorkRequest != nil && rec.LastWorkRequest.ID != wr.ID && rec.LastWorkRequest.Time.After(wr.Time.Time)) {
+			continue
+		}
+		rec.LastWorkRequest = wr.DeepCopy()
+		changed = true
+	}
+	return changed
+}
+
+func lastWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) *v1beta1.WorkRequest {
+	if rec := findRecord(obj, backendSet); rec != nil {
+		return rec.LastWorkRequest
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// syncJob is one backend set to bring in line within a reconcile.
+type syncJob struct {
+	name       string
+	mode       plan.Mode
+	want       []desired.Backend
+	protected  map[string]bool
+	prefetched *oci.BackendSet
+	skip       bool // its inputs could not be read
+}
+
+func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
+	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Backends, Desired: j.want, Protected: j.protected}
+}
+
+// registerJobs are the backend sets a reconcile brings in line: every one
+// the desired state names that no other resource keeps (those whose desired
+// state is uncertain keep what is registered, and out says so), and every
+// recorded one the spec no longer names, whose owned backends go.
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome) []syncJob {
+	var jobs []syncJob
+	inSpec := map[string]bool{}
+	for _, bs := range result.BackendSets {
+		inSpec[bs.Name] = true
+		if _, ok := out.lost[bs.Name]; ok {
+			continue
+		}
+		mode := plan.Apply
+		if bs.Held != nil {
+			mode = plan.Hold
+			out.held = append(out.held, bs.Name)
+		}
+		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends})
+	}
+	for _, rec := range obj.Status.BackendSets {
+		if !inSpec[rec.Name] {
+			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
+		}
+	}
+	return jobs
+}
+
+// syncAll syncs backend sets of the load balancer whose lane is held, one
+// write at a time, as OCI requires. Reads and the intent record are done
+// first, for all of them at once, so the writes follow each other with
+// nothing in between.
+func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, jobs []syncJob) {
+	obj, lb := st.obj, turn.loadBalancerID
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
+	turn.step(PhaseReading, "", "")
+	var wg sync.WaitGroup
+	for i := range jobs {
+		j := &jobs[i]
+		var err error
+		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
+			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
+			out.fail(j.name, err)
+			j.skip = true
+			continue
+		}
+		wg.Go(func() {
+			// A failed read is retried by the sync itself.
+			j.prefetched, _ = ociClient.GetBackendSet(ctx, lb, j.name)
+		})
+	}
+	wg.Wait()
+	var changing []string
+	for i := range jobs {
+		j := &jobs[i]
+		if j.prefetched == nil {
+			continue
+		}
+		in := j.input(obj, j.prefetched.Backends)
+		p := plan.Compute(in)
+		if !p.Changed() {
+			continue
+		}
+		changing = append(changing, j.name)
+		if len(p.Added) > 0 {
+			record(obj, j.name).Backends = plan.Intent(in.Owned, &p)
+		}
+	}
+	if len(changing) > 0 && obj.DeletionTimestamp.IsZero() {
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
+			"writing backend sets "+strings.Join(changing, ", "))
+	}
+	if err := st.flush(ctx); err != nil {
+		logger.Error(err, "recording the intended ownership; nothing written", "backendSets", changing)
+		out.fail("*", err)
+		return
+	}
+	for i := range jobs {
+		if !jobs[i].skip {
+			r.syncOne(ctx, ociClient, st, out, turn, &jobs[i])
+		}
+	}
+}
+
+// syncOne syncs one backend set and folds the result into the status and outcome.
+func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob) {
+	obj, name, mode, lb := st.obj, j.name, j.mode, turn.loadBalancerID
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
+	res, err := syncBackendSet(ctx, ociClient, r.opts.Backoff, syncRequest{
+		LoadBalancerID: lb,
+		Name:           name,
+		Prefetched:     j.prefetched,
+		WaitTimeout:    r.opts.WorkRequestTimeout,
+		ShutdownWait:   r.opts.ShutdownWait,
+		Turn:           turn,
+		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
+		RecordIntent: func(owned []v1beta1.Backend) error {
+			rec := record(obj, name)
+			if slices.Equal(rec.Backends, owned) {
+				return nil // recorded ahead, by syncAll
+			}
+			rec.Backends = owned
+			return st.flush(ctx)
+		},
+	})
+	if res.Written {
+		record(obj, name).LastWorkRequest = res.WorkRequest
+		if err == nil {
+			r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
+				"backend set %q: %d added, %d removed, %d updated (work request %s)",
+				name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
+		}
+	}
+	switch {
+	case err != nil:
+		logger.Error(err, "backend set write failed")
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
+		out.fail(name, err)
+	case res.NotFound && (mode == plan.Remove || mode == plan.Drain):
+		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
+		dropRecord(obj, name)
+	case res.NotFound:
+		// The user must create it; the periodic resync retries, not the error backoff.
+		missing := fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
+		logger.Error(errors.New(missing), "registering nothing there until it exists")
+		out.failures = append(out.failures, missing)
+	case mode == plan.Remove && len(res.Plan.Owned) == 0:
+		dropRecord(obj, name)
+	default:
+		record(obj, name).Backends = res.Plan.Owned
+	}
+	if rec := findRecord(obj, name); rec != nil {
+		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(len(rec.Backends)))
+	} else {
+		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
+	}
+}
+
+func (o *outcome) fail(name string, err error) {
+	o.failures = append(o.failures, fmt.Sprintf("backend set %q: %v", name, err))
+	if o.err == nil {
+		o.err = err
+	}
+}

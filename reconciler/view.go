@@ -1,0 +1,55 @@
+package reconciler
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+// view reads, from the cache, the part of the cluster obj's desired state depends on.
+func (r *Reconciler) view(ctx context.Context, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
+	var c desired.Cluster
+	var nodes corev1.NodeList
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return c, err
+	}
+	c.Nodes = make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		c.Nodes[i] = &nodes.Items[i]
+	}
+	c.Services = map[types.NamespacedName]*corev1.Service{}
+	c.EndpointSlices = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+	for i := range obj.Spec.Services {
+		t := &obj.Spec.Services[i]
+		if t.Name == "" {
+			continue
+		}
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		if _, done := c.Services[key]; done {
+			continue
+		}
+		var svc corev1.Service
+		if err := r.client.Get(ctx, key, &svc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return c, err
+			}
+			continue
+		}
+		c.Services[key] = &svc
+		var slices discoveryv1.EndpointSliceList
+		if err := r.client.List(ctx, &slices, client.InNamespace(key.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			return c, err
+		}
+		for j := range slices.Items {
+			c.EndpointSlices[key] = append(c.EndpointSlices[key], &slices.Items[j])
+		}
+	}
+	return c, nil
+}

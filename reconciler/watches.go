@@ -1,0 +1,187 @@
+package reconciler
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+// Field indexes over LBRegistrar, from what a watched object is called to
+// the resources that read it.
+const (
+	serviceIndex = "reconciler.spec.services"
+	secretIndex  = "reconciler.spec.apiKey.secrets"
+)
+
+// secretSource watches the metadata of Secrets (never their data) in the
+// namespaces API keys may live in, through a cache of its own when those are
+// not every namespace; the same cache tells secretValues when a Secret changed.
+func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	c := mgr.GetCache()
+	if len(r.opts.SecretNamespaces) > 0 {
+		namespaces := map[string]cache.Config{}
+		for _, ns := range r.opts.SecretNamespaces {
+			namespaces[ns] = cache.Config{}
+		}
+		own, err := cache.New(mgr.GetConfig(), cache.Options{
+			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(), DefaultNamespaces: namespaces,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(own); err != nil {
+			return nil, err
+		}
+		c = own
+	}
+	r.secrets.meta = c
+	return source.Kind[client.Object](c, meta, handler.EnqueueRequestsFromMapFunc(r.bySecret)), nil
+}
+
+func indexServices(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, t := range lbr.Spec.Services {
+		if t.Name != "" {
+			keys = append(keys, t.Namespace+"/"+t.Name)
+		}
+	}
+	return keys
+}
+
+func indexSecrets(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	return secretRefs(&lbr.Spec.APIKey)
+}
+
+// deletionStarted passes the update that sets deletionTimestamp.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}
+
+// nodeChanged passes node updates that can change a desired state; status
+// heartbeats, which are most node updates, do not.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.Node)
+			cur, okCur := e.ObjectNew.(*corev1.Node)
+			return !okOld || !okCur || desired.NodeChanged(old, cur)
+		},
+	}
+}
+
+// serviceSpecChanged passes Service updates that change its spec; Services
+// have no generation, and status updates (load balancer ingress) do not matter.
+func serviceSpecChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.Service)
+			cur, okCur := e.ObjectNew.(*corev1.Service)
+			return !okOld || !okCur || !equality.Semantic.DeepEqual(old.Spec, cur.Spec)
+		},
+	}
+}
+
+func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list v1beta1.LBRegistrarList
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for a watch event")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+func (r *Reconciler) everyResource(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.requests(ctx)
+}
+
+func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + obj.GetName()})
+}
+
+// byEndpointSlice maps a slice to the resources whose nodes depend on the
+// Service's endpoints: targets with filterByEndpoints, or any target of a
+// Service with externalTrafficPolicy: Local. Slices change often; the others
+// need not hear about it.
+func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+	var list v1beta1.LBRegistrarList
+	if err := r.client.List(ctx, &list, client.MatchingFields{serviceIndex: key.String()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for an EndpointSlice event")
+		return nil
+	}
+	var svc corev1.Service
+	local := r.client.Get(ctx, key, &svc) == nil && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		for _, t := range list.Items[i].Spec.Services {
+			if t.Namespace == key.Namespace && t.Name == key.Name && (local || t.FilterByEndpoints) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+				break
+			}
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) bySecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.requests(ctx, client.MatchingFields{secretIndex: obj.GetNamespace() + "/" + obj.GetName()})
+}
+
+// claimSiblings maps a resource to the others claiming any of its backend
+// sets: its creation, deletion or spec change can hand a claim over.
+func (r *Reconciler) claimSiblings(ctx context.Context, obj client.Object) []reconcile.Request {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{lbr.Name: true}
+	var reqs []reconcile.Request
+	for _, key := range validation.ClaimKeys(&lbr.Spec) {
+		for _, req := range r.requests(ctx, client.MatchingFields{claims.IndexField: key}) {
+			if !seen[req.Name] {
+				seen[req.Name] = true
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
+}
