@@ -315,17 +315,24 @@ func (f *fixture) service(name string, ports ...corev1.ServicePort) *corev1.Serv
 // endpoints replaces the Service's EndpointSlice with one ready endpoint per node.
 func (f *fixture) endpoints(service string, readyOn ...string) {
 	f.t.Helper()
+	var eps []discoveryv1.Endpoint
+	for _, n := range readyOn {
+		eps = append(eps, discoveryv1.Endpoint{NodeName: ptr.To(n), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	f.endpointSlice(service, eps...)
+}
+
+// endpointSlice replaces the Service's EndpointSlice with eps, numbering
+// their addresses.
+func (f *fixture) endpointSlice(service string, eps ...discoveryv1.Endpoint) {
+	f.t.Helper()
 	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-slice"}}
 	_, err := ctrl.CreateOrUpdate(f.ctx, k8s, s, func() error {
 		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
 		s.AddressType = discoveryv1.AddressTypeIPv4
-		s.Endpoints = nil
-		for i, n := range readyOn {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-				Addresses:  []string{fmt.Sprintf("10.244.0.%d", i+1)},
-				NodeName:   ptr.To(n),
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			})
+		s.Endpoints = eps
+		for i := range s.Endpoints {
+			s.Endpoints[i].Addresses = []string{fmt.Sprintf("10.244.0.%d", i+1)}
 		}
 		return nil
 	})

@@ -209,9 +209,9 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster) ([]Backen
 		}
 		port = sp.NodePort
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-			onlyNodes = nodesWithReadyEndpoints(c.EndpointSlices[key])
+			onlyNodes = ServingNodes(key, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
-				return nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+				return nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 			}
 		}
 	}
@@ -242,23 +242,51 @@ func servicePort(svc *corev1.Service, t *v1beta1.Target) *corev1.ServicePort {
 	return nil
 }
 
-// nodesWithReadyEndpoints is the set of node names hosting at least one
-// ready endpoint. A nil ready condition means ready, as discovery/v1 defines.
-func nodesWithReadyEndpoints(slices []*discoveryv1.EndpointSlice) map[string]bool {
+// ServingNodes is the set of nodes on which kube-proxy would send the
+// Service's traffic to a local endpoint: a node with a ready endpoint, or,
+// where it has none, a serving one that is terminating (KEP-1669,
+// ProxyTerminatingEndpoints). So a node whose pods are being replaced in a
+// rolling update keeps its registration while the old pod still serves,
+// though the new one is not ready yet.
+//
+// The conditions are read as discovery/v1 defines them: ready unset means
+// ready, serving unset defers to ready, terminating unset means not
+// terminating. Only IPv4 and IPv6 slices of this Service (by the
+// kubernetes.io/service-name label, in its namespace) count; FQDN slices
+// and slices of other Services are ignored.
+func ServingNodes(service types.NamespacedName, slices []*discoveryv1.EndpointSlice) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range slices {
+		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name ||
+			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
+			continue
+		}
 		for j := range s.Endpoints {
 			ep := &s.Endpoints[j]
 			if ep.NodeName == nil || *ep.NodeName == "" {
 				continue
 			}
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
+			if servesTraffic(ep.Conditions) {
+				out[*ep.NodeName] = true
 			}
-			out[*ep.NodeName] = true
 		}
 	}
 	return out
+}
+
+// servesTraffic reports whether kube-proxy would use an endpoint for local
+// traffic: it is ready, or it is terminating and still serving (which only
+// matters on a node with no ready endpoint; see ServingNodes).
+func servesTraffic(c discoveryv1.EndpointConditions) bool {
+	ready := c.Ready == nil || *c.Ready
+	if ready {
+		return true
+	}
+	serving := ready
+	if c.Serving != nil {
+		serving = *c.Serving
+	}
+	return serving && c.Terminating != nil && *c.Terminating
 }
 
 // eligibleNodes filters and addresses the nodes once for every target.

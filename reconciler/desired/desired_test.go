@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,7 +43,10 @@ func mkService(ns, name string, typ corev1.ServiceType, ports ...corev1.ServiceP
 }
 
 func slice(nodesReady map[string]*bool) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{}
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: gwKey.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: gwKey.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
 	for n, r := range nodesReady {
 		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{NodeName: ptr.To(n), Conditions: discoveryv1.EndpointConditions{Ready: r}})
 	}
@@ -295,5 +299,57 @@ func TestNodeChanged(t *testing.T) {
 		if got := NodeChanged(base, tc.cur); got != tc.want {
 			t.Errorf("%s: NodeChanged = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Which endpoints make a node count, as kube-proxy has it (KEP-1669).
+func TestServingNodes(t *testing.T) {
+	yes, no := ptr.To(true), ptr.To(false)
+	conditions := func(ready, serving, terminating *bool) discoveryv1.EndpointConditions {
+		return discoveryv1.EndpointConditions{Ready: ready, Serving: serving, Terminating: terminating}
+	}
+	endpoint := func(node string, c discoveryv1.EndpointConditions) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{NodeName: ptr.To(node), Conditions: c}
+	}
+	of := func(ns, service string, typ discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			AddressType: typ, Endpoints: eps,
+		}
+	}
+	gwSlice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv4, eps...)
+	}
+	tests := []struct {
+		name   string
+		slices []*discoveryv1.EndpointSlice
+		want   []string
+	}{
+		{"ready", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(yes, yes, no)))}, []string{"a"}},
+		{"ready unset counts as ready", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(nil, nil, nil)))}, []string{"a"}},
+		{"not ready, not terminating", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, no, no)))}, nil},
+		{"terminating and serving", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, yes, yes)))}, []string{"a"}},
+		{"terminating, no longer serving", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, no, yes)))}, nil},
+		{"terminating, serving unset defers to ready", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, nil, yes)))}, nil},
+		{"serving but terminating unset", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, yes, nil)))}, nil},
+		{"rolling update: old pod terminating and serving, new pod not ready", []*discoveryv1.EndpointSlice{gwSlice(
+			endpoint("a", conditions(no, yes, yes)), endpoint("a", conditions(no, no, no)), endpoint("b", conditions(yes, yes, no)))}, []string{"a", "b"}},
+		{"no node name", []*discoveryv1.EndpointSlice{gwSlice(discoveryv1.Endpoint{Conditions: conditions(yes, yes, no)})}, nil},
+		{"IPv6 slices count", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil)))}, []string{"a"}},
+		{"FQDN slices are ignored", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeFQDN, endpoint("a", conditions(yes, nil, nil)))}, nil},
+		{"another Service's slice is ignored", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, "other", discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
+		{"another namespace's slice is ignored", []*discoveryv1.EndpointSlice{of("elsewhere", gwKey.Name, discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for n := range ServingNodes(gwKey, tt.slices) {
+				got = append(got, n)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("ServingNodes = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
