@@ -7,10 +7,12 @@ import (
 
 // Fault changes how matching requests are answered. A request matches when
 // Operation (an SDK operation name such as "UpdateBackendSet"; empty for
-// all) and LoadBalancerID (empty for all) both match.
+// all), LoadBalancerID and BackendSet (the backend set its path names;
+// empty for all) all match.
 type Fault struct {
 	Operation      string `json:"operation,omitempty"`
 	LoadBalancerID string `json:"loadBalancerId,omitempty"`
+	BackendSet     string `json:"backendSet,omitempty"`
 
 	// Status, when set, answers with this HTTP status (429, 500, 503, ...)
 	// instead of serving the request. Code defaults to OCI's code for it.
@@ -129,7 +131,7 @@ type faultEffect struct {
 
 // matchFaults collects the effects of the faults matching a request and
 // consumes one use of each that had an effect.
-func (e *Emulator) matchFaults(operation, loadBalancerID string, isWrite bool) faultEffect {
+func (e *Emulator) matchFaults(rc *requestContext, isWrite bool) faultEffect {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var eff faultEffect
@@ -137,8 +139,9 @@ func (e *Emulator) matchFaults(operation, loadBalancerID string, isWrite bool) f
 	for _, f := range e.faults {
 		ff := f.fault
 		exhausted := ff.Times > 0 && f.used >= ff.Times
-		matches := !exhausted && (ff.Operation == "" || ff.Operation == operation) &&
-			(ff.LoadBalancerID == "" || ff.LoadBalancerID == loadBalancerID)
+		matches := !exhausted && (ff.Operation == "" || ff.Operation == rc.operation) &&
+			(ff.LoadBalancerID == "" || ff.LoadBalancerID == rc.loadBalancerID) &&
+			(ff.BackendSet == "" || ff.BackendSet == rc.r.PathValue("backendSetName"))
 		effective := false
 		if matches {
 			if ff.Delay > 0 {

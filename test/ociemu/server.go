@@ -122,7 +122,7 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 			message:    "The required information to complete authentication was not provided or was incorrect.",
 			authReason: err.Error()}
 	}
-	eff := e.matchFaults(rc.operation, rc.loadBalancerID, isWrite)
+	eff := e.matchFaults(rc, isWrite)
 	if eff.delay > 0 {
 		select {
 		case <-time.After(eff.delay):
