@@ -3,8 +3,11 @@ FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
+# Every directory holding a package cmd/lbregistrar imports
+# (TestDockerfileCopiesEveryPackage checks).
 COPY api/ api/
 COPY certs/ certs/
+COPY claims/ claims/
 COPY cmd/ cmd/
 COPY conversion/ conversion/
 COPY reconciler/ reconciler/

@@ -15,7 +15,19 @@ all: build
 
 .PHONY: build
 build: ## Build the lbregistrar binary into bin/.
-	$(GO) build -o $(BIN)/lbregistrar ./cmd/lbregistrar
+	$(GO) build -buildvcs=auto -o $(BIN)/lbregistrar ./cmd/lbregistrar
+
+IMAGE ?= lbregistrar:dev
+
+.PHONY: image
+image: ## Build the container image $(IMAGE) with docker or podman, where one runs.
+	@engine=$$(for e in docker podman; do command -v $$e >/dev/null && $$e info >/dev/null 2>&1 && echo $$e && break; done); \
+	if [ -z "$$engine" ]; then \
+		echo "make image: no running container engine (docker or podman) on this machine; the image was not built." >&2; \
+		echo "Build it where one runs: docker build -t $(IMAGE) ." >&2; \
+		exit 1; \
+	fi; \
+	echo "$$engine build -t $(IMAGE) ."; $$engine build -t $(IMAGE) .
 
 .PHONY: ociemu
 ociemu: ## Build the OCI Load Balancer / NLB API emulator into bin/.

@@ -58,7 +58,9 @@ type LBRegistrarSpec struct {
 
 // ServiceSpec names one Service port whose NodePort is registered on every node.
 type ServiceSpec struct {
-	Name      string `json:"name"`
+	// Name of the Service.
+	Name string `json:"name"`
+	// Namespace of the Service.
 	Namespace string `json:"namespace"`
 
 	// Port is the Service port, by number or by name.
@@ -69,6 +71,8 @@ type ServiceSpec struct {
 	// +optional
 	FilterByEndpoints bool `json:"filterByEndpoints,omitempty"`
 
+	// Weight of the backends this service registers (1-100); 0 means
+	// spec.weight. The original CRD stored 1 by default.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
@@ -82,23 +86,33 @@ type ServiceSpec struct {
 
 // APIKeySpec is an OCI API signing key.
 type APIKeySpec struct {
-	User        string        `json:"user"`
-	Fingerprint string        `json:"fingerprint"`
-	Tenancy     string        `json:"tenancy"`
-	Region      string        `json:"region"`
-	PrivateKey  SecretKeySpec `json:"privateKey"`
+	// User is the OCID of the user the key belongs to.
+	User string `json:"user"`
+	// Fingerprint of the key's public half, as OCI shows it (16 hex pairs).
+	Fingerprint string `json:"fingerprint"`
+	// Tenancy is the OCID of the user's tenancy.
+	Tenancy string `json:"tenancy"`
+	// Region of the load balancer (identifier like ap-tokyo-1, or key like nrt).
+	Region string `json:"region"`
+	// PrivateKey is where the PEM private key is kept.
+	PrivateKey SecretKeySpec `json:"privateKey"`
 }
 
 // SecretKeySpec points at one key of a Secret.
 type SecretKeySpec struct {
-	Namespace    string       `json:"namespace"`
+	// Namespace of the Secret; lbregistrar reads only the namespaces of
+	// serve --secret-namespaces.
+	Namespace string `json:"namespace"`
+	// SecretKeyRef names the Secret and its key.
 	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
 }
 
 // SecretKeyRef names a Secret and a key in it.
 type SecretKeyRef struct {
+	// Name of the Secret.
 	Name string `json:"name"`
-	Key  string `json:"key"`
+	// Key in the Secret's data.
+	Key string `json:"key"`
 }
 
 // Phase is the coarse state the original operator reported.

@@ -70,11 +70,17 @@ type Target struct {
 
 // APIKey is an OCI API signing key.
 type APIKey struct {
-	User        string          `json:"user"`
-	Fingerprint string          `json:"fingerprint"`
-	Tenancy     string          `json:"tenancy"`
-	Region      string          `json:"region"`
-	PrivateKey  SecretKeySource `json:"privateKey"`
+	// User is the OCID of the user the key belongs to.
+	User string `json:"user"`
+	// Fingerprint of the key's public half, as OCI shows it (16 hex pairs).
+	Fingerprint string `json:"fingerprint"`
+	// Tenancy is the OCID of the user's tenancy.
+	Tenancy string `json:"tenancy"`
+	// Region of the load balancer (identifier like ap-tokyo-1, or key like nrt).
+	Region string `json:"region"`
+	// PrivateKey is where the PEM private key is kept. Whoever names it must
+	// be allowed to read it (admission asks the API server).
+	PrivateKey SecretKeySource `json:"privateKey"`
 
 	// Passphrase of an encrypted private key.
 	// +optional
@@ -83,14 +89,19 @@ type APIKey struct {
 
 // SecretKeySource points at one key of a Secret.
 type SecretKeySource struct {
-	Namespace    string       `json:"namespace"`
+	// Namespace of the Secret; lbregistrar reads only the namespaces of
+	// serve --secret-namespaces.
+	Namespace string `json:"namespace"`
+	// SecretKeyRef names the Secret and its key.
 	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
 }
 
 // SecretKeyRef names a Secret and a key in it.
 type SecretKeyRef struct {
+	// Name of the Secret.
 	Name string `json:"name"`
-	Key  string `json:"key"`
+	// Key in the Secret's data.
+	Key string `json:"key"`
 }
 
 // Condition types.
@@ -114,33 +125,44 @@ const (
 
 // Backend is one node address registered by this resource.
 type Backend struct {
-	IP     string `json:"ip"`
-	Port   int32  `json:"port"`
-	Weight int32  `json:"weight"`
+	// IP is the node's address.
+	IP string `json:"ip"`
+	// Port is the node port.
+	Port int32 `json:"port"`
+	// Weight is the weight it was registered with.
+	Weight int32 `json:"weight"`
 }
 
 // WorkRequest is the last OCI work request written for a backend set.
 type WorkRequest struct {
-	ID     string      `json:"id"`
-	Status string      `json:"status,omitempty"`
-	Time   metav1.Time `json:"time,omitempty"`
+	// ID is the work request's OCID.
+	ID string `json:"id"`
+	// Status is its last known state: ACCEPTED, SUCCEEDED or FAILED.
+	Status string `json:"status,omitempty"`
+	// Time is when it was accepted, or when it ended.
+	Time metav1.Time `json:"time,omitempty"`
 }
 
 // BackendSetStatus records what this resource registered in one backend set.
 // It is the ownership record: only these backends are ever removed.
 type BackendSetStatus struct {
+	// Name of the backend set.
 	Name string `json:"name"`
 
+	// Backends this resource registered there and owns: the only ones it
+	// ever changes or removes.
 	// +optional
 	// +listType=atomic
 	Backends []Backend `json:"backends,omitempty"`
 
+	// LastWorkRequest is the last write this resource made there.
 	// +optional
 	LastWorkRequest *WorkRequest `json:"lastWorkRequest,omitempty"`
 }
 
 // LBRegistrarStatus is the observed state.
 type LBRegistrarStatus struct {
+	// ObservedGeneration is the metadata.generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
@@ -148,6 +170,9 @@ type LBRegistrarStatus struct {
 	// +optional
 	Targets int32 `json:"targets,omitempty"`
 
+	// Conditions: Ready (every backend set holds what this resource should
+	// own), Degraded (a target could not be resolved) and Conflict (another
+	// LBRegistrar keeps one of its backend sets).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -159,6 +184,8 @@ type LBRegistrarStatus struct {
 	// +optional
 	LoadBalancerID string `json:"loadBalancerId,omitempty"`
 
+	// BackendSets is the ownership record, per backend set of
+	// loadBalancerId.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
