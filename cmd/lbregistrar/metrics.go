@@ -2,24 +2,81 @@ package main
 
 import (
 	"crypto/tls"
+	"net"
+	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
-// metricsOptions configure the server of /metrics and /debug/lanes. Secure,
-// it speaks HTTPS (TLS as the webhook server's, HTTP/1.1 only, a certificate
-// of its own made at start) and answers only callers whose bearer token the
-// API server accepts (TokenReview) and who may get the path
+// metricsManager is a manager whose metrics server is serve's own, on a
+// listener bound before the manager starts: controller-runtime's binds only
+// once the manager runs and does not tell which port it got, so --metrics-addr
+// with port 0 could not be reported. Components add their handlers
+// (/debug/lanes) with AddMetricsServerExtraHandler, as to controller-runtime's.
+type metricsManager struct {
+	manager.Manager
+	mux    *http.ServeMux
+	filter metricsserver.Filter // nil: anyone may read
+}
+
+// withMetricsServer serves /metrics and the extra handlers on l. Secure, it
+// speaks HTTPS (TLS as the webhook server's, HTTP/1.1 only, a self-signed
+// certificate made here) and answers only callers whose bearer token the API
+// server accepts (TokenReview) and who may get the path
 // (SubjectAccessReview); both are cached for a few minutes.
-func (o *serveOptions) metricsOptions() metricsserver.Options {
-	opts := metricsserver.Options{BindAddress: o.metricsAddr}
+func (o *serveOptions) withMetricsServer(mgr manager.Manager, cfg *rest.Config, l net.Listener) (manager.Manager, error) {
+	m := &metricsManager{Manager: mgr, mux: http.NewServeMux()}
 	if o.metricsSecure {
-		opts.SecureServing = true
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
-		opts.TLSOpts = []func(*tls.Config){webhook.SecureTLS, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+		filter, err := filters.WithAuthenticationAndAuthorization(cfg, mgr.GetHTTPClient())
+		if err != nil {
+			return nil, err
+		}
+		m.filter = filter
+		tlsConfig, err := selfSignedTLS()
+		if err != nil {
+			return nil, err
+		}
+		l = tls.NewListener(l, tlsConfig)
 	}
-	return opts
+	metrics := promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	if err := m.AddMetricsServerExtraHandler("/metrics", metrics); err != nil {
+		return nil, err
+	}
+	return m, mgr.Add(&manager.Server{Name: "metrics", Server: newHTTPServer(m.mux), Listener: l})
+}
+
+// AddMetricsServerExtraHandler serves handler at path, behind the filter.
+func (m *metricsManager) AddMetricsServerExtraHandler(path string, handler http.Handler) error {
+	if m.filter != nil {
+		var err error
+		if handler, err = m.filter(m.GetLogger().WithValues("path", path), handler); err != nil {
+			return err
+		}
+	}
+	m.mux.Handle(path, handler)
+	return nil
+}
+
+// selfSignedTLS is the metrics server's TLS: scrapers skip verifying its
+// certificate, for localhost and 127.0.0.1; the token is what is checked.
+func selfSignedTLS() (*tls.Config, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}}
+	webhook.SecureTLS(cfg)
+	return cfg, nil
 }

@@ -21,6 +21,7 @@ import (
 	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/certs"
@@ -55,6 +56,7 @@ type serveOptions struct {
 	metricsAddr    string
 	metricsSecure  bool
 	healthAddr     string
+	addressesFile  string
 	enableHTTP2    bool
 	maxRequestSize int64
 	requestTimeout time.Duration
@@ -105,10 +107,11 @@ See docs/certificates.md.`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect one replica to run the controllers (every replica serves webhooks)")
 	f.DurationVar(&o.shutdownTimeout, "graceful-shutdown-timeout", o.shutdownTimeout,
 		"how long shutdown may take: a write OCI accepted is waited for and recorded; keep it below the pod's terminationGracePeriodSeconds")
-	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address")
-	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `metrics address ("0" disables)`)
+	f.StringVar(&o.webhookAddr, "webhook-addr", ":9443", "webhook server address (port 0: any free port, see --addresses-file)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", `metrics address ("0" disables; port 0: any free port)`)
 	f.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics and the lanes view over HTTPS, only to callers authorized to get them (false: plain HTTP to anyone)")
-	f.StringVar(&o.healthAddr, "health-addr", ":8081", `health and readiness probe address ("0" disables)`)
+	f.StringVar(&o.healthAddr, "health-addr", ":8081", `health and readiness probe address ("0" disables; port 0: any free port)`)
+	f.StringVar(&o.addressesFile, "addresses-file", "", `once every listener is bound, write their addresses to this file as JSON {"webhook":…,"health":…,"metrics":…} (a disabled one left out), replacing it whole`)
 	f.BoolVar(&o.enableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook server")
 	f.Int64Var(&o.maxRequestSize, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest webhook request body")
 	f.DurationVar(&o.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time to read a webhook request and write its response")
@@ -140,23 +143,29 @@ func (o *serveOptions) run() error {
 		return fmt.Errorf("--graceful-shutdown-timeout: %s leaves nothing beyond the %s kept to record the last write, release the lease and exit", o.shutdownTimeout, shutdownReserve)
 	}
 	o.reconciler.ShutdownWait = o.shutdownTimeout - shutdownReserve
-	mgr, err := o.newManager(cfg)
+	mgr, addrs, err := o.newManager(cfg)
 	if err != nil {
 		return err
 	}
 	if err := setupComponents(ctx, mgr, o); err != nil {
 		return err
 	}
+	if o.addressesFile != "" {
+		if err := writeAddresses(o.addressesFile, addrs); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctx)
 }
 
 // newManager builds the manager with the webhook server (which runs the
 // certificate source, see webhook.CertificateSource), the probes and the
-// metrics endpoint; setupComponents adds what it serves and runs.
-func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
+// metrics endpoint, every one listening already, at the addresses returned;
+// setupComponents adds what it serves and runs.
+func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, listenerAddresses, error) {
 	source, err := o.certSource(cfg)
 	if err != nil {
-		return nil, err
+		return nil, listenerAddresses{}, err
 	}
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:            o.webhookAddr,
@@ -166,13 +175,24 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		RequestTimeout:  o.requestTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return nil, listenerAddresses{}, err
 	}
+	health, err := listen("health-addr", o.healthAddr)
+	if err != nil {
+		return nil, listenerAddresses{}, err
+	}
+	metrics, err := listen("metrics-addr", o.metricsAddr)
+	if err != nil {
+		return nil, listenerAddresses{}, err
+	}
+	addrs := listenerAddresses{Webhook: srv.Addr().String(), Health: addressOf(health), Metrics: addressOf(metrics)}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                  newScheme(),
-		WebhookServer:           srv,
-		Metrics:                 o.metricsOptions(),
-		HealthProbeBindAddress:  o.healthAddr,
+		Scheme:        newScheme(),
+		WebhookServer: srv,
+		// serve runs both on listeners bound above (see addHealthServer
+		// and withMetricsServer).
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "lbregistrar.nodes.peppy-ratio.dev",
 		LeaderElectionNamespace: o.namespace,
@@ -182,18 +202,20 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, error) {
 		GracefulShutdownTimeout:       &o.shutdownTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return nil, listenerAddresses{}, err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
+	if health != nil {
+		ready := map[string]healthz.Checker{"certificate": source.ReadyCheck, "webhook-server": srv.StartedChecker()}
+		if err := addHealthServer(mgr, health, ready); err != nil {
+			return nil, listenerAddresses{}, err
+		}
 	}
-	if err := mgr.AddReadyzCheck("certificate", source.ReadyCheck); err != nil {
-		return nil, err
+	if metrics != nil {
+		if mgr, err = o.withMetricsServer(mgr, cfg, metrics); err != nil {
+			return nil, listenerAddresses{}, err
+		}
 	}
-	if err := mgr.AddReadyzCheck("webhook-server", srv.StartedChecker()); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+	return mgr, addrs, nil
 }
 
 // newScheme knows the core types the controllers read and every LBRegistrar
