@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -221,6 +222,9 @@ func (c *Cluster) InstallCRD(ctx context.Context, url string, caBundle []byte) e
 	crd.Spec.Conversion = conversion
 
 	err := createOrReplace(ctx, c.Client, crd, &apiextensionsv1.CustomResourceDefinition{}, func(existing *apiextensionsv1.CustomResourceDefinition) {
+		if old := existing.Spec.Conversion; caBundle == nil && old != nil && old.Webhook != nil && old.Webhook.ClientConfig != nil {
+			conversion.Webhook.ClientConfig.CABundle = old.Webhook.ClientConfig.CABundle
+		}
 		existing.Spec = crd.Spec
 	})
 	if err != nil {
@@ -230,17 +234,21 @@ func (c *Cluster) InstallCRD(ctx context.Context, url string, caBundle []byte) e
 }
 
 // createOrReplace creates obj, or when an object of its name exists, reads
-// it into existing, gives it obj's content with replace and updates it.
+// it into existing, gives it obj's content with replace and updates it,
+// again from a fresh read when another writer (lbregistrar serve publishing
+// its CA bundle) came first.
 func createOrReplace[T client.Object](ctx context.Context, c client.Client, obj, existing T, replace func(existing T)) error {
-	err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-	if apierrors.IsNotFound(err) {
-		return c.Create(ctx, obj)
-	}
-	if err != nil {
-		return err
-	}
-	replace(existing)
-	return c.Update(ctx, existing)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		if apierrors.IsNotFound(err) {
+			return c.Create(ctx, obj)
+		}
+		if err != nil {
+			return err
+		}
+		replace(existing)
+		return c.Update(ctx, existing)
+	})
 }
 
 func (c *Cluster) waitEstablished(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -162,7 +163,8 @@ func (w *Webhooks) Stop() error {
 
 // PointWebhooksAt installs config/webhook's validating webhook configuration
 // and the CRD with its conversion webhook, every webhook pointed at url and
-// trusting caBundle (none: lbregistrar serve publishes its own).
+// trusting caBundle; none keeps the bundle already there, which lbregistrar
+// serve publishes (it may have before they are pointed at it).
 func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []byte) error {
 	if err := c.InstallValidatingWebhook(ctx, url, caBundle); err != nil {
 		return err
@@ -171,7 +173,8 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []by
 }
 
 // InstallValidatingWebhook creates or replaces config/webhook's validating
-// webhook configuration with every webhook pointed at url.
+// webhook configuration with every webhook pointed at url, trusting
+// caBundle (none: the bundle already there).
 func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBundle []byte) error {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := readYAML(c.Root+"/config/webhook/manifests.yaml", vwc); err != nil {
@@ -182,7 +185,15 @@ func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBu
 		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + *cc.Service.Path), CABundle: caBundle}
 	}
 	err := createOrReplace(ctx, c.Client, vwc, &admissionregistrationv1.ValidatingWebhookConfiguration{}, func(existing *admissionregistrationv1.ValidatingWebhookConfiguration) {
-		existing.Webhooks = vwc.Webhooks
+		webhooks := slices.Clone(vwc.Webhooks)
+		for i, w := range webhooks {
+			for _, e := range existing.Webhooks {
+				if caBundle == nil && e.Name == w.Name {
+					webhooks[i].ClientConfig.CABundle = e.ClientConfig.CABundle
+				}
+			}
+		}
+		existing.Webhooks = webhooks
 	})
 	if err != nil {
 		return fmt.Errorf("installing the validating webhooks: %w", err)
