@@ -256,19 +256,17 @@ func firstDocument(data []byte) []byte {
 	return data
 }
 
-// startServe installs the CRD and the validating webhooks pointed at a local
-// address and the RBAC of config/, starts lbregistrar serve there as the
-// service account that RBAC is for (so the run proves it is enough), lets it
-// write the CA bundle into both, and waits until the API server trusts it.
+// startServe installs the CRD and the validating webhooks and the RBAC of
+// config/, starts lbregistrar serve on local ports it picks as the service
+// account that RBAC is for (so the run proves it is enough), points the
+// webhooks at it, lets it write the CA bundle into both, and waits until the
+// API server trusts it. Until serve listens, the webhooks point at
+// kube.UnreachableURL.
 func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*kube.ServeProcess, error) {
 	defer logFile.Close() // the process has its own descriptor
 	logPath := logFile.Name()
-	serve, err := kube.NewServeProcess()
-	if err != nil {
-		return nil, err
-	}
-	say("installing the CRD and webhooks, pointed at " + serve.URL())
-	if err := cluster.PointWebhooksAt(ctx, serve.URL(), nil); err != nil {
+	say("installing the CRD and webhooks")
+	if err := cluster.PointWebhooksAt(ctx, kube.UnreachableURL, nil); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := cluster.ServiceAccountKubeconfig(ctx)
@@ -277,6 +275,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	}
 
 	say("starting lbregistrar serve (log: " + logPath + ")")
+	serve := &kube.ServeProcess{}
 	err = serve.Start(binary, kubeconfig, logFile,
 		"--leader-elect",
 		"--webhook-host", "127.0.0.1",
@@ -286,6 +285,15 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		"--drain-period", "5s",
 	)
 	if err != nil {
+		return nil, err
+	}
+	if err := serve.WaitListening(ctx); err != nil {
+		serve.Stop()
+		return nil, fmt.Errorf("%w (see %s)", err, logPath)
+	}
+	say("pointing the webhooks at " + serve.URL())
+	if err := cluster.PointWebhooksAt(ctx, serve.URL(), nil); err != nil {
+		serve.Stop()
 		return nil, err
 	}
 	if err := serve.WaitReady(ctx); err != nil {

@@ -16,9 +16,8 @@ func TestBuiltinModeBinary(t *testing.T) {
 	ctx := testContext(t)
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 
-	serve := newServeProcess(t)
-	serve.install(t, c, nil)
-	serve.start(t, c, "--cert-mode=builtin", "--webhook-host=127.0.0.1")
+	serve := newServeProcess()
+	serve.startInstalled(t, c, c.Kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1")
 	serve.waitReady(t)
 
 	bundle := secretData(t, c)["ca.crt"]

@@ -37,10 +37,9 @@ func TestCertManagerMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := newServeProcess(t)
+	serve := newServeProcess()
 	// cainjector's part: the CA into the webhook configuration and the CRD.
-	serve.install(t, c, ca.CertPEM)
-	serve.start(t, c, "--cert-mode=cert-manager")
+	serve.startInstalled(t, c, c.Kubeconfig, ca.CertPEM, "--cert-mode=cert-manager")
 
 	// Up but not ready while the Certificate is not Ready.
 	for deadline := time.Now().Add(30 * time.Second); serve.Readyz() == 0; time.Sleep(100 * time.Millisecond) {

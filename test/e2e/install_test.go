@@ -52,16 +52,9 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 			kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
 			kubectl(t, c, objects, "apply", "-f", "-")
 
-			replicas := []serveProcess{newServeProcess(t), newServeProcess(t)}
-			service, err := kube.NewServiceProxy(replicas[0].WebhookAddr, replicas[1].WebhookAddr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = service.Close() })
+			service := newServiceProxy(t)
 			url := "https://" + service.Addr()
-			if err := c.PointWebhooksAt(ctx, url, nil); err != nil {
-				t.Fatal(err)
-			}
+			pointWebhooksAt(t, c, url, nil)
 			if mode == "cert-manager" {
 				if err := c.InstallCertManagerCRDs(ctx); err != nil {
 					t.Fatal(err)
@@ -72,10 +65,15 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 			args := []string{"--cert-mode=" + mode, "--webhook-host=127.0.0.1", "--leader-elect",
 				"--secret-namespaces=" + kube.Namespace,
 				"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+			replicas := []serveProcess{newServeProcess(), newServeProcess()}
 			// Started back to back, so neither finds what the other made.
 			started := time.Now()
 			for _, r := range replicas {
-				r.start(t, c, args...)
+				r.launch(t, c.Kubeconfig, args...)
+			}
+			for _, r := range replicas {
+				r.waitListening(t)
+				service.AddBackend(r.WebhookAddr)
 			}
 
 			if mode == "cert-manager" {
@@ -85,9 +83,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 				}
 				issueAsCertManager(t, c, ca)
 				// cainjector's part: the CA into the webhook configuration and the CRD.
-				if err := c.PointWebhooksAt(ctx, url, ca.CertPEM); err != nil {
-					t.Fatal(err)
-				}
+				pointWebhooksAt(t, c, url, ca.CertPEM)
 			}
 
 			bounded, cancel := context.WithDeadline(ctx, started.Add(installBound))

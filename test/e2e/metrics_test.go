@@ -22,14 +22,13 @@ func TestMetricsServedOnlyToAuthorizedCallers(t *testing.T) {
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
-	serve := newServeProcess(t)
+	serve := newServeProcess()
 	serve.SecureMetrics = true
-	serve.install(t, c, nil)
 	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve.startAs(t, kubeconfig, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace)
+	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace)
 	serve.waitReady(t)
 
 	kubectl(t, c, "", "-n", kube.Namespace, "create", "serviceaccount", "scraper")

@@ -17,17 +17,21 @@ type serveProcess struct {
 	*kube.ServeProcess
 }
 
-func newServeProcess(t *testing.T) serveProcess {
+func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}} }
+
+// startInstalled installs the CRD and the validating webhooks, starts the
+// process as kubeconfig with args, and points the webhooks at it, trusting
+// caBundle (none: the one the process publishes). Until it listens they
+// point at kube.UnreachableURL.
+func (p serveProcess) startInstalled(t *testing.T, c *kube.Cluster, kubeconfig string, caBundle []byte, args ...string) {
 	t.Helper()
-	p, err := kube.NewServeProcess()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serveProcess{p}
+	pointWebhooksAt(t, c, kube.UnreachableURL, caBundle)
+	p.startAs(t, kubeconfig, args...)
+	pointWebhooksAt(t, c, p.URL(), caBundle)
 }
 
-// start runs the binary with args added, and stops it when the test ends,
-// showing its log if the test failed.
+// start runs the binary with args added and waits until it listens; it is
+// stopped when the test ends, its log shown if the test failed.
 func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 	t.Helper()
 	p.startAs(t, c.Kubeconfig, args...)
@@ -35,6 +39,13 @@ func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 
 // startAs is start connecting with kubeconfig.
 func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
+	p.launch(t, kubeconfig, args...)
+	p.waitListening(t)
+}
+
+// launch is startAs without waiting until the process listens.
+func (p serveProcess) launch(t *testing.T, kubeconfig string, args ...string) {
 	t.Helper()
 	var logs bytes.Buffer
 	if err := p.Start(lbregistrar(t), kubeconfig, &logs, args...); err != nil {
@@ -48,11 +59,20 @@ func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
 	})
 }
 
-// install points the CRD's conversion webhook and the validating webhooks
-// at the process, trusting caBundle (none: the process publishes its own).
-func (p serveProcess) install(t *testing.T, c *kube.Cluster, caBundle []byte) {
+func (p serveProcess) waitListening(t *testing.T) {
 	t.Helper()
-	if err := c.PointWebhooksAt(testContext(t), p.URL(), caBundle); err != nil {
+	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+	defer cancel()
+	if err := p.WaitListening(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pointWebhooksAt points the CRD's conversion webhook and the validating
+// webhooks at url, trusting caBundle (none: the one already there).
+func pointWebhooksAt(t *testing.T, c *kube.Cluster, url string, caBundle []byte) {
+	t.Helper()
+	if err := c.PointWebhooksAt(testContext(t), url, caBundle); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -82,4 +102,15 @@ func (p serveProcess) assertMetrics(t *testing.T, series ...string) {
 			t.Errorf("/metrics has no %s", s)
 		}
 	}
+}
+
+// newServiceProxy is a kube.ServiceProxy closed when the test ends.
+func newServiceProxy(t *testing.T) *kube.ServiceProxy {
+	t.Helper()
+	service, err := kube.NewServiceProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = service.Close() })
+	return service
 }

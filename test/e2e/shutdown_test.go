@@ -32,21 +32,17 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	createWorkload(t, c)
 	manifest := apiKeyFor(t, c, emu, classicIngressRegistrar)
 
-	leader, standby := newServeProcess(t), newServeProcess(t)
-	service, err := kube.NewServiceProxy(leader.WebhookAddr, standby.WebhookAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = service.Close() })
-	if err := c.PointWebhooksAt(ctx, "https://"+service.Addr(), nil); err != nil {
-		t.Fatal(err)
-	}
+	service := newServiceProxy(t)
+	pointWebhooksAt(t, c, "https://"+service.Addr(), nil)
 	args := []string{"--leader-elect", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
 		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+	leader, standby := newServeProcess(), newServeProcess()
 	leader.start(t, c, args...)
+	service.AddBackend(leader.WebhookAddr)
 	leader.waitReady(t)
 	waitLeaseHeld(t, ctx, c)
 	standby.start(t, c, args...)
+	service.AddBackend(standby.WebhookAddr)
 	standby.waitReady(t)
 
 	kubectl(t, c, manifest, "apply", "-f", "-")

@@ -1,9 +1,9 @@
 package kube
 
 import (
-	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -11,26 +11,32 @@ import (
 // ServiceProxy stands in for a Kubernetes Service in front of several
 // replicas: it accepts TCP connections on 127.0.0.1 and hands each to the
 // next backend in turn, passing TLS through, and tries the next backend when
-// one refuses the connection (a replica not listening yet).
+// one refuses the connection. Backends are added as the replicas listen,
+// as endpoints are added to a Service; with none, a connection is closed.
 type ServiceProxy struct {
 	listener net.Listener
+	mu       sync.Mutex
 	backends []string
 	next     atomic.Uint64
 	wg       sync.WaitGroup
 }
 
-// NewServiceProxy listens on a free 127.0.0.1 port and forwards to backends.
-func NewServiceProxy(backends ...string) (*ServiceProxy, error) {
-	if len(backends) == 0 {
-		return nil, errors.New("kube: a service proxy needs a backend")
-	}
+// NewServiceProxy listens on a free 127.0.0.1 port, with no backend yet.
+func NewServiceProxy() (*ServiceProxy, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &ServiceProxy{listener: l, backends: backends}
+	p := &ServiceProxy{listener: l}
 	p.wg.Go(p.serve)
 	return p, nil
+}
+
+// AddBackend forwards connections to addr too.
+func (p *ServiceProxy) AddBackend(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends = append(p.backends, addr)
 }
 
 // Addr is the address the proxy listens on.
@@ -55,11 +61,14 @@ func (p *ServiceProxy) serve() {
 
 func (p *ServiceProxy) forward(conn net.Conn) {
 	defer conn.Close()
+	p.mu.Lock()
+	backends := slices.Clone(p.backends)
+	p.mu.Unlock()
 	start := p.next.Add(1)
 	var backend net.Conn
-	for i := range uint64(len(p.backends)) {
+	for i := range uint64(len(backends)) {
 		var err error
-		if backend, err = net.Dial("tcp", p.backends[(start+i)%uint64(len(p.backends))]); err == nil {
+		if backend, err = net.Dial("tcp", backends[(start+i)%uint64(len(backends))]); err == nil {
 			break
 		}
 	}

@@ -2,65 +2,102 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 )
 
 // ServeProcess is `lbregistrar serve` run as a process against a Cluster,
-// on free local ports; the tests and make run use it.
+// listening on 127.0.0.1 at ports it picks itself and reports, so no other
+// process can take them first; the tests and make run use it.
 type ServeProcess struct {
-	WebhookAddr, HealthAddr, MetricsAddr string
+	// The addresses the process listens on, named as in its
+	// --addresses-file, once WaitListening has returned.
+	WebhookAddr string `json:"webhook"`
+	HealthAddr  string `json:"health"`
+	MetricsAddr string `json:"metrics"`
 
 	// SecureMetrics serves /metrics and /debug/lanes over HTTPS to
 	// authorized callers only, as a Deployment does. Off, they are plain
 	// HTTP to anyone, so a person running make run, and tests about other
 	// things, can read them with no token.
-	SecureMetrics bool
+	SecureMetrics bool `json:"-"`
 
+	dir  string // holds the addresses file while the process runs
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // how the process exited, once done is closed
 }
 
-// NewServeProcess picks the process's addresses.
-func NewServeProcess() (*ServeProcess, error) {
-	p := &ServeProcess{}
-	for _, addr := range []*string{&p.WebhookAddr, &p.HealthAddr, &p.MetricsAddr} {
-		var err error
-		if *addr, err = FreeAddress(); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
 // URL is the webhook server's base URL.
 func (p *ServeProcess) URL() string { return "https://" + p.WebhookAddr }
 
-// Start runs binary serve with kubeconfig, the harness's namespace, the
-// process's addresses and args, writing its log to out. The process does
-// not outlive the caller's, even when that one is killed.
+// Start runs binary serve with kubeconfig, the harness's namespace, every
+// listener on port 0 and args, writing its log to out, and returns at once
+// (see WaitListening). The process does not outlive the caller's, even when
+// that one is killed.
 func (p *ServeProcess) Start(binary, kubeconfig string, out io.Writer, args ...string) error {
+	dir, err := os.MkdirTemp("", "lbregistrar-serve-")
+	if err != nil {
+		return err
+	}
+	p.dir = dir
 	p.cmd = exec.Command(binary, append([]string{"serve", "--kubeconfig", kubeconfig, "--namespace", Namespace,
-		"--webhook-addr", p.WebhookAddr, "--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr,
-		"--metrics-secure=" + strconv.FormatBool(p.SecureMetrics)}, args...)...)
+		"--webhook-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+		"--addresses-file", p.addressesFile(), "--metrics-secure=" + strconv.FormatBool(p.SecureMetrics)}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := p.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		return err
 	}
 	p.done = make(chan struct{})
 	go func() {
 		p.err = p.cmd.Wait()
+		_ = os.RemoveAll(dir)
 		close(p.done)
 	}()
 	return nil
+}
+
+func (p *ServeProcess) addressesFile() string { return filepath.Join(p.dir, "addresses.json") }
+
+// WaitListening waits until the process reports the addresses it listens
+// on, and sets them. It fails when the process exits or ctx ends first, and
+// when the report lacks a listener: serve writes it whole, so a report seen
+// is a complete one.
+func (p *ServeProcess) WaitListening(ctx context.Context) error {
+	for {
+		data, err := os.ReadFile(p.addressesFile())
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(data, p); err != nil {
+				return fmt.Errorf("lbregistrar serve's addresses %q: %w", data, err)
+			}
+			if p.WebhookAddr == "" || p.HealthAddr == "" || p.MetricsAddr == "" {
+				return fmt.Errorf("lbregistrar serve's addresses %q lack a listener", data)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for lbregistrar serve to listen: %w", ctx.Err())
+		case <-p.done:
+			return fmt.Errorf("lbregistrar serve exited before it listened: %v", p.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Done is closed when the process has exited.
@@ -109,14 +146,4 @@ func (p *ServeProcess) Stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// FreeAddress is a 127.0.0.1 address with a port free at the time of the call.
-func FreeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -161,6 +161,12 @@ func (w *Webhooks) Stop() error {
 	return <-w.done
 }
 
+// UnreachableURL is a webhook URL nothing answers at (no process listens on
+// port 0). The CRD and webhooks point at it until lbregistrar serve runs:
+// its cache needs the CRD when it starts, and its address is known only
+// once it has.
+const UnreachableURL = "https://127.0.0.1:0"
+
 // PointWebhooksAt installs config/webhook's validating webhook configuration
 // and the CRD with its conversion webhook, every webhook pointed at url and
 // trusting caBundle; none keeps the bundle already there, which lbregistrar
