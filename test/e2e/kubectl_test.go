@@ -40,9 +40,8 @@ func TestKubectlWait(t *testing.T) {
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 	createWorkload(t, c)
 	manifest := apiKeyFor(t, c, emu, classicIngressRegistrar)
-	serve := newServeProcess(t)
-	serve.install(t, c, nil)
-	serve.start(t, c, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
+	serve := newServeProcess()
+	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
 		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
 	serve.waitReady(t)
 
