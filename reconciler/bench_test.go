@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -54,13 +55,12 @@ func (f *fixture) holds(lbs []string, sets int, ip string, want bool) bool {
 
 func (f *fixture) waitHolds(lbs []string, sets int, ip string, want bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !f.holds(lbs, sets, ip, want) {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("backend sets never converged on %s (want present %v)", ip, want)
+	eventually.Passes(f.t, time.Minute, 2*time.Millisecond, func() error {
+		if !f.holds(lbs, sets, ip, want) {
+			return fmt.Errorf("backend sets not converged on %s (want present %v)", ip, want)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (f *fixture) writes(lbs []string) int {
@@ -194,9 +194,12 @@ func BenchmarkNoChange(b *testing.B) {
 			reads := f.emu.Counters().Requests
 			f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": fmt.Sprint(n)} })
 			// One reconcile reads the four backend sets.
-			for f.emu.Counters().Requests < reads+4 {
-				time.Sleep(time.Millisecond)
-			}
+			eventually.Passes(b, time.Minute, time.Millisecond, func() error {
+				if n := f.emu.Counters().Requests - reads; n < 4 {
+					return fmt.Errorf("%d of the 4 backend sets read", n)
+				}
+				return nil
+			})
 		}
 		b.ReportMetric(float64(f.writes(lbs)-writes)/float64(n), "writes/reconcile")
 	})

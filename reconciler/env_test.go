@@ -37,6 +37,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -262,17 +263,7 @@ func (f *fixture) must(err error) {
 // eventually retries check until it returns nil or the timeout passes.
 func (f *fixture) eventually(timeout time.Duration, check func() error) {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.Passes(f.t, timeout, 20*time.Millisecond, check)
 }
 
 // node creates a node (changed by mutate before creation) with an InternalIP, Ready.
