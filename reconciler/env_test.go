@@ -345,6 +345,21 @@ func (f *fixture) registrar(name, lb string, targets []v1beta1.Target, mutate ..
 	return o
 }
 
+// waitServerClockPast waits until the API server stamps new objects with a
+// creationTimestamp later than t; the stamps have second resolution, so an
+// object created right after another may carry the same one.
+func (f *fixture) waitServerClockPast(t metav1.Time) {
+	f.t.Helper()
+	f.eventually(10*time.Second, func() error {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clock"}}
+		f.must(k8s.Create(f.ctx, probe, client.DryRunAll))
+		if !t.Before(&probe.CreationTimestamp) {
+			return fmt.Errorf("the API server still stamps %s", probe.CreationTimestamp)
+		}
+		return nil
+	})
+}
+
 func (f *fixture) get(o *v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 	f.t.Helper()
 	var cur v1beta1.LBRegistrar

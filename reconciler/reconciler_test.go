@@ -295,8 +295,11 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	f.startManager(f.options())
 	first := f.registrar("first", classicLB, []v1beta1.Target{fixedPort("api", 30001)})
 	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	f.waitServerClockPast(first.CreationTimestamp)
 	second := f.registrar("second", classicLB, []v1beta1.Target{fixedPort("api", 30002)})
+	if !first.CreationTimestamp.Before(&second.CreationTimestamp) {
+		t.Fatalf("second created at %s, not after first (%s)", second.CreationTimestamp, first.CreationTimestamp)
+	}
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(second), v1beta1.ConditionConflict)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, first.Name) {
@@ -577,7 +580,7 @@ func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
 func TestChangesDuringAWorkRequestAreCoalesced(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: time.Hour}) // finished by hand
 	f.node(f.ns+"-0", "10.0.16.100")
-	f.startManager(f.options())
+	mgr, _ := f.startManager(f.options())
 	obj := f.registrar("coalesce", classicLB, []v1beta1.Target{fixedPort("api", 30700)})
 	f.eventually(10*time.Second, func() error {
 		if f.emu.Counters().Writes[classicLB] != 1 {
@@ -591,16 +594,16 @@ func TestChangesDuringAWorkRequestAreCoalesced(t *testing.T) {
 		f.node(fmt.Sprintf("%s-%d", f.ns, i+1), ip)
 		want = append(want, ip+":30700/1")
 	}
-	// Let every node event reach the controller while the first write waits.
+	// Let every node event reach the controller's cache, which the next
+	// write is computed from, while the first write waits.
 	f.eventually(10*time.Second, func() error {
 		var nodes corev1.NodeList
-		f.must(k8s.List(f.ctx, &nodes))
+		f.must(mgr.GetClient().List(f.ctx, &nodes))
 		if len(nodes.Items) < 21 {
-			return fmt.Errorf("%d nodes", len(nodes.Items))
+			return fmt.Errorf("%d nodes in the controller's cache", len(nodes.Items))
 		}
 		return nil
 	})
-	time.Sleep(time.Second)
 	f.emu.FinishWorkRequests()
 	f.eventually(10*time.Second, func() error {
 		if n := f.emu.Counters().Writes[classicLB]; n != 2 {
