@@ -1,6 +1,7 @@
 package ociemu_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -24,18 +26,17 @@ func TestStuckUpdating(t *testing.T) {
 		stuck := f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: networkID, StuckUpdating: true})
 		update, err := f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
 		must(t, err)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		eventually.Passes(t, 10*time.Second, 5*time.Millisecond, func() error {
 			wr, err := f.nlb.GetWorkRequest(f.context, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: update.OpcWorkRequestId})
 			must(t, err)
-			if wr.Status == networkloadbalancer.OperationStatusInProgress {
-				break
-			}
-			if wr.Status != networkloadbalancer.OperationStatusAccepted || time.Now().After(deadline) {
+			if wr.Status != networkloadbalancer.OperationStatusAccepted && wr.Status != networkloadbalancer.OperationStatusInProgress {
 				t.Fatalf("work request %s, want IN_PROGRESS", wr.Status)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			if wr.Status == networkloadbalancer.OperationStatusAccepted {
+				return fmt.Errorf("work request still %s, want IN_PROGRESS", wr.Status)
+			}
+			return nil
+		})
 		f.emu.FinishWorkRequests() // does not release a stuck one
 		if state := f.emu.LifecycleState(networkID); state != "UPDATING" {
 			t.Fatalf("stuck NLB is %s", state)
@@ -56,7 +57,7 @@ func TestStuckUpdating(t *testing.T) {
 		lbUpdate, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
 			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(f.classicSet(t).BackendSet)})
 		must(t, err)
-		time.Sleep(100 * time.Millisecond) // past the latency: the work request would have finished
+		f.waitHeld(t, *lbUpdate.OpcWorkRequestId) // past the latency, when it would have finished
 		f.emu.FinishWorkRequests()
 		wr, err := f.lb.GetWorkRequest(f.context, loadbalancer.GetWorkRequestRequest{WorkRequestId: lbUpdate.OpcWorkRequestId})
 		must(t, err)

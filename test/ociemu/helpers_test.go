@@ -3,6 +3,7 @@ package ociemu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -147,17 +149,34 @@ func (f *fixture) waitNetwork(t *testing.T, id string) networkloadbalancer.WorkR
 // failing the test when it is still running after ten seconds.
 func waitWorkRequest[W any](t *testing.T, id string, get func() (w W, state string, finished bool)) W {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var last W
+	eventually.Passes(t, 10*time.Second, 5*time.Millisecond, func() error {
 		w, state, finished := get()
-		if finished {
-			return w
+		if !finished {
+			return fmt.Errorf("work request %s still %s", id, state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("work request %s still %s", id, state)
+		last = w
+		return nil
+	})
+	return last
+}
+
+// waitHeld waits until a work request was due to finish and a StuckUpdating
+// fault held it.
+func (f *fixture) waitHeld(t *testing.T, id string) {
+	t.Helper()
+	eventually.Passes(t, 10*time.Second, 5*time.Millisecond, func() error {
+		for _, w := range f.emu.WorkRequests() {
+			if w.ID != id {
+				continue
+			}
+			if !w.Held {
+				return fmt.Errorf("work request %s %s, not yet held", id, w.Status)
+			}
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("no work request %s", id)
+	})
 }
 
 func classicDetails(set loadbalancer.BackendSet, backends ...loadbalancer.BackendDetails) loadbalancer.UpdateBackendSetDetails {

@@ -32,6 +32,7 @@ type workRequest struct {
 	apply       func()
 	fail        bool        // end FAILED without applying
 	stuckBy     *faultEntry // held IN_PROGRESS while this fault is active
+	held        bool        // due to finish, but stuckBy held it
 	failMessage string
 }
 
@@ -124,6 +125,7 @@ func (e *Emulator) finishLocked(w *workRequest) {
 			w.status = StateInProgress
 			w.started = time.Now().UTC()
 		}
+		w.held = true
 		return
 	}
 	w.finished = time.Now().UTC()
@@ -157,7 +159,7 @@ func (e *Emulator) FinishWorkRequests() {
 // releaseStuckLocked finishes the work requests a removed fault was holding.
 func (e *Emulator) releaseStuckLocked(f *faultEntry) {
 	for _, w := range e.workOrder {
-		if w.stuckBy == f && w.inFlight() && time.Since(w.accepted) >= e.opts.WorkRequestLatency {
+		if w.stuckBy == f && w.held {
 			e.finishLocked(w)
 		}
 	}
