@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
@@ -55,9 +56,7 @@ func startServer(t *testing.T, opts webhook.ServerOptions) (*webhook.Server, *tl
 			t.Error(err)
 		}
 	})
-	for srv.StartedChecker()(nil) != nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.Passes(t, 10*time.Second, 10*time.Millisecond, func() error { return srv.StartedChecker()(nil) })
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
 	return srv, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS10}
