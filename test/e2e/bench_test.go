@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -62,13 +62,13 @@ func BenchmarkAPIServerAdmission(b *testing.B) {
 // it (webhook in place), which tells that it has seen the configuration.
 func waitAdmits(b *testing.B, c *kube.Cluster, obj *v1beta1.LBRegistrar, admit bool) {
 	b.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := c.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll)
-		return (err == nil) == admit, nil
+	eventually.Passes(b, 30*time.Second, 100*time.Millisecond, func() error {
+		err := c.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll)
+		if (err == nil) != admit {
+			return fmt.Errorf("the API server has not picked up the webhook configuration (admit=%v): %v", admit, err)
+		}
+		return nil
 	})
-	if err != nil {
-		b.Fatalf("the API server did not pick up the webhook configuration (admit=%v)", admit)
-	}
 }
 
 func measureCreates(b *testing.B, c *kube.Cluster, obj *v1beta1.LBRegistrar) {

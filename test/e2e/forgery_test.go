@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
@@ -105,7 +106,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	}
 
 	kubectl(t, c, legit, "apply", "-f", "-")
-	waitAllReady(t, ctx, c, 1)
+	waitAllReady(t, c, 1, 2*time.Minute)
 	registered := backendsOf(t, emu, classicIngress, "ingress")
 	if want := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443"}; !slices.Equal(registered, want) {
 		t.Errorf("backend set ingress holds %v, want %v", registered, want)

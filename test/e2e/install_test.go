@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -94,7 +92,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 				}
 			}
 			kubectl(t, c, "", "get", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "-o", "name")
-			waitAllReady(t, bounded, c, 4)
+			waitAllReady(t, c, 4, time.Until(started.Add(installBound)))
 			t.Logf("both replicas ready and every resource Ready %s after the replicas started", time.Since(started).Round(time.Millisecond))
 
 			if writes := emu.Counters().Writes; len(writes) > 0 {
@@ -203,31 +201,27 @@ func createWorkload(t *testing.T, c *kube.Cluster) {
 
 // waitAllReady waits until want LBRegistrars are Ready for their current
 // generation, each with an ownership record.
-func waitAllReady(t *testing.T, ctx context.Context, c *kube.Cluster, want int) {
+func waitAllReady(t *testing.T, c *kube.Cluster, want int, within time.Duration) {
 	t.Helper()
-	notReady := map[string]string{}
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	ctx := testContext(t)
+	eventually.Passes(t, within, 250*time.Millisecond, func() error {
 		var list v1beta1.LBRegistrarList
 		if err := c.Client.List(ctx, &list); err != nil {
-			notReady = map[string]string{"list": err.Error()}
-			return false, nil
+			return err
 		}
-		clear(notReady)
+		var notReady []string
 		for _, r := range list.Items {
 			cond := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady)
 			switch {
 			case cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != r.Generation:
-				notReady[r.Name] = fmt.Sprintf("Ready: %+v", cond)
+				notReady = append(notReady, fmt.Sprintf("%s: Ready: %+v", r.Name, cond))
 			case len(r.Status.BackendSets) == 0:
-				notReady[r.Name] = "no ownership record"
+				notReady = append(notReady, r.Name+": no ownership record")
 			}
 		}
-		return len(list.Items) == want && len(notReady) == 0, nil
-	})
-	if err != nil {
-		for _, name := range slices.Sorted(maps.Keys(notReady)) {
-			t.Errorf("%s: %s", name, notReady[name])
+		if len(list.Items) != want || len(notReady) > 0 {
+			return fmt.Errorf("%d of %d LBRegistrars; not Ready:\n%s", len(list.Items), want, strings.Join(notReady, "\n"))
 		}
-		t.Fatalf("not every LBRegistrar Ready: %v", err)
-	}
+		return nil
+	})
 }

@@ -3,15 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -46,7 +47,12 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	standby.waitReady(t)
 
 	kubectl(t, c, manifest, "apply", "-f", "-")
-	poll(t, ctx, "the first write accepted", func() bool { return emu.Counters().Writes[classicIngress] == 1 })
+	eventually.Passes(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		if n := emu.Counters().Writes[classicIngress]; n != 1 {
+			return fmt.Errorf("%d writes accepted, waiting for the first", n)
+		}
+		return nil
+	})
 	terminated := time.Now()
 	if err := leader.Terminate(); err != nil {
 		t.Fatal(err)
@@ -84,13 +90,11 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	if err := c.Client.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "node-c registered by the new leader", func() bool {
-		for _, b := range backendsOf(t, emu, classicIngress, "ingress") {
-			if b == "10.0.0.3:30443" {
-				return true
-			}
+	eventually.Passes(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		if backends := backendsOf(t, emu, classicIngress, "ingress"); !slices.Contains(backends, "10.0.0.3:30443") {
+			return fmt.Errorf("node-c not registered by the new leader: %v", backends)
 		}
-		return false
+		return nil
 	})
 	if n := emu.Counters().Writes[classicIngress]; n != 2 {
 		t.Errorf("%d writes, want 2: the leader's and the new leader's for node-c", n)
@@ -100,19 +104,11 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 // waitLeaseHeld waits until some serve --leader-elect holds the lease.
 func waitLeaseHeld(t *testing.T, ctx context.Context, c *kube.Cluster) {
 	t.Helper()
-	poll(t, ctx, "a leader", func() bool {
-		out, _, err := c.Kubectl(ctx, "", "-n", kube.Namespace, "get", "lease", "lbregistrar.nodes.peppy-ratio.dev", "-o", "jsonpath={.spec.holderIdentity}")
-		return err == nil && out != ""
+	eventually.Passes(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		out, stderr, err := c.Kubectl(ctx, "", "-n", kube.Namespace, "get", "lease", "lbregistrar.nodes.peppy-ratio.dev", "-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil || out == "" {
+			return fmt.Errorf("no leader holds the lease: %v %s", err, stderr)
+		}
+		return nil
 	})
-}
-
-// poll waits until done holds, failing the test after two minutes.
-func poll(t *testing.T, ctx context.Context, what string, done func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return done(), nil
-	})
-	if err != nil {
-		t.Fatal(fmt.Errorf("waiting for %s: %w", what, err))
-	}
 }
