@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -41,15 +43,21 @@ func TestCertManagerMode(t *testing.T) {
 	// cainjector's part: the CA into the webhook configuration and the CRD.
 	serve.startInstalled(t, c, c.Kubeconfig, ca.CertPEM, "--cert-mode=cert-manager")
 
-	// Up but not ready while the Certificate is not Ready.
-	for deadline := time.Now().Add(30 * time.Second); serve.Readyz() == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the health endpoint never answered")
+	// Up but not ready while the Certificate is not Ready. That it does not
+	// become ready cannot be waited for; instead readiness is checked after
+	// each of the process's first two reads of the Certificate (at start and
+	// at its first retry) found it not Ready, which bounds the check by what
+	// the process did rather than by a time, and shows the refusal holding.
+	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if serve.Readyz() == 0 {
+			return errors.New("the health endpoint does not answer")
 		}
-	}
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		return nil
+	})
+	for refusals := 1; refusals <= 2; refusals++ {
+		serve.waitLogged(t, refusals, "certificate "+kube.Namespace+"/lbregistrar-webhook is not Ready")
 		if serve.Readyz() == http.StatusOK {
-			t.Fatal("ready before the Certificate is Ready")
+			t.Fatalf("ready after the process found the Certificate not Ready %d times", refusals)
 		}
 	}
 

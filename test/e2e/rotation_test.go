@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,10 +18,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -60,29 +61,48 @@ func TestRotationUnderLoad(t *testing.T) {
 		})
 	}
 
+	// loadRunsPast waits until another loadPerStep request pairs have
+	// completed, so the load runs across each step rather than for a time.
+	const loadPerStep = 20
+	loadRunsPast := func(step string) {
+		t.Helper()
+		from := requests.Load()
+		eventually.Passes(t, time.Minute, 10*time.Millisecond, func() error {
+			if n := requests.Load() - from; n < loadPerStep {
+				return fmt.Errorf("%d request pairs since %s, want %d", n, step, loadPerStep)
+			}
+			return nil
+		})
+	}
+
 	before := servedCertificate(t, c)
-	time.Sleep(time.Second)
-	if err := rotator.RotateServing(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if after := servedCertificate(t, c); after.Equal(before) {
-		t.Error("RotateServing did not change the served certificate")
-	}
-	time.Sleep(time.Second)
+	loadRunsPast("the load started")
+	// The rotator issues no serving certificate while its CA, created with
+	// the cluster, is still propagating; RotateServing then does nothing.
+	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
+		if err := rotator.RotateServing(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if servedCertificate(t, c).Equal(before) {
+			return errors.New("RotateServing did not change the served certificate")
+		}
+		return nil
+	})
+	loadRunsPast("the serving certificate was rotated")
 
 	oldCA := secretCA(t, c)
 	if err := rotator.RotateCA(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The rotation completes in three steps, PropagationDelay apart.
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, false, func(ctx context.Context) (bool, error) {
+	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
 		bundle := parseBundle(t, secretData(t, c)["ca.crt"])
-		return len(bundle) == 1 && !bundle[0].Equal(oldCA[0]) && servedBy(t, c, bundle[0]), nil
+		if len(bundle) != 1 || bundle[0].Equal(oldCA[0]) || !servedBy(t, c, bundle[0]) {
+			return fmt.Errorf("the CA rotation has not completed: %d CAs in the bundle", len(bundle))
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the CA rotation did not complete: %v", err)
-	}
-	time.Sleep(time.Second)
+	loadRunsPast("the CA rotation completed")
 	stopLoad()
 	wg.Wait()
 
@@ -156,25 +176,25 @@ func parseBundle(t *testing.T, bundle []byte) []*x509.Certificate {
 func assertPublished(t *testing.T, c *kube.Cluster, bundle []byte) {
 	t.Helper()
 	ctx := testContext(t)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually.Passes(t, 10*time.Second, 100*time.Millisecond, func() error {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: kube.ValidatingWebhook}, vwc); err != nil {
-			return false, err
+			t.Fatal(err)
 		}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: kube.CRDName}, crd); err != nil {
-			return false, err
+			t.Fatal(err)
 		}
 		for _, w := range vwc.Webhooks {
 			if string(w.ClientConfig.CABundle) != string(bundle) {
-				return false, nil
+				return fmt.Errorf("webhook %s does not hold the CA bundle", w.Name)
 			}
 		}
-		return string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) == string(bundle), nil
+		if string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) != string(bundle) {
+			return errors.New("the CRD's conversion webhook does not hold the CA bundle")
+		}
+		return nil
 	})
-	if err != nil {
-		t.Errorf("the CA bundle was not published to the webhook configuration and the CRD: %v", err)
-	}
 }
 
 // alphaObject is a valid v1alpha1 single-service LBRegistrar on a load

@@ -3,11 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -15,9 +19,29 @@ import (
 // test, stopped when it ends, its log shown if it failed.
 type serveProcess struct {
 	*kube.ServeProcess
+	log *processLog
 }
 
-func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}} }
+// processLog is a process's output, which the test may read while the
+// process writes it.
+type processLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}, &processLog{}} }
 
 // startInstalled installs the CRD and the validating webhooks, starts the
 // process as kubeconfig with args, and points the webhooks at it, trusting
@@ -47,15 +71,25 @@ func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
 // launch is startAs without waiting until the process listens.
 func (p serveProcess) launch(t *testing.T, kubeconfig string, args ...string) {
 	t.Helper()
-	var logs bytes.Buffer
-	if err := p.Start(lbregistrar(t), kubeconfig, &logs, args...); err != nil {
+	if err := p.Start(lbregistrar(t), kubeconfig, p.log, args...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			t.Logf("lbregistrar serve:\n%s", logs.String())
+			t.Logf("lbregistrar serve:\n%s", p.log.String())
 		}
+	})
+}
+
+// waitLogged waits until the process has logged text n times.
+func (p serveProcess) waitLogged(t *testing.T, n int, text string) {
+	t.Helper()
+	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if got := strings.Count(p.log.String(), text); got < n {
+			return fmt.Errorf("%q logged %d of %d times", text, got, n)
+		}
+		return nil
 	})
 }
 
