@@ -3,6 +3,7 @@ package certs_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/certs"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -101,10 +102,10 @@ func TestReplicasConvergeOnOneCA(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = replicas[1].Start(runCtx) }()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return string(bundle()) == string(secret.Data["ca.crt"]), nil
+	eventually.Passes(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if string(bundle()) != string(secret.Data["ca.crt"]) {
+			return errors.New("the wiped CA bundle was not written back")
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatal("the wiped CA bundle was not written back")
-	}
 }
