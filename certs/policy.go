@@ -98,7 +98,7 @@ func (p policy) next(m material, now time.Time, force forced) (material, bool, e
 		m.trusted, changed = kept, true
 	}
 
-	signerPublished := !now.Before(issuedAt(m.signer.Cert).Add(p.propagationDelay))
+	signerPublished := p.signerPublished(m, now)
 	switch {
 	case !p.usable(m, now):
 		// Nothing trusted is being served, so there is nothing to protect.
@@ -118,6 +118,19 @@ func (p policy) next(m material, now time.Time, force forced) (material, bool, e
 		changed = true
 	}
 	return m, changed, nil
+}
+
+// signerPublished reports whether the signing CA has had propagationDelay to
+// reach the API server, so a certificate it signs may be served.
+func (p policy) signerPublished(m material, now time.Time) bool {
+	return !now.Before(issuedAt(m.signer.Cert).Add(p.propagationDelay))
+}
+
+// deferred is what next could not do yet of what force asked, given the
+// material it produced: a serving rotation asked while the signing CA is
+// still propagating waits until the CA is trusted, instead of being dropped.
+func (p policy) deferred(force forced, m material, now time.Time) forced {
+	return forced{serving: force.serving && !p.signerPublished(m, now)}
 }
 
 // unexpired is the bundle without expired CAs; the signer always stays first.

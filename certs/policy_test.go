@@ -136,3 +136,27 @@ func assertTrusts(t *testing.T, bundle []*x509.Certificate, leaf *x509.Certifica
 		t.Fatalf("the bundle does not trust the serving certificate: %v", err)
 	}
 }
+
+// A serving rotation asked while the CA is younger than the propagation
+// delay is not lost: it waits, and happens once the CA is trusted.
+func TestForcedServingWaitsForTheCA(t *testing.T) {
+	m := bootstrap(t)
+	early := t0.Add(time.Minute)
+	serving := forced{serving: true}
+	next, changed := step(t, pol, m, early, serving)
+	if changed || !next.leaf.Equal(m.leaf) {
+		t.Fatal("a serving certificate was issued before its CA could be trusted")
+	}
+	pending := pol.deferred(serving, next, early)
+	if !pending.serving {
+		t.Fatal("the forced serving rotation was dropped")
+	}
+	later := t0.Add(pol.propagationDelay)
+	rotated, changed := step(t, pol, next, later, pending)
+	if !changed || rotated.leaf.Equal(m.leaf) || !signedBy(rotated.leaf, rotated.signer) {
+		t.Fatal("the deferred serving rotation did not happen once the CA was trusted")
+	}
+	if pol.deferred(pending, rotated, later).serving {
+		t.Error("a rotation that happened is still pending")
+	}
+}

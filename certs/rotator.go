@@ -172,8 +172,9 @@ func (r *Rotator) RotateCA(ctx context.Context) error {
 	return r.forceSync(ctx, forced{ca: true})
 }
 
-// RotateServing issues a new serving certificate now, unless a new CA is
-// still propagating, in which case it comes when the CA is trusted.
+// RotateServing issues a new serving certificate now, unless the signing CA
+// is still propagating, in which case the request is kept and the
+// certificate comes with the first sync after the CA is trusted.
 func (r *Rotator) RotateServing(ctx context.Context) error {
 	return r.forceSync(ctx, forced{serving: true})
 }
@@ -201,7 +202,7 @@ func (r *Rotator) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.force = forced{}
+	r.force = r.policy.deferred(r.force, current, r.now())
 	if err := r.publish(ctx, encodeBundle(current.trusted)); err != nil {
 		return err
 	}
