@@ -67,7 +67,7 @@ func fillAlphaService(s *ServiceSpec, c randfill.Continue) {
 		Name:              someString(c, "", "istio-ingressgateway", "web"),
 		Namespace:         someString(c, "", "istio-system", "default"),
 		FilterByEndpoints: c.Bool(),
-		Weight:            pick(c, 0, 1, 2, 100),
+		Weight:            pick(c, -1, 0, 1, 2, 100),
 		BackendSetName:    someString(c, "", "ingress", "ingress-http"),
 	}
 	fillIntOrString(&s.Port, c)
@@ -78,7 +78,7 @@ func fillAlphaSpec(s *LBRegistrarSpec, c randfill.Continue) {
 		LoadBalancerID: someString(c, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaa", "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaa"),
 		NodePort:       pick(c, 0, 0, 30080, 30443),
 		Port:           pick(c, 0, 0, 30080, 30443),
-		Weight:         pick(c, 0, 1, 1, 3, 100),
+		Weight:         pick(c, -1, 0, 1, 1, 3, 100),
 		BackendSetName: someString(c, "", "ingress", "ingress-http"),
 	}
 	c.Fill(&s.APIKey)

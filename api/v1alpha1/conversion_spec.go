@@ -10,13 +10,18 @@ import (
 const defaultWeight = 1
 
 // NormalizeSpec turns a v1alpha1 spec into the explicit v1beta1 form, with the
-// rules existing objects rely on:
-//   - a non-empty services list is used, and service, nodePort and port are ignored;
-//   - else a single service becomes one target;
-//   - else port (or, when port is unset, nodePort) becomes one fixed-port target;
-//   - a target without a backend set inherits spec.backendSetName;
-//   - a weight of 0 means 1; the single service and the fixed port fall back
-//     to spec.weight first.
+// rules the original operator registered existing objects by, so that taking
+// them over changes no backend (docs/migration.md, "Compatibility contract"):
+//   - a non-empty services list is used, and service, nodePort and port are
+//     ignored; an entry's own backend set and (positive) weight win over
+//     spec.backendSetName and spec.weight;
+//   - else a single service becomes one target registered with
+//     spec.backendSetName and spec.weight: the original ignored
+//     service.backendSetName and service.weight, so they count only where the
+//     top level has no value (which its CRD never allowed);
+//   - else port (or, when port is unset, nodePort) becomes one fixed-port
+//     target with spec.backendSetName and spec.weight;
+//   - a weight that is 0 or negative everywhere means 1.
 func NormalizeSpec(in *LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 	out := v1beta1.LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
@@ -27,12 +32,13 @@ func NormalizeSpec(in *LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 		out.Services = make([]v1beta1.Target, 0, len(in.Services))
 		for i := range in.Services {
 			s := &in.Services[i]
-			out.Services = append(out.Services, serviceTarget(s, firstNonEmpty(s.BackendSetName, in.BackendSetName), positiveOr(s.Weight, defaultWeight)))
+			weight := positiveOr(s.Weight, positiveOr(in.Weight, defaultWeight))
+			out.Services = append(out.Services, serviceTarget(s, firstNonEmpty(s.BackendSetName, in.BackendSetName), weight))
 		}
 	case in.Service != nil:
 		s := in.Service
-		weight := positiveOr(s.Weight, positiveOr(in.Weight, defaultWeight))
-		out.Services = []v1beta1.Target{serviceTarget(s, firstNonEmpty(s.BackendSetName, in.BackendSetName), weight)}
+		weight := positiveOr(in.Weight, positiveOr(s.Weight, defaultWeight))
+		out.Services = []v1beta1.Target{serviceTarget(s, firstNonEmpty(in.BackendSetName, s.BackendSetName), weight)}
 	case in.Port > 0 || in.NodePort > 0:
 		out.Services = []v1beta1.Target{{
 			NodePort:       int32(positiveOr(in.Port, in.NodePort)),

@@ -47,7 +47,7 @@ func TestNormalizeSpec(t *testing.T) {
 			NodePort:       30080,
 			Port:           30443,
 			BackendSetName: "top",
-			Weight:         7,
+			Weight:         1,
 		},
 		want: []v1beta1.Target{target("a", 1), target("b", 3)},
 	}, {
@@ -55,16 +55,20 @@ func TestNormalizeSpec(t *testing.T) {
 		in:   LBRegistrarSpec{Services: []ServiceSpec{svc()}, BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
-		name: "services entry weight 0 means 1, not spec.weight",
+		name: "services entry weight 0 takes spec.weight, as the original operator did",
 		in:   LBRegistrarSpec{Services: []ServiceSpec{svc(withBackendSet("a"))}, Weight: 9},
-		want: []v1beta1.Target{target("a", 1)},
+		want: []v1beta1.Target{target("a", 9)},
 	}, {
 		name: "empty services list falls through to service",
 		in:   LBRegistrarSpec{Services: []ServiceSpec{}, Service: ptrService(svc()), BackendSetName: "top"},
 		want: []v1beta1.Target{target("top", 1)},
 	}, {
-		name: "single service uses its own backend set and weight",
+		name: "single service uses spec.backendSetName and spec.weight over its own, as the original operator did",
 		in:   LBRegistrarSpec{Service: ptrService(svc(withBackendSet("own"), withWeight(4))), BackendSetName: "top", Weight: 2},
+		want: []v1beta1.Target{target("top", 2)},
+	}, {
+		name: "single service without top-level values uses its own",
+		in:   LBRegistrarSpec{Service: ptrService(svc(withBackendSet("own"), withWeight(4)))},
 		want: []v1beta1.Target{target("own", 4)},
 	}, {
 		name: "single service falls back to spec.backendSetName and spec.weight",

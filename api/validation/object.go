@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -133,7 +134,7 @@ func ValidateV1alpha1Create(a *Alpha) (field.ErrorList, []string) {
 	errs := validateAlphaSpec(a)
 	errs = append(errs, validateMixedTargets(&a.Object.Spec)...)
 	errs = append(errs, ValidateConversionAnnotations(a.Object.Annotations, nil)...)
-	return errs, deprecationWarnings(&a.Object.Spec)
+	return errs, deprecationWarnings(a)
 }
 
 // ValidateV1alpha1Update checks a v1alpha1 LBRegistrar replacing old. Mixing
@@ -144,29 +145,61 @@ func ValidateV1alpha1Update(a, old *Alpha) (field.ErrorList, []string) {
 	warnings = append(warnings, asWarnings(validateMixedTargets(&a.Object.Spec))...)
 	errs = append(errs, validateImmutable(&a.Stored, &old.Stored)...)
 	errs = append(errs, ValidateConversionAnnotations(a.Object.Annotations, old.Object.Annotations)...)
-	return errs, append(warnings, deprecationWarnings(&a.Object.Spec)...)
+	return errs, append(warnings, deprecationWarnings(a)...)
 }
 
 // validateAlphaSpec runs the v1beta1 rules over the stored form of the
 // spec, plus the range checks that normalization would hide (a negative
-// weight becomes the default). Values that only the conversion annotation
-// holds are reported on it.
+// weight becomes a fallback, an ignored one is never read). Values that only
+// the conversion annotation holds are reported on it.
 func validateAlphaSpec(a *Alpha) field.ErrorList {
 	spec := &a.Object.Spec
 	errs := validateSpec(&a.Visible, specPath, alphaPaths(spec))
 	if a.hidden() {
 		errs = append(errs, without(ValidateSpec(&a.Stored, hubDataSpecPath), errs)...)
 	}
-	errs = append(errs, nonNegative(spec.Weight, specPath.Child("weight"), RuleWeight)...)
 	errs = append(errs, nonNegative(spec.Port, specPath.Child("port"), RulePort)...)
 	errs = append(errs, nonNegative(spec.NodePort, specPath.Child("nodePort"), RulePort)...)
-	if spec.Service != nil && len(spec.Services) == 0 {
-		errs = append(errs, nonNegative(spec.Service.Weight, specPath.Child("service", "weight"), RuleWeight)...)
-	}
-	for i := range spec.Services {
-		errs = append(errs, nonNegative(spec.Services[i].Weight, specPath.Child("services").Index(i).Child("weight"), RuleWeight)...)
+	taken := takenWeights(a)
+	for _, w := range alphaWeights(spec) {
+		switch {
+		case w.value < 0:
+			errs = append(errs, nonNegative(w.value, w.path, RuleWeight)...)
+		case w.value > maxWeight && !taken[w.path.String()]:
+			// The target rules see only the weights a target takes; the
+			// schema limits the others too.
+			errs = append(errs, field.Invalid(w.path, w.value, utilvalidation.InclusiveRangeError(0, maxWeight)).WithOrigin(RuleWeight))
+		}
 	}
 	return errs
+}
+
+// alphaWeight is one weight field of a v1alpha1 spec.
+type alphaWeight struct {
+	path  *field.Path
+	value int
+}
+
+func alphaWeights(spec *v1alpha1.LBRegistrarSpec) []alphaWeight {
+	weights := []alphaWeight{{specPath.Child("weight"), spec.Weight}}
+	if spec.Service != nil {
+		weights = append(weights, alphaWeight{specPath.Child("service", "weight"), spec.Service.Weight})
+	}
+	for i := range spec.Services {
+		weights = append(weights, alphaWeight{specPath.Child("services").Index(i).Child("weight"), spec.Services[i].Weight})
+	}
+	return weights
+}
+
+// takenWeights are the paths of the weight fields some target of the
+// v1alpha1 fields registers with.
+func takenWeights(a *Alpha) map[string]bool {
+	paths := alphaPaths(&a.Object.Spec)
+	taken := map[string]bool{}
+	for i := range a.Visible.Services {
+		taken[paths.target(i).weight.String()] = true
+	}
+	return taken
 }
 
 // without returns the errors of errs that break no rule already reported in
@@ -202,15 +235,18 @@ func alphaPaths(spec *v1alpha1.LBRegistrarSpec) specPaths {
 			if spec.Services[i].BackendSetName == "" {
 				p.backendSetName = specPath.Child("backendSetName")
 			}
+			if spec.Services[i].Weight <= 0 {
+				p.weight = specPath.Child("weight")
+			}
 			return p
 		}
 	case spec.Service != nil:
 		paths.target = func(int) targetPaths {
 			p := entryPaths(specPath.Child("service"))
-			if spec.Service.BackendSetName == "" {
+			if spec.BackendSetName != "" || spec.Service.BackendSetName == "" {
 				p.backendSetName = specPath.Child("backendSetName")
 			}
-			if spec.Service.Weight <= 0 {
+			if spec.Weight > 0 || spec.Service.Weight <= 0 {
 				p.weight = specPath.Child("weight")
 			}
 			return p
@@ -253,13 +289,23 @@ func validateMixedTargets(spec *v1alpha1.LBRegistrarSpec) field.ErrorList {
 }
 
 // deprecationWarnings names the replacement of every deprecated v1alpha1
-// field the spec uses. spec.weight at its schema default (1) is not reported:
-// every stored object has it.
-func deprecationWarnings(spec *v1alpha1.LBRegistrarSpec) []string {
+// field the spec uses, and the fields a single service ignores. A weight at
+// its schema default (1) is not reported: every stored object has it.
+func deprecationWarnings(a *Alpha) []string {
+	spec := &a.Object.Spec
 	var warnings []string
 	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
 	if spec.Service != nil {
 		warn("spec.service is deprecated: use spec.services")
+	}
+	if s := spec.Service; s != nil && len(spec.Services) == 0 && len(a.Visible.Services) == 1 {
+		used := a.Visible.Services[0]
+		if s.BackendSetName != "" && s.BackendSetName != used.BackendSetName {
+			warn("spec.service.backendSetName (%q) is ignored: a single service registers in spec.backendSetName (%q), as the original operator did", s.BackendSetName, used.BackendSetName)
+		}
+		if s.Weight > 1 && s.Weight != int(used.Weight) {
+			warn("spec.service.weight (%d) is ignored: a single service registers with spec.weight (%d), as the original operator did", s.Weight, used.Weight)
+		}
 	}
 	if spec.NodePort != 0 {
 		warn("spec.nodePort is deprecated: use spec.services[].nodePort in nodes.peppy-ratio.dev/v1beta1")
@@ -271,8 +317,8 @@ func deprecationWarnings(spec *v1alpha1.LBRegistrarSpec) []string {
 		}
 	}
 	if spec.Weight != 0 && spec.Weight != 1 {
-		if len(spec.Services) > 0 {
-			warn("spec.weight is ignored because spec.services is set: use spec.services[].weight")
+		if !takenWeights(a)[specPath.Child("weight").String()] {
+			warn("spec.weight is ignored because every target sets its own weight: use spec.services[].weight")
 		} else {
 			warn("spec.weight is deprecated: use spec.services[].weight")
 		}
