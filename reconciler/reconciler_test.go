@@ -186,6 +186,8 @@ func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
 	}
 }
 
+// Contract row X2 (docs/migration.md): a backend set that does not exist
+// gets no write and Ready=False naming it; deleting the resource completes.
 func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.3.1")
