@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,9 +128,13 @@ func seededEmulator(t *testing.T, seedFile string, latency time.Duration) *ociem
 	return emu
 }
 
+// apiKeyFields are the lines of an API key that name its user, tenancy and fingerprint.
+var apiKeyFields = regexp.MustCompile(`(?m)^(\s+)(user|tenancy|fingerprint): .*$`)
+
 // apiKeyFor registers a new API key with the emulator, keeps its private
-// half in the Secret old-operator-objects.yaml names, and returns objects
-// with that key's user, tenancy and fingerprint.
+// half in the Secret oci-api-key/private-key of kube.Namespace (the one
+// old-operator-objects.yaml and the samples name), and returns objects with
+// that key's user, tenancy and fingerprint in every API key.
 func apiKeyFor(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, objects string) string {
 	t.Helper()
 	key, err := emu.NewAPIKey()
@@ -142,11 +148,11 @@ func apiKeyFor(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, objects stri
 	if err := c.Client.Create(testContext(t), secret); err != nil {
 		t.Fatal(err)
 	}
-	return strings.NewReplacer(
-		"ocid1.user.oc1..aaaaaaaaexample", key.User.User,
-		"ocid1.tenancy.oc1..aaaaaaaaexample", key.Tenancy,
-		"12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef", key.Fingerprint,
-	).Replace(objects)
+	values := map[string]string{"user": key.User.User, "tenancy": key.Tenancy, "fingerprint": strconv.Quote(key.Fingerprint)}
+	return apiKeyFields.ReplaceAllStringFunc(objects, func(line string) string {
+		m := apiKeyFields.FindStringSubmatch(line)
+		return m[1] + m[2] + ": " + values[m[2]]
+	})
 }
 
 // createWorkload creates the nodes and the gateway Service of
@@ -154,19 +160,8 @@ func apiKeyFor(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, objects stri
 func createWorkload(t *testing.T, c *kube.Cluster) {
 	t.Helper()
 	ctx := testContext(t)
-	for _, n := range []struct{ name, ip string }{{"node-a", "10.0.0.1"}, {"node-b", "10.0.0.2"}} {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
-		if err := c.Client.Create(ctx, node); err != nil {
-			t.Fatal(err)
-		}
-		node.Status = corev1.NodeStatus{
-			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		}
-		if err := c.Client.Status().Update(ctx, node); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addNode(t, c, "node-a", "10.0.0.1")
+	addNode(t, c, "node-b", "10.0.0.2")
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,9 +194,32 @@ func createWorkload(t *testing.T, c *kube.Cluster) {
 	}
 }
 
+// addNode creates a Ready node with one InternalIP.
+func addNode(t *testing.T, c *kube.Cluster, name, ip string) {
+	t.Helper()
+	ctx := testContext(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status = corev1.NodeStatus{
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}
+	if err := c.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitAllReady waits until want LBRegistrars are Ready for their current
 // generation, each with an ownership record.
 func waitAllReady(t *testing.T, c *kube.Cluster, want int, within time.Duration) {
+	t.Helper()
+	waitReady(t, c, want, within, func(string) bool { return true })
+}
+
+// waitReady is waitAllReady for the LBRegistrars whose names count.
+func waitReady(t *testing.T, c *kube.Cluster, want int, within time.Duration, counts func(name string) bool) {
 	t.Helper()
 	ctx := testContext(t)
 	eventually.Passes(t, within, 250*time.Millisecond, func() error {
@@ -210,7 +228,12 @@ func waitAllReady(t *testing.T, c *kube.Cluster, want int, within time.Duration)
 			return err
 		}
 		var notReady []string
+		counted := 0
 		for _, r := range list.Items {
+			if !counts(r.Name) {
+				continue
+			}
+			counted++
 			cond := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady)
 			switch {
 			case cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != r.Generation:
@@ -219,8 +242,8 @@ func waitAllReady(t *testing.T, c *kube.Cluster, want int, within time.Duration)
 				notReady = append(notReady, r.Name+": no ownership record")
 			}
 		}
-		if len(list.Items) != want || len(notReady) > 0 {
-			return fmt.Errorf("%d of %d LBRegistrars; not Ready:\n%s", len(list.Items), want, strings.Join(notReady, "\n"))
+		if counted != want || len(notReady) > 0 {
+			return fmt.Errorf("%d of %d LBRegistrars; not Ready:\n%s", counted, want, strings.Join(notReady, "\n"))
 		}
 		return nil
 	})
