@@ -60,7 +60,7 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 		return map[types.NamespacedName]*corev1.Service{gwKey: s}
 	}
 	endpoints := func(eps ...discoveryv1.Endpoint) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
-		return map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {{Endpoints: eps}}}
+		return map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {gwSlice(eps...)}}
 	}
 	service := svcTarget(https, "bs", 1)
 	filtered := service
@@ -129,6 +129,14 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 			return ep
 		}())},
 		original: written(onA),
+	}, {
+		row:     "E5 a terminating endpoint still serving counts where its node has no ready one",
+		targets: []v1beta1.Target{filtered},
+		cluster: Cluster{Nodes: twoNodes, Services: services(gw()), EndpointSlices: endpoints(
+			endpointOn("a", false, true, true), endpointOn("a", false, false, false), endpointOn("b", true, true, false))},
+		original:    written(onB),
+		why:         "kube-proxy still sends a node's traffic to a serving terminating endpoint (KEP-1669); dropping the node mid rolling update cuts its connections",
+		lbregistrar: written(onA, onB),
 	}, {
 		row:         "E4 filterByEndpoints with no ready endpoint",
 		targets:     []v1beta1.Target{filtered},

@@ -42,11 +42,21 @@ func mkService(ns, name string, typ corev1.ServiceType, ports ...corev1.ServiceP
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: typ, Ports: ports}}
 }
 
-func slice(nodesReady map[string]*bool) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: gwKey.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: gwKey.Name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
+// sliceOf is an EndpointSlice of addressType of the Service ns/name.
+func sliceOf(ns, name string, addressType discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: addressType, Endpoints: eps,
 	}
+}
+
+// gwSlice is an IPv4 EndpointSlice of the Service gwKey.
+func gwSlice(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv4, eps...)
+}
+
+func slice(nodesReady map[string]*bool) *discoveryv1.EndpointSlice {
+	s := gwSlice()
 	for n, r := range nodesReady {
 		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{NodeName: ptr.To(n), Conditions: discoveryv1.EndpointConditions{Ready: r}})
 	}
@@ -311,15 +321,6 @@ func TestServingNodes(t *testing.T) {
 	endpoint := func(node string, c discoveryv1.EndpointConditions) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{NodeName: ptr.To(node), Conditions: c}
 	}
-	of := func(ns, service string, typ discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
-			AddressType: typ, Endpoints: eps,
-		}
-	}
-	gwSlice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-		return of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv4, eps...)
-	}
 	tests := []struct {
 		name   string
 		slices []*discoveryv1.EndpointSlice
@@ -335,10 +336,10 @@ func TestServingNodes(t *testing.T) {
 		{"rolling update: old pod terminating and serving, new pod not ready", []*discoveryv1.EndpointSlice{gwSlice(
 			endpoint("a", conditions(no, yes, yes)), endpoint("a", conditions(no, no, no)), endpoint("b", conditions(yes, yes, no)))}, []string{"a", "b"}},
 		{"no node name", []*discoveryv1.EndpointSlice{gwSlice(discoveryv1.Endpoint{Conditions: conditions(yes, yes, no)})}, nil},
-		{"IPv6 slices count", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil)))}, []string{"a"}},
-		{"FQDN slices are ignored", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeFQDN, endpoint("a", conditions(yes, nil, nil)))}, nil},
-		{"another Service's slice is ignored", []*discoveryv1.EndpointSlice{of(gwKey.Namespace, "other", discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
-		{"another namespace's slice is ignored", []*discoveryv1.EndpointSlice{of("elsewhere", gwKey.Name, discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
+		{"IPv6 slices count", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil)))}, []string{"a"}},
+		{"FQDN slices are ignored", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeFQDN, endpoint("a", conditions(yes, nil, nil)))}, nil},
+		{"another Service's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, "other", discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
+		{"another namespace's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf("elsewhere", gwKey.Name, discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
