@@ -196,6 +196,7 @@ func (f *fixture) startManagerOn(cfg *rest.Config, mayFail bool, o reconciler.Op
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  reconciler.CacheOptions(),
 	}
 	for _, m := range mutate {
 		m(&mo)

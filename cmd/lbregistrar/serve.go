@@ -188,6 +188,7 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, listenerAd
 	addrs := listenerAddresses{Webhook: srv.Addr().String(), Health: addressOf(health), Metrics: addressOf(metrics)}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		Scheme:        newScheme(),
+		Cache:         reconciler.CacheOptions(),
 		WebhookServer: srv,
 		// serve runs both on listeners bound above (see addHealthServer
 		// and withMetricsServer).

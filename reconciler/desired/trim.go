@@ -1,0 +1,54 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The Trim functions drop, from objects the controller caches, everything
+// the desired state (Compute, NodeChanged, ServingNodes) never reads. A
+// cluster of thousands of nodes keeps each node's images, capacity, system
+// info and a dozen conditions, and every object its managed fields and
+// annotations, which would otherwise dominate the controller's memory.
+// Nothing here writes the objects back, so nothing is lost on the server.
+
+// TrimNode keeps a node's name, labels, deletion mark, spec (taints,
+// provider ID), addresses and Ready condition.
+func TrimNode(n *corev1.Node) *corev1.Node {
+	trimMeta(&n.ObjectMeta)
+	var ready []corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
+	n.Status = corev1.NodeStatus{Addresses: n.Status.Addresses, Conditions: ready}
+	return n
+}
+
+// TrimEndpointSlice keeps a slice's Service label, address type and, per
+// endpoint, its node and conditions.
+func TrimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	trimMeta(&s.ObjectMeta)
+	for i, ep := range s.Endpoints {
+		s.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
+	}
+	s.Ports = nil
+	return s
+}
+
+// TrimService keeps a Service's spec (type, ports, traffic policy).
+func TrimService(s *corev1.Service) *corev1.Service {
+	trimMeta(&s.ObjectMeta)
+	s.Status = corev1.ServiceStatus{}
+	return s
+}
+
+// trimMeta drops managed fields and annotations (kubectl's
+// last-applied-configuration alone can be as large as the object).
+func trimMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	m.Annotations = nil
+}
