@@ -122,7 +122,13 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		ip   string
 		port int32
 	}
+	// A backend set usually has one target, whose backends come out of
+	// targetBackends already sorted (nodes are sorted by address, the port
+	// is one): they are used as they are. Only a second target into the same
+	// set needs the map that merges and checks duplicates.
 	type acc struct {
+		resolved bool
+		first    []Backend
 		backends map[key]Backend
 		held     *Issue
 	}
@@ -142,8 +148,15 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			}
 			continue
 		}
+		if !a.resolved {
+			a.resolved, a.first = true, backends
+			continue
+		}
 		if a.backends == nil {
-			a.backends = make(map[key]Backend, len(backends))
+			a.backends = make(map[key]Backend, len(a.first)+len(backends))
+			for _, b := range a.first {
+				a.backends[key{b.IP, b.Port}] = b
+			}
 		}
 		for _, b := range backends {
 			k := key{b.IP, b.Port}
@@ -162,11 +175,14 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	for name, a := range sets {
 		bs := BackendSet{Name: name, Held: a.held}
 		if a.held == nil {
-			bs.Backends = make([]Backend, 0, len(a.backends))
-			for _, b := range a.backends {
-				bs.Backends = append(bs.Backends, b)
+			bs.Backends = a.first
+			if a.backends != nil {
+				bs.Backends = make([]Backend, 0, len(a.backends))
+				for _, b := range a.backends {
+					bs.Backends = append(bs.Backends, b)
+				}
+				slices.SortFunc(bs.Backends, compareBackends)
 			}
-			slices.SortFunc(bs.Backends, compareBackends)
 			if len(bs.Backends) == 0 {
 				bs.Backends = nil
 				bs.Held = &Issue{ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
@@ -329,6 +345,10 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 		}
 		out = append(out, node{name: n.Name, ip: ip})
 	}
+	// Sorted by address, so each target's backends are in backend order;
+	// two nodes reporting one address make one backend.
+	slices.SortStableFunc(out, func(a, b node) int { return cmp.Compare(a.ip, b.ip) })
+	out = slices.CompactFunc(out, func(a, b node) bool { return a.ip == b.ip })
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
 		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an InternalIP are not registered: %s", summarize(noAddress))})

@@ -32,7 +32,7 @@ func benchCluster(nodes, services int) (Cluster, []v1beta1.Target) {
 		key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("svc-%d", s)}
 		c.Services[key] = mkService(key.Namespace, key.Name, corev1.ServiceTypeNodePort,
 			corev1.ServicePort{Name: "http", Port: 80, NodePort: int32(30000 + s)})
-		slice := &discoveryv1.EndpointSlice{}
+		slice := sliceOf(key.Namespace, key.Name, discoveryv1.AddressTypeIPv4)
 		for i := s % 10; i < nodes; i += 10 {
 			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{NodeName: ptr.To(fmt.Sprintf("node-%d", i))})
 		}

@@ -187,6 +187,12 @@ func TestCompute(t *testing.T) {
 			wantIssues: []string{ReasonNoReadyEndpoints},
 		},
 		{
+			name:    "two nodes reporting one address make one backend",
+			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 30080, BackendSetName: "bs", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{mkNode("b", "10.0.0.2"), mkNode("a", "10.0.0.1"), mkNode("a2", "10.0.0.1")}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.2", 30080, 1}}}},
+		},
+		{
 			name:       "missing service holds",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
 			cluster:    Cluster{Nodes: threeNodes},
