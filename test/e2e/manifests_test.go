@@ -5,12 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
-// TestInstallManifests renders each install overlay with kubectl's kustomize
-// and applies it to a real API server with server-side dry-run, so every
-// object is checked by the API server's own validation.
+// TestInstallManifests renders each install overlay of config/ with
+// kubectl's kustomize and applies it to a real API server with server-side
+// dry-run, so every object is checked by the API server's own validation,
+// the cert-manager and prometheus-operator ones against those projects'
+// CRDs.
 func TestInstallManifests(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
@@ -18,12 +22,15 @@ func TestInstallManifests(t *testing.T) {
 	if err := c.InstallCertManagerCRDs(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.InstallPrometheusOperatorCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A dry-run create of the namespace does not make it exist for the
 	// objects inside it.
 	if _, stderr, err := c.Kubectl(ctx, "", "create", "namespace", kube.Namespace); err != nil {
 		t.Fatalf("creating the namespace: %v: %s", err, stderr)
 	}
-	for _, overlay := range []string{"default", "with-cert-manager"} {
+	for _, overlay := range []string{"default", "with-cert-manager", "prometheus"} {
 		t.Run(overlay, func(t *testing.T) {
 			rendered, stderr, err := c.Kubectl(ctx, "", "kustomize", c.Root+"/config/"+overlay)
 			if err != nil {
@@ -33,13 +40,44 @@ func TestInstallManifests(t *testing.T) {
 			if err != nil {
 				t.Fatalf("apply --dry-run=server: %v\n%s%s", err, out, stderr)
 			}
-			for _, kind := range []string{"customresourcedefinition", "deployment", "poddisruptionbudget", "validatingwebhookconfiguration", "service/", "serviceaccount", "clusterrole"} {
-				if !strings.Contains(out, kind) {
-					t.Errorf("no %s applied:\n%s", kind, out)
+			for _, applied := range appliedNames(t, rendered) {
+				if !strings.Contains(out, applied+" serverside-applied") {
+					t.Errorf("%s not applied:\n%s", applied, out)
 				}
 			}
 		})
 	}
+}
+
+// appliedNames are the names kubectl apply reports the objects of manifest
+// by: kind.group/name.
+func appliedNames(t *testing.T, manifest string) []string {
+	t.Helper()
+	var names []string
+	for doc := range strings.SplitSeq(manifest, "\n---") {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("parsing %q: %v", doc, err)
+		}
+		if obj.Kind == "" {
+			continue
+		}
+		resource := strings.ToLower(obj.Kind)
+		if group, _, grouped := strings.Cut(obj.APIVersion, "/"); grouped {
+			resource += "." + group
+		}
+		names = append(names, resource+"/"+obj.Metadata.Name)
+	}
+	if len(names) == 0 {
+		t.Fatal("nothing rendered")
+	}
+	return names
 }
 
 // TestServiceAccountPrivileges applies the shipped RBAC and asks the API
