@@ -10,6 +10,11 @@ export KUBEBUILDER_ASSETS := $(BIN)
 
 CONTROLLER_GEN := $(GO) tool controller-gen
 
+# The modules beside the main one: test/assets builds the API server and
+# kubectl for the tests; test/manifests reads the Helm chart with Helm's
+# library, which so stays out of the main module.
+MODULES := test/assets test/manifests
+
 .PHONY: all
 all: build
 
@@ -41,16 +46,26 @@ run: build test-assets ## Run everything locally: API server, OCI emulator, lbre
 generate: ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+CHART := charts/lbregistrar
+
 .PHONY: manifests
-manifests: generate ## Generate the CRD from the API types.
+manifests: generate ## Generate the CRD from the API types, and the Helm chart's copies of config/ files.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	@# The chart installs the same CRD and alerts; it holds copies so that it
+	@# is whole on its own (helm package), and verify keeps them current.
+	@copy() { { echo "# Copied from $$1 by make manifests; do not edit."; cat "$$1"; } > "$$2"; }; \
+	copy config/crd/bases/nodes.peppy-ratio.dev_lbregistrars.yaml $(CHART)/files/crd.yaml && \
+	copy config/prometheus/prometheusrule.yaml $(CHART)/files/prometheusrule.yaml
 
 .PHONY: verify
 verify: manifests ## Fail when generated files, formatting or go.mod are stale.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
-	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
+	@git diff --exit-code -- api config $(CHART) || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
+	@for m in . $(MODULES); do \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: run 'go mod tidy' there and commit"; exit 1; }; \
+	done
 	$(GO) vet ./...
+	cd test/manifests && $(GO) vet ./...
 
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver, etcd and kubectl from source into bin/ (skipped when present).
@@ -58,6 +73,9 @@ test-assets: ## Build kube-apiserver, etcd and kubectl from source into bin/ (sk
 
 .PHONY: test
 test: verify test-assets ## Run every test, including the real API server ones.
+	@# test/manifests has no concurrency of its own, so no -race: that way
+	@# the e2e tests build its command from the packages compiled here.
+	cd test/manifests && $(GO) test -count=1 -timeout 10m ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: bench

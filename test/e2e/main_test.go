@@ -25,9 +25,10 @@ var (
 	sharedCluster *kube.Cluster
 	sharedErr     error
 
-	binaryOnce sync.Once
-	binaryDir  string
-	binaryErr  error
+	lbregistrarBinary = program{name: "lbregistrar", module: ".", pkg: "./cmd/lbregistrar"}
+	// test/manifests, a module of its own: it reads the Helm chart and the
+	// monitoring files with Helm's and Prometheus' libraries.
+	manifestsBinary = program{name: "manifests", module: "test/manifests", pkg: "."}
 )
 
 func TestMain(m *testing.M) {
@@ -37,33 +38,51 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "stopping the shared API server:", err)
 		}
 	}
-	if binaryDir != "" {
-		_ = os.RemoveAll(binaryDir)
+	for _, p := range []*program{&lbregistrarBinary, &manifestsBinary} {
+		if p.dir != "" {
+			_ = os.RemoveAll(p.dir)
+		}
 	}
 	os.Exit(code)
 }
 
 // lbregistrar builds the command once and returns its path.
-func lbregistrar(t *testing.T) string {
+func lbregistrar(t *testing.T) string { return lbregistrarBinary.build(t) }
+
+// program is a command the tests build once, from package pkg of the
+// module in directory module of the repository.
+type program struct {
+	name, module, pkg string
+
+	once sync.Once
+	dir  string // holds the binary; removed by TestMain
+	err  error
+}
+
+// build builds the program the first time and returns its path.
+func (p *program) build(t *testing.T) string {
 	t.Helper()
-	binaryOnce.Do(func() {
+	p.once.Do(func() {
 		var root string
-		if root, binaryErr = kube.FindRoot(); binaryErr != nil {
+		if root, p.err = kube.FindRoot(); p.err != nil {
 			return
 		}
-		if binaryDir, binaryErr = os.MkdirTemp("", "lbregistrar-e2e-"); binaryErr != nil {
+		if p.dir, p.err = os.MkdirTemp("", "lbregistrar-e2e-"); p.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binaryDir, "./cmd/lbregistrar")
-		cmd.Dir = root
+		// Long enough to compile a module's dependencies with nothing cached.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(p.dir, p.name), p.pkg)
+		cmd.Dir = filepath.Join(root, p.module)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build ./cmd/lbregistrar: %w\n%s", err, out)
+			p.err = fmt.Errorf("go build %s in %s: %w\n%s", p.pkg, p.module, err, out)
 		}
 	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	return filepath.Join(binaryDir, "lbregistrar")
+	return filepath.Join(p.dir, p.name)
 }
 
 // shared is one API server with the CRD and webhooks installed, started by

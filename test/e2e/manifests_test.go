@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,11 +13,11 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
-// TestInstallManifests renders each install overlay of config/ with
-// kubectl's kustomize and applies it to a real API server with server-side
-// dry-run, so every object is checked by the API server's own validation,
-// the cert-manager and prometheus-operator ones against those projects'
-// CRDs.
+// TestInstallManifests renders each way to install (the kustomize overlays
+// of config/ with kubectl's kustomize, and the Helm chart as helm template
+// renders it) and applies it to a real API server with server-side dry-run,
+// so every object is checked by the API server's own validation, the
+// cert-manager and prometheus-operator ones against those projects' CRDs.
 func TestInstallManifests(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
@@ -25,17 +28,29 @@ func TestInstallManifests(t *testing.T) {
 	if err := c.InstallPrometheusOperatorCRDs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A dry-run create of the namespace does not make it exist for the
-	// objects inside it.
-	if _, stderr, err := c.Kubectl(ctx, "", "create", "namespace", kube.Namespace); err != nil {
-		t.Fatalf("creating the namespace: %v: %s", err, stderr)
+	// A dry-run create of a namespace does not make it exist for the
+	// objects inside it; team-a is one of the chart's secretNamespaces in
+	// every-value.yaml.
+	for _, namespace := range []string{kube.Namespace, "team-a"} {
+		if _, stderr, err := c.Kubectl(ctx, "", "create", "namespace", namespace); err != nil {
+			t.Fatalf("creating namespace %s: %v: %s", namespace, err, stderr)
+		}
 	}
+	installs := map[string]func(t *testing.T) string{}
 	for _, overlay := range []string{"default", "with-cert-manager", "prometheus"} {
-		t.Run(overlay, func(t *testing.T) {
+		installs["kustomize config/"+overlay] = func(t *testing.T) string {
 			rendered, stderr, err := c.Kubectl(ctx, "", "kustomize", c.Root+"/config/"+overlay)
 			if err != nil {
 				t.Fatalf("kustomize: %v: %s", err, stderr)
 			}
+			return rendered
+		}
+	}
+	installs["helm chart at its defaults"] = func(t *testing.T) string { return renderChart(t, "") }
+	installs["helm chart with every-value.yaml"] = func(t *testing.T) string { return renderChart(t, "every-value.yaml") }
+	for name, render := range installs {
+		t.Run(name, func(t *testing.T) {
+			rendered := render(t)
 			out, stderr, err := c.Kubectl(ctx, rendered, "apply", "--server-side", "--dry-run=server", "-f", "-")
 			if err != nil {
 				t.Fatalf("apply --dry-run=server: %v\n%s%s", err, out, stderr)
@@ -78,6 +93,38 @@ func appliedNames(t *testing.T, manifest string) []string {
 		t.Fatal("nothing rendered")
 	}
 	return names
+}
+
+// renderChart renders charts/lbregistrar as helm template does, into
+// kube.Namespace, with a values file of test/manifests/testdata (none: the
+// chart's defaults).
+func renderChart(t *testing.T, values string) string {
+	t.Helper()
+	args := []string{"render-chart"}
+	if values != "" {
+		args = append(args, "-f", filepath.Join("test/manifests/testdata", values))
+	}
+	return runManifests(t, "", args...)
+}
+
+// runManifests runs test/manifests' command in the repository root with
+// stdin as its input, returns what it prints, and fails the test when it
+// fails.
+func runManifests(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	root, err := kube.FindRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(testContext(t), manifestsBinary.build(t), append([]string{"-root", root}, args...)...)
+	cmd.Dir = root
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("manifests %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
 }
 
 // TestServiceAccountPrivileges applies the shipped RBAC and asks the API
