@@ -48,11 +48,8 @@ spec:
 // kubectl get | kubectl apply round trip) still works; changing it does not.
 func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	t.Parallel()
-	c := kube.Start(t, kube.Options{Bare: true})
+	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
-	emu := seededEmulator(t, c.Root+"/cmd/localrun/seed.yaml", 0)
-	kubectl(t, c, "", "create", "namespace", kube.Namespace)
-	createWorkload(t, c)
 
 	serve := newServeProcess()
 	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,

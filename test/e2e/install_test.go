@@ -109,6 +109,19 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 	}
 }
 
+// clusterWithWorkload is an API server of the test's own with lbregistrar's
+// namespace and the nodes and gateway Service of createWorkload, and an
+// emulator holding the load balancers of make run (cmd/localrun/seed.yaml),
+// whose work requests take latency.
+func clusterWithWorkload(t *testing.T, latency time.Duration) (*kube.Cluster, *ociemu.Emulator) {
+	t.Helper()
+	c := kube.Start(t, kube.Options{Bare: true})
+	emu := seededEmulator(t, c.Root+"/cmd/localrun/seed.yaml", latency)
+	kubectl(t, c, "", "create", "namespace", kube.Namespace)
+	createWorkload(t, c)
+	return c, emu
+}
+
 // seededEmulator is an emulator in region ap-tokyo-1 holding the load
 // balancers of a seed file, whose work requests take latency.
 func seededEmulator(t *testing.T, seedFile string, latency time.Duration) *ociemu.Emulator {

@@ -26,11 +26,8 @@ const shutdownLatency = 35 * time.Second
 // added afterwards) is the only other one: nothing was written twice.
 func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	t.Parallel()
-	c := kube.Start(t, kube.Options{Bare: true})
+	c, emu := clusterWithWorkload(t, shutdownLatency)
 	ctx := testContext(t)
-	emu := seededEmulator(t, c.Root+"/cmd/localrun/seed.yaml", shutdownLatency)
-	kubectl(t, c, "", "create", "namespace", kube.Namespace)
-	createWorkload(t, c)
 	manifest := apiKeyFor(t, c, emu, classicIngressRegistrar)
 
 	service := newServiceProxy(t)
