@@ -11,8 +11,9 @@ export KUBEBUILDER_ASSETS := $(BIN)
 CONTROLLER_GEN := $(GO) tool controller-gen
 
 # The modules beside the main one: test/assets builds the API server and
-# kubectl for the tests; test/manifests reads the Helm chart with Helm's
-# library, which so stays out of the main module.
+# kubectl for the tests; test/manifests reads the Helm chart and the
+# monitoring files with Helm's and Prometheus' libraries, which so stay out
+# of the main module.
 MODULES := test/assets test/manifests
 
 .PHONY: all

@@ -1,10 +1,15 @@
-// Command manifests reads the files that install lbregistrar with the
-// libraries that will read them: it renders the Helm chart with Helm's. Its
-// own tests compare the chart with config/; the main module's end-to-end
-// tests run it to apply the chart to a real API server. It is a module of
-// its own so that Helm never enters the main module's dependencies.
+// Command manifests reads the files that install and monitor lbregistrar
+// with the libraries that will read them: it renders the Helm chart with
+// Helm's, and lists the metrics the alerts and the Grafana dashboard name
+// with Prometheus' parsers, and checks a scrape of lbregistrar serve against
+// them. Its own tests compare the chart with config/ and check the
+// monitoring files; the main module's end-to-end tests run it to apply the
+// chart to a real API server and to check a running serve's /metrics. It is
+// a module of its own so that Helm and Prometheus never enter the main
+// module's dependencies.
 //
 //	manifests [-root DIR] render-chart [-f values.yaml]   the chart's manifest
+//	manifests [-root DIR] check-scrape < scrape             fails naming what the scrape lacks
 package main
 
 import (
@@ -27,7 +32,7 @@ func run(args []string) error {
 		return err
 	}
 	if global.NArg() == 0 {
-		return fmt.Errorf("want a command: render-chart")
+		return fmt.Errorf("want a command: render-chart or check-scrape")
 	}
 	command := flag.NewFlagSet(global.Arg(0), flag.ContinueOnError)
 	switch global.Arg(0) {
@@ -37,7 +42,12 @@ func run(args []string) error {
 			return err
 		}
 		return renderChartCommand(*root, *values)
+	case "check-scrape":
+		if err := command.Parse(global.Args()[1:]); err != nil {
+			return err
+		}
+		return checkScrapeCommand(*root, os.Stdin)
 	default:
-		return fmt.Errorf("unknown command %q: want render-chart", global.Arg(0))
+		return fmt.Errorf("unknown command %q: want render-chart or check-scrape", global.Arg(0))
 	}
 }
