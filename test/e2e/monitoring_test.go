@@ -47,7 +47,7 @@ func TestMonitoringSelectsExportedSeries(t *testing.T) {
 	waitLeaseHeld(t, ctx, c)
 
 	kubectl(t, c, manifest, "apply", "-f", "-")
-	waitAllReady(t, ctx, c, 1)
+	waitAllReady(t, c, 1, 2*time.Minute)
 	twin := strings.Replace(manifest, "name: legit", "name: legit-twin", 1)
 	if _, stderr, err := c.Kubectl(ctx, twin, "apply", "-f", "-"); err == nil {
 		t.Fatal("a second claim of the backend set was admitted")
