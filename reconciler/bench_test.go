@@ -90,9 +90,12 @@ func (f *fixture) benchRegistrars(lbs []string, sets int) {
 }
 
 // BenchmarkConvergence measures the time from one node joining until every
-// affected backend set holds it, with work requests taking L = 100 ms.
-// "one-lb": S backend sets of one load balancer must be written one after
-// the other, so the floor is S x L; x-floor is the measured time over it.
+// affected backend set holds it, with work requests taking L = 100 ms, on
+// classic load balancers, whose one ETag moves with every write to any of
+// their backend sets.
+// "one-classic-lb": S backend sets of one load balancer must be written one
+// after the other, so the floor is S x L; x-floor is the measured time over
+// it, and 412s counts the writes refused for a stale ETag.
 // "many-lbs": K load balancers, one backend set each, are written in
 // parallel, so the floor is L whatever K is.
 func BenchmarkConvergence(b *testing.B) {
@@ -101,9 +104,9 @@ func BenchmarkConvergence(b *testing.B) {
 		name      string
 		lbs, sets int
 	}{
-		{"one-lb/baseline", 1, 1},
-		{"one-lb/4-backend-sets", 1, 4},
-		{"one-lb/8-backend-sets", 1, 8},
+		{"one-classic-lb/baseline", 1, 1},
+		{"one-classic-lb/4-backend-sets", 1, 4},
+		{"one-classic-lb/8-backend-sets", 1, 8},
 		{"many-lbs/baseline", 1, 1},
 		{"many-lbs/4-load-balancers", 4, 1},
 		{"many-lbs/8-load-balancers", 8, 1},
@@ -113,7 +116,7 @@ func BenchmarkConvergence(b *testing.B) {
 			f := newFixture(b, ociemu.Options{WorkRequestLatency: latency})
 			lbs := f.seedBench(tc.lbs, tc.sets)
 			f.benchRegistrars(lbs, tc.sets)
-			writes := f.writes(lbs)
+			writes, refused := f.writes(lbs), f.emu.Counters().PreconditionFailed
 			n := 0
 			var total time.Duration
 			for b.Loop() {
@@ -127,6 +130,7 @@ func BenchmarkConvergence(b *testing.B) {
 			floor := time.Duration(tc.sets) * latency
 			b.ReportMetric(float64(total)/float64(n)/float64(floor), "x-floor")
 			b.ReportMetric(float64(f.writes(lbs)-writes)/float64(n*tc.lbs*tc.sets), "writes/backend-set")
+			b.ReportMetric(float64(f.emu.Counters().PreconditionFailed-refused)/float64(n), "412s")
 		})
 	}
 }

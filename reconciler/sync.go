@@ -61,9 +61,9 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome)
 }
 
 // syncAll syncs backend sets of the load balancer whose lane is held, one
-// write at a time, as OCI requires. Reads and the intent record are done
-// first, for all of them at once, so the writes follow each other with
-// nothing in between.
+// write at a time, as OCI requires. Reads to plan and the intent record are
+// done first, for all of them at once, so the writes follow each other with
+// only the read each needs for a current ETag in between.
 func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, jobs []syncJob) {
 	obj, lb := st.obj, turn.loadBalancerID
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)

@@ -25,7 +25,11 @@ type backendSetAPI interface {
 type Backoff struct {
 	Base, Max time.Duration
 	// Attempts bounds the writes tried in one reconcile; after that the
-	// reconcile fails and the workqueue's own backoff takes over.
+	// reconcile fails and the workqueue's own backoff takes over. A write
+	// refused with 412 is not counted: it was refused before any work
+	// request because another writer changed the load balancer between
+	// the read and the write, so it is read and written again at once; up
+	// to Attempts such refusals are allowed besides.
 	Attempts int
 }
 
@@ -49,7 +53,9 @@ type syncRequest struct {
 	Input func(current []plan.Backend) plan.Input
 	// RecordIntent stores the ownership record ahead of a write that adds backends.
 	RecordIntent func(owned []v1beta1.Backend) error
-	// Prefetched, when set, is used instead of the first read.
+	// Prefetched, when set, decides whether anything must be written; a
+	// write always follows a read of its own, because a classic load
+	// balancer's ETag changes with every write to any of its backend sets.
 	Prefetched *oci.BackendSet
 	// WaitTimeout bounds the wait for one work request; the wait goes on
 	// for up to ShutdownWait after ctx is cancelled (shutdown), so an
@@ -80,17 +86,26 @@ type syncResult struct {
 func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	var res syncResult
-	for attempt := 0; ; attempt++ {
-		bs, err := req.Prefetched, error(nil)
-		if bs == nil || attempt > 0 {
-			req.Turn.step(PhaseReading, req.Name, "")
-			bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+	// changes plans bs into res and reports whether it must be written.
+	changes := func(bs *oci.BackendSet) (plan.Input, bool) {
+		in := req.Input(bs.Backends)
+		if res.Plan = plan.Compute(in); res.Plan.Changed() {
+			return in, true
 		}
+		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", modeNames[in.Mode])
+		return in, false
+	}
+	if req.Prefetched != nil {
+		if _, changed := changes(req.Prefetched); !changed {
+			return res, nil
+		}
+	}
+	for attempt, refused := 0, 0; ; {
+		req.Turn.step(PhaseReading, req.Name, "")
+		bs, err := ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
 		if err == nil {
-			in := req.Input(bs.Backends)
-			res.Plan = plan.Compute(in)
-			if !res.Plan.Changed() {
-				logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", modeNames[in.Mode])
+			in, changed := changes(bs)
+			if !changed {
 				return res, nil
 			}
 			if len(res.Plan.Added) > 0 {
@@ -110,12 +125,22 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			return res, nil
 		}
 		reason, after, retry := oci.Retryable(err)
-		if !retry || attempt+1 >= b.Attempts || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		if reason == oci.ReasonPrecondition && refused < b.Attempts {
+			refused++
+			metrics.Retries.WithLabelValues(reason).Inc()
+			logger.Info("another writer changed the load balancer since the read; reading again", "error", err.Error())
+			continue
+		}
+		if !retry || attempt+1 >= b.Attempts {
 			return res, err
 		}
 		metrics.Retries.WithLabelValues(reason).Inc()
 		delay := b.delay(attempt, after)
 		logger.Info("retrying the backend set write", "reason", reason, "attempt", attempt+1, "delay", delay, "error", err.Error())
+		attempt++
 		req.Turn.step(PhaseBackingOff, req.Name, "")
 		t := time.NewTimer(delay)
 		select {

@@ -71,6 +71,8 @@ func TestSyncBackendSetRetries(t *testing.T) {
 		{"no change, no write", &scriptedAPI{backends: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}, 0, nil, 1},
 		{"409 then ok", &scriptedAPI{writeErrors: []error{conflict, conflict}}, 3, nil, 3},
 		{"412 re-reads", &scriptedAPI{writeErrors: []error{stale}}, 2, nil, 2},
+		{"412 costs no attempt", &scriptedAPI{writeErrors: []error{stale, stale, stale, conflict, stale}}, 6, nil, 6},
+		{"412s past their own budget cost attempts", &scriptedAPI{writeErrors: []error{stale, stale, stale, stale, stale, stale}}, 6, stale, 6},
 		{"failed work request is retried", &scriptedAPI{waitErrors: []error{failedWR}}, 2, nil, 2},
 		{"401 is not retried", &scriptedAPI{writeErrors: []error{denied}}, 1, denied, 1},
 		{"attempts are bounded", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict}}, 3, conflict, 3},
@@ -97,6 +99,32 @@ func TestSyncBackendSetRetries(t *testing.T) {
 			}
 			if err == nil && tc.wantWrites > 0 && (!res.Written || res.WorkRequest.Status != "SUCCEEDED") {
 				t.Errorf("result = %+v", res)
+			}
+		})
+	}
+
+	// The prefetched read decides whether to write; the write itself always
+	// follows a read of its own, as a classic load balancer's ETag moves
+	// with every write to any of its backend sets.
+	for _, tc := range []struct {
+		name              string
+		prefetched        []plan.Backend
+		wantReads, writes int
+	}{
+		{"prefetched and unchanged: no read, no write", []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}, 0, 0},
+		{"prefetched and changed: read again, then written", nil, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ociClient := &scriptedAPI{}
+			_, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+				LoadBalancerID: "lb", Name: "bs",
+				Prefetched:   &oci.BackendSet{LoadBalancerID: "lb", Name: "bs", Backends: tc.prefetched, ETag: "read-before-another-set-was-written"},
+				Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
+				RecordIntent: func([]v1beta1.Backend) error { return nil },
+				WaitTimeout:  time.Second,
+			})
+			if err != nil || ociClient.reads != tc.wantReads || ociClient.writes != tc.writes {
+				t.Fatalf("err %v, reads %d, writes %d; want reads %d, writes %d", err, ociClient.reads, ociClient.writes, tc.wantReads, tc.writes)
 			}
 		})
 	}

@@ -30,7 +30,7 @@ var goals = map[string]string{
 	"BenchmarkAPIServerAdmission": "the validating webhook's cost on a server-side dry-run create through the real API server (req/s, p50, p99)",
 	"BenchmarkConversionReview":   "1,000 objects in one ConversionReview over TLS, beside a TLS round trip that only drains the body",
 	"BenchmarkSDKRoundTrip":       "one signed oci-go-sdk call against the emulator, HTTPS beside HTTP",
-	"BenchmarkConvergence":        "S changed backend sets on one load balancer within 1.2 x S x L (x-floor); K load balancers changed at once close to one load balancer's time",
+	"BenchmarkConvergence":        "S changed backend sets on one classic load balancer (one ETag for all of them) within 1.2 x S x L (x-floor) and no 412; K load balancers changed at once close to one load balancer's time",
 	"BenchmarkNodeBurst":          "at most 2 writes per affected backend set for a burst of node events during one work request",
 	"BenchmarkNoChange":           "0 writes when nothing changed",
 	"BenchmarkDesiredState":       "desired state for 5,000 nodes and 50 services, cheap next to one OCI call",

@@ -14,13 +14,23 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
+// Retry classes of an Error's Reason.
+const (
+	ReasonConflict     = "conflict"     // 409: the load balancer is busy with another work request
+	ReasonPrecondition = "precondition" // 412: the ETag changed since the read
+	ReasonThrottled    = "throttled"    // 429
+	ReasonServer       = "server"       // 5xx
+	ReasonNetwork      = "network"      // no response
+	ReasonWorkRequest  = "workrequest"  // the work request failed
+)
+
 // Error is a failed OCI call, classified for retry.
 type Error struct {
 	Op     string // SDK operation, e.g. UpdateBackendSet
 	Status int    // HTTP status, 0 when no response came back
 	Code   string // OCI error code, e.g. Conflict, IncorrectState
-	// Reason is the retry class (conflict, precondition, throttled, server,
-	// network, workrequest) or "" when retrying cannot help.
+	// Reason is the retry class (one of the Reason constants) or "" when
+	// retrying cannot help.
 	Reason string
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter time.Duration
@@ -64,13 +74,13 @@ func classify(op string, err error, state *callState) error {
 		e.Err = errors.New(se.GetMessage())
 		switch {
 		case e.Status == 409 && (e.Code == "Conflict" || e.Code == "IncorrectState" || e.Code == "LockConflict"):
-			e.Reason = "conflict"
+			e.Reason = ReasonConflict
 		case e.Status == 412:
-			e.Reason = "precondition"
+			e.Reason = ReasonPrecondition
 		case e.Status == 429:
-			e.Reason = "throttled"
+			e.Reason = ReasonThrottled
 		case e.Status >= 500:
-			e.Reason = "server"
+			e.Reason = ReasonServer
 		}
 		if state != nil {
 			e.RetryAfter = state.getRetryAfter()
@@ -85,7 +95,7 @@ func classify(op string, err error, state *callState) error {
 		// No response at all: connection refused or reset, timeout, TLS.
 		var ne net.Error
 		if common.IsNetworkError(err) || errors.As(err, &ne) || isTransport(err) {
-			e.Reason = "network"
+			e.Reason = ReasonNetwork
 		}
 		metrics.OCIRequests.WithLabelValues(op, "error").Inc()
 	}

@@ -52,7 +52,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			if message == "" {
 				message = "work request " + id + " " + strings.ToLower(state)
 			}
-			return &Error{Op: "WorkRequest", Code: state, Reason: "workrequest", Err: errors.New(message)}
+			return &Error{Op: "WorkRequest", Code: state, Reason: ReasonWorkRequest, Err: errors.New(message)}
 		}
 		delay = est.next()
 	}

@@ -9,14 +9,18 @@ import (
 
 // family is what the Load Balancing and Network Load Balancer handlers
 // differ in when they find and change backend sets: the kind of load
-// balancer and the SDK types of its backend sets and backends. The steps
-// every write takes (find the set, check If-Match, submit a change that
-// bumps the set's etag) are written once, over a family.
+// balancer, the SDK types of its backend sets and backends, and what the
+// etag of a backend set is. The steps every write takes (find the set,
+// check If-Match, submit a change that bumps the etags) are written once,
+// over a family.
 type family[S, B any] struct {
 	kind     string                               // names the load balancer in not-found errors
 	sets     func(*balancer) (map[string]S, bool) // false for a load balancer of the other kind
 	backends func(*S) *[]B
 	name     func(B) string
+	// etag is what reads of a backend set or its backends return and what
+	// If-Match on their writes is checked against.
+	etag func(b *balancer, set string) string
 }
 
 var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
@@ -29,6 +33,11 @@ var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
 	},
 	backends: func(s *loadbalancer.BackendSet) *[]loadbalancer.Backend { return &s.Backends },
 	name:     func(be loadbalancer.Backend) string { return *be.Name },
+	// The Load Balancing API has one etag per load balancer: "the current
+	// version of the load balancer and the resources it contains" (SDK,
+	// GetBackendSetResponse.ETag), so any change to it, a backend set,
+	// listener or certificate alike, makes every etag read before stale.
+	etag: func(b *balancer, _ string) string { return b.etag() },
 }
 
 var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.Backend]{
@@ -41,6 +50,9 @@ var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.B
 	},
 	backends: func(s *networkloadbalancer.BackendSet) *[]networkloadbalancer.Backend { return &s.Backends },
 	name:     func(be networkloadbalancer.Backend) string { return *be.Name },
+	// The NLB API documents its etags per resource ("the etag from a
+	// previous GET or POST response for that resource").
+	etag: func(b *balancer, set string) string { return b.setEtag(set) },
 }
 
 // balancer finds a load balancer of this family; callers hold e.mu.
@@ -77,9 +89,9 @@ func (f family[S, B]) backendIndex(set S, backend string) int {
 
 // submitChange checks the request's If-Match against the backend set's
 // etag and submits a write that, when its work request succeeds, applies
-// change to the stored set and bumps the set's etag. Callers hold e.mu.
+// change to the stored set and bumps the etags. Callers hold e.mu.
 func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer, operation, name string, change func(*S)) (*response, error) {
-	if err := checkIfMatch(rc, b.setEtag(name)); err != nil {
+	if err := checkIfMatch(rc, f.etag(b, name)); err != nil {
 		return nil, err
 	}
 	return e.accept(rc, b, write{operation: operation, backendSet: name, apply: func() {

@@ -58,7 +58,7 @@ func (e *Emulator) classicGetBackendSet(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set), etag: b.setEtag(name)}, nil
+	return &response{status: http.StatusOK, body: copyJSON(set), etag: classicFamily.etag(b, name)}, nil
 }
 
 var classicPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
@@ -148,7 +148,7 @@ func (e *Emulator) classicListBackends(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set.Backends), etag: b.setEtag(name)}, nil
+	return &response{status: http.StatusOK, body: copyJSON(set.Backends), etag: classicFamily.etag(b, name)}, nil
 }
 
 func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
@@ -163,7 +163,7 @@ func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set.Backends[i]), etag: b.setEtag(name)}, nil
+	return &response{status: http.StatusOK, body: copyJSON(set.Backends[i]), etag: classicFamily.etag(b, name)}, nil
 }
 
 func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {

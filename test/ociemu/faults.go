@@ -27,6 +27,10 @@ type Fault struct {
 	// StuckUpdating makes a write's work request stay IN_PROGRESS, and an
 	// NLB stay UPDATING, until the fault is removed.
 	StuckUpdating bool `json:"stuckUpdating,omitempty"`
+	// ForeignChange makes another client change the load balancer (a
+	// listener, a certificate) right after the request is answered: the
+	// load balancer's etag moves on, its backend sets stay as they are.
+	ForeignChange bool `json:"foreignChange,omitempty"`
 
 	// Times limits how many requests the fault affects; 0 means until removed.
 	Times int `json:"times,omitempty"`
@@ -127,6 +131,7 @@ type faultEffect struct {
 	err             *apiError
 	failWorkRequest bool
 	stuckBy         *faultEntry
+	foreignChange   bool
 }
 
 // matchFaults collects the effects of the faults matching a request and
@@ -158,6 +163,10 @@ func (e *Emulator) matchFaults(rc *requestContext, isWrite bool) faultEffect {
 			}
 			if isWrite && eff.err == nil && ff.StuckUpdating {
 				eff.stuckBy = f
+				effective = true
+			}
+			if eff.err == nil && ff.ForeignChange {
+				eff.foreignChange = true
 				effective = true
 			}
 		}

@@ -76,7 +76,7 @@ func (e *Emulator) networkGetBackendSet(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readAnswer(rc, copyJSON(set), b.setEtag(name)), nil
+	return readAnswer(rc, copyJSON(set), networkFamily.etag(b, name)), nil
 }
 
 var networkPolicies = []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}
@@ -199,7 +199,7 @@ func (e *Emulator) networkGetBackend(rc *requestContext) (*response, error) {
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
-	return readAnswer(rc, copyJSON(set.Backends[i]), b.setEtag(name)), nil
+	return readAnswer(rc, copyJSON(set.Backends[i]), networkFamily.etag(b, name)), nil
 }
 
 func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {

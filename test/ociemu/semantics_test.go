@@ -157,6 +157,71 @@ func TestIfMatch(t *testing.T) {
 	})
 }
 
+// A classic load balancer has one etag for itself and everything in it, so a
+// change to one backend set, or to anything else of the load balancer, makes
+// the etag read with another set stale. NLB etags are per backend set.
+func TestEtagScope(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		const classic, network = "ocid1.loadbalancer.oc1.iad.twosets", "ocid1.networkloadbalancer.oc1.iad.twosets"
+		hc := &loadbalancer.HealthChecker{Protocol: common.String("TCP"), Port: common.Int(443)}
+		nhc := &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp, Port: common.Int(443)}
+		must(t, f.emu.SeedState(ociemu.Seed{
+			LoadBalancers: []loadbalancer.LoadBalancer{{Id: common.String(classic), BackendSets: map[string]loadbalancer.BackendSet{
+				"a": {Policy: common.String("ROUND_ROBIN"), HealthChecker: hc}, "b": {Policy: common.String("ROUND_ROBIN"), HealthChecker: hc}}}},
+			NetworkLoadBalancers: []networkloadbalancer.NetworkLoadBalancer{{Id: common.String(network), BackendSets: map[string]networkloadbalancer.BackendSet{
+				"a": {HealthChecker: nhc}, "b": {HealthChecker: nhc}}}},
+		}))
+		classicSet := func(name string) loadbalancer.GetBackendSetResponse {
+			resp, err := f.lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classic), BackendSetName: &name})
+			must(t, err)
+			return resp
+		}
+		updateClassic := func(set loadbalancer.GetBackendSetResponse) (loadbalancer.UpdateBackendSetResponse, error) {
+			return f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classic),
+				BackendSetName: set.Name, IfMatch: set.ETag, UpdateBackendSetDetails: classicDetails(set.BackendSet)})
+		}
+		a, b := classicSet("a"), classicSet("b")
+		if *a.ETag != *b.ETag {
+			t.Fatalf("classic backend sets of one load balancer have different etags: %s, %s", *a.ETag, *b.ETag)
+		}
+		wrote, err := updateClassic(a)
+		must(t, err)
+		f.waitClassic(t, *wrote.OpcWorkRequestId)
+		_, err = updateClassic(b)
+		serviceError(t, err, 412, "NoEtagMatch")
+		wrote, err = updateClassic(classicSet("b"))
+		must(t, err)
+		f.waitClassic(t, *wrote.OpcWorkRequestId)
+
+		// Another client changing the load balancer (a listener) moves the etag on too.
+		f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", LoadBalancerID: classic, ForeignChange: true, Times: 1})
+		_, err = updateClassic(classicSet("a"))
+		serviceError(t, err, 412, "NoEtagMatch")
+		if c := f.emu.Counters(); c.PreconditionFailed != 2 {
+			t.Errorf("412s counted: %d, want 2", c.PreconditionFailed)
+		}
+
+		networkSet := func(name string) networkloadbalancer.GetBackendSetResponse {
+			resp, err := f.nlb.GetBackendSet(f.context, networkloadbalancer.GetBackendSetRequest{NetworkLoadBalancerId: common.String(network), BackendSetName: &name})
+			must(t, err)
+			return resp
+		}
+		updateNetwork := func(set networkloadbalancer.GetBackendSetResponse) (networkloadbalancer.UpdateBackendSetResponse, error) {
+			return f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(network),
+				BackendSetName: set.Name, IfMatch: set.Etag, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{}})
+		}
+		na, nb := networkSet("a"), networkSet("b")
+		if *na.Etag == *nb.Etag {
+			t.Fatalf("NLB backend sets share an etag")
+		}
+		nwrote, err := updateNetwork(na)
+		must(t, err)
+		f.waitNetwork(t, *nwrote.OpcWorkRequestId)
+		_, err = updateNetwork(nb)
+		must(t, err)
+	})
+}
+
 // A write retried with the same opc-retry-token is answered with the first
 // work request and changes nothing again; the token reused for a different
 // request is refused.

@@ -53,6 +53,7 @@ type requestContext struct {
 	loadBalancerID  string
 	failWorkRequest bool
 	stuckBy         *faultEntry
+	foreignChange   bool // another client changes the load balancer once this request is served
 }
 
 func (rc *requestContext) header(name string) string { return rc.r.Header.Get(name) }
@@ -94,6 +95,9 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 		}
 		requestID := newRequestID(r.Header.Get("opc-request-id"))
 		resp, err := e.serve(rc, h, isWrite, start)
+		if rc.foreignChange {
+			e.changeByOthers(rc.loadBalancerID)
+		}
 		call := Call{
 			Time: start.UTC(), Method: r.Method, Path: r.URL.Path, Operation: operation,
 			LoadBalancerID: rc.loadBalancerID, RequestID: requestID,
@@ -133,7 +137,7 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 	if eff.err != nil {
 		return nil, eff.err
 	}
-	rc.failWorkRequest, rc.stuckBy = eff.failWorkRequest, eff.stuckBy
+	rc.failWorkRequest, rc.stuckBy, rc.foreignChange = eff.failWorkRequest, eff.stuckBy, eff.foreignChange
 	if !isWrite {
 		return h(rc)
 	}
@@ -308,8 +312,10 @@ type Counters struct {
 	// Writes counts accepted writes (work requests created) per load balancer.
 	Writes map[string]int `json:"writes"`
 	// Conflicts counts 409s returned because a load balancer was busy.
-	Conflicts    int `json:"conflicts"`
-	WorkRequests int `json:"workRequests"`
+	Conflicts int `json:"conflicts"`
+	// PreconditionFailed counts 412s: writes whose If-Match was stale.
+	PreconditionFailed int `json:"preconditionFailed"`
+	WorkRequests       int `json:"workRequests"`
 }
 
 func newCounters() Counters { return Counters{Writes: map[string]int{}} }
@@ -325,6 +331,9 @@ func (e *Emulator) record(c Call) {
 	}
 	e.calls = append(e.calls, c)
 	e.counters.Requests++
+	if c.Status == http.StatusPreconditionFailed {
+		e.counters.PreconditionFailed++
+	}
 }
 
 // Calls returns the call log, oldest first; past 10,000 entries the oldest
@@ -350,6 +359,16 @@ func (e *Emulator) ResetCalls() {
 	defer e.mu.Unlock()
 	e.calls = nil
 	e.counters = newCounters()
+}
+
+// changeByOthers applies a change another client made to a load balancer
+// outside its backend sets: only the load balancer's etag moves on.
+func (e *Emulator) changeByOthers(loadBalancerID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b := e.balancers[loadBalancerID]; b != nil {
+		b.changed()
+	}
 }
 
 // workRequestBalancer is the OCID of the load balancer a work request
