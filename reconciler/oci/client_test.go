@@ -9,15 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
-	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -213,43 +209,6 @@ func TestWriteWithStaleETagIsRefused(t *testing.T) {
 	_, err = c.UpdateBackendSet(ctx, second, second.Backends)
 	if reason, _, retry := oci.Retryable(err); !retry || reason != "precondition" {
 		t.Fatalf("write with a stale ETag: %v (%q)", err, reason)
-	}
-}
-
-func TestWriteCarriesEveryOtherSetting(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ lb, set string }{{lbID, "web"}, {"ocid1.networkloadbalancer.oc1.iad.tcp", "tcp"}} {
-		t.Run(tc.set, func(t *testing.T) {
-			emu, c := emulatorClient(t, true)
-			before := backendSets(t, emu, tc.lb)
-			bs, err := c.GetBackendSet(ctx, tc.lb, tc.set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			added := append(slices.Clone(bs.Backends), plan.Backend{IP: "10.9.9.9", Port: 31000, Weight: 1})
-			id, err := c.UpdateBackendSet(ctx, bs, added)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.WaitWorkRequest(ctx, tc.lb, id); err != nil {
-				t.Fatal(err)
-			}
-			// Taking the new backend out again must give back the state as seeded, byte for byte.
-			bs, err = c.GetBackendSet(ctx, tc.lb, tc.set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err = c.UpdateBackendSet(ctx, bs, bs.Backends[:len(bs.Backends)-1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.WaitWorkRequest(ctx, tc.lb, id); err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(before, backendSets(t, emu, tc.lb)); d != "" {
-				t.Fatalf("state changed (-before +after):\n%s", d)
-			}
-		})
 	}
 }
 

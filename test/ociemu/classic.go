@@ -63,9 +63,10 @@ func (e *Emulator) classicGetBackendSet(rc *requestContext) (*response, error) {
 
 var classicPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
 
-// classicUpdateBackendSet replaces a backend set. The service requires
-// policy, backends and healthChecker, and drops optional settings (SSL,
-// session persistence, max connections) that the request leaves out.
+// classicUpdateBackendSet replaces a backend set: a PUT, so whatever the
+// request leaves out (SSL, session persistence, health checker fields, a
+// backend's max connections) is left unset. The service requires policy,
+// backends and healthChecker.
 func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error) {
 	var d loadbalancer.UpdateBackendSetDetails
 	if err := rc.decode(&d); err != nil {
@@ -98,44 +99,21 @@ func classicBackendSetFrom(name string, d loadbalancer.UpdateBackendSetDetails) 
 	case d.SessionPersistenceConfiguration != nil && d.LbCookieSessionPersistenceConfiguration != nil:
 		return loadbalancer.BackendSet{}, invalidParameter("sessionPersistenceConfiguration and lbCookieSessionPersistenceConfiguration are mutually exclusive")
 	}
-	hc := d.HealthChecker
-	if hc.Protocol == nil || (*hc.Protocol != "HTTP" && *hc.Protocol != "TCP") {
+	if p := d.HealthChecker.Protocol; p == nil || (*p != "HTTP" && *p != "TCP") {
 		return loadbalancer.BackendSet{}, invalidParameter("healthChecker.protocol must be HTTP or TCP")
 	}
-	set := loadbalancer.BackendSet{
-		Name:   common.String(name),
-		Policy: d.Policy,
-		HealthChecker: &loadbalancer.HealthChecker{
-			Protocol: hc.Protocol, UrlPath: hc.UrlPath, Port: orDefault(hc.Port, 0), ReturnCode: orDefault(hc.ReturnCode, 200),
-			Retries: orDefault(hc.Retries, 3), TimeoutInMillis: orDefault(hc.TimeoutInMillis, 3000),
-			IntervalInMillis: orDefault(hc.IntervalInMillis, 10000), ResponseBodyRegex: orDefault(hc.ResponseBodyRegex, ""),
-			IsForcePlainText: orDefault(hc.IsForcePlainText, false),
-		},
-		Backends:                                []loadbalancer.Backend{},
-		BackendMaxConnections:                   d.BackendMaxConnections,
-		SessionPersistenceConfiguration:         d.SessionPersistenceConfiguration,
-		LbCookieSessionPersistenceConfiguration: d.LbCookieSessionPersistenceConfiguration,
-	}
-	if s := d.SslConfiguration; s != nil {
-		set.SslConfiguration = &loadbalancer.SslConfiguration{
-			VerifyDepth: orDefault(s.VerifyDepth, 1), VerifyPeerCertificate: orDefault(s.VerifyPeerCertificate, false),
-			HasSessionResumption: s.HasSessionResumption, TrustedCertificateAuthorityIds: s.TrustedCertificateAuthorityIds,
-			CertificateIds: s.CertificateIds, CertificateName: s.CertificateName, CipherSuiteName: s.CipherSuiteName,
-			Protocols: s.Protocols, ServerOrderPreference: loadbalancer.SslConfigurationServerOrderPreferenceEnum(s.ServerOrderPreference),
-		}
-	}
+	set := convertJSON[loadbalancer.BackendSet](d)
+	set.Name = common.String(name)
 	seen := map[string]bool{}
-	for i, bd := range d.Backends {
-		be := loadbalancer.Backend{IpAddress: bd.IpAddress, Port: bd.Port, Weight: bd.Weight, MaxConnections: bd.MaxConnections,
-			Backup: bd.Backup, Drain: bd.Drain, Offline: bd.Offline}
-		if err := normalizeClassicBackend(&be); err != nil {
+	for i := range set.Backends {
+		be := &set.Backends[i]
+		if err := normalizeClassicBackend(be); err != nil {
 			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: " + err.Error())
 		}
 		if seen[*be.Name] {
 			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
 		}
 		seen[*be.Name] = true
-		set.Backends = append(set.Backends, be)
 	}
 	return set, nil
 }
@@ -178,8 +156,7 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	be := loadbalancer.Backend{IpAddress: d.IpAddress, Port: d.Port, Weight: d.Weight, MaxConnections: d.MaxConnections,
-		Backup: d.Backup, Drain: d.Drain, Offline: d.Offline}
+	be := convertJSON[loadbalancer.Backend](d)
 	if err := normalizeClassicBackend(&be); err != nil {
 		return nil, invalidParameter(err.Error())
 	}

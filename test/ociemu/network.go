@@ -81,11 +81,9 @@ func (e *Emulator) networkGetBackendSet(rc *requestContext) (*response, error) {
 
 var networkPolicies = []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}
 
-// networkUpdateBackendSet replaces a backend set. Every field of the
-// request is optional. Omitted backends and health checker are kept;
-// omitted settings (policy, source preservation, fail-open, instant
-// failover, IP version) are reset to their defaults, so a client that
-// does not carry them over loses them.
+// networkUpdateBackendSet replaces a backend set: a PUT, so whatever the
+// request leaves out is left unset, the backends and health checker too.
+// Every field of the request is optional.
 func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error) {
 	var d networkloadbalancer.UpdateBackendSetDetails
 	if err := rc.decode(&d); err != nil {
@@ -94,56 +92,32 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 	name := rc.r.PathValue("backendSetName")
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, current, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
+	b, _, err := networkFamily.backendSet(e, rc.loadBalancerID, name)
 	if err != nil {
 		return nil, err
 	}
-	updated := networkloadbalancer.BackendSet{
-		Name:                                    common.String(name),
-		HealthChecker:                           current.HealthChecker,
-		Backends:                                current.Backends,
-		Policy:                                  networkloadbalancer.NetworkLoadBalancingPolicyFiveTuple,
-		IsPreserveSource:                        orDefault(d.IsPreserveSource, true),
-		IsFailOpen:                              orDefault(d.IsFailOpen, false),
-		IsInstantFailoverEnabled:                orDefault(d.IsInstantFailoverEnabled, false),
-		IsInstantFailoverTcpResetEnabled:        orDefault(d.IsInstantFailoverTcpResetEnabled, false),
-		AreOperationallyActiveBackendsPreferred: orDefault(d.AreOperationallyActiveBackendsPreferred, false),
-		IpVersion:                               networkloadbalancer.IpVersionIpv4,
-	}
-	if d.Policy != nil {
-		if !slices.Contains(networkPolicies, *d.Policy) {
-			return nil, invalidParameter("policy " + *d.Policy + " is not one of TWO_TUPLE, THREE_TUPLE, FIVE_TUPLE")
-		}
-		updated.Policy = networkloadbalancer.NetworkLoadBalancingPolicyEnum(*d.Policy)
-	}
-	if d.IpVersion != "" {
-		updated.IpVersion = d.IpVersion
+	if d.Policy != nil && !slices.Contains(networkPolicies, *d.Policy) {
+		return nil, invalidParameter("policy " + *d.Policy + " is not one of TWO_TUPLE, THREE_TUPLE, FIVE_TUPLE")
 	}
 	if hc := d.HealthChecker; hc != nil {
 		if _, ok := networkloadbalancer.GetMappingHealthCheckProtocolsEnum(string(hc.Protocol)); !ok {
 			return nil, invalidParameter("healthChecker.protocol " + string(hc.Protocol) + " is not valid")
 		}
-		updated.HealthChecker = &networkloadbalancer.HealthChecker{
-			Protocol: hc.Protocol, Port: hc.Port, Retries: hc.Retries, TimeoutInMillis: hc.TimeoutInMillis,
-			IntervalInMillis: hc.IntervalInMillis, UrlPath: hc.UrlPath, ResponseBodyRegex: hc.ResponseBodyRegex,
-			ReturnCode: hc.ReturnCode, RequestData: hc.RequestData, ResponseData: hc.ResponseData, Dns: hc.Dns,
-		}
 	}
-	if d.Backends != nil {
-		updated.Backends = []networkloadbalancer.Backend{}
-		seen := map[string]bool{}
-		for i, bd := range d.Backends {
-			be, err := networkBackend(networkloadbalancer.Backend{Port: bd.Port, Name: bd.Name, IpAddress: bd.IpAddress, TargetId: bd.TargetId,
-				Weight: bd.Weight, IsDrain: bd.IsDrain, IsBackup: bd.IsBackup, IsOffline: bd.IsOffline})
-			if err != nil {
-				return nil, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
-			}
-			if seen[*be.Name] {
-				return nil, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
-			}
-			seen[*be.Name] = true
-			updated.Backends = append(updated.Backends, be)
+	updated := convertJSON[networkloadbalancer.BackendSet](d)
+	updated.Name = common.String(name)
+	updated.Backends = []networkloadbalancer.Backend{}
+	seen := map[string]bool{}
+	for i, bd := range d.Backends {
+		be, err := networkBackend(convertJSON[networkloadbalancer.Backend](bd))
+		if err != nil {
+			return nil, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
 		}
+		if seen[*be.Name] {
+			return nil, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
+		}
+		seen[*be.Name] = true
+		updated.Backends = append(updated.Backends, be)
 	}
 	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
 }
@@ -214,8 +188,7 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := networkBackend(networkloadbalancer.Backend{Port: d.Port, Name: d.Name, IpAddress: d.IpAddress, TargetId: d.TargetId,
-		Weight: d.Weight, IsDrain: d.IsDrain, IsBackup: d.IsBackup, IsOffline: d.IsOffline})
+	be, err := networkBackend(convertJSON[networkloadbalancer.Backend](d))
 	if err != nil {
 		return nil, err
 	}

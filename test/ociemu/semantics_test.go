@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
@@ -85,22 +86,25 @@ func TestClassicUpdateBackendSetRequiresItsMandatoryFields(t *testing.T) {
 	})
 }
 
-// Optional settings a client leaves out of UpdateBackendSet are dropped
-// (classic: SSL, session persistence) or reset (NLB: policy, source
-// preservation, fail-open), so a client that forgets to carry them is caught.
+// UpdateBackendSet replaces the backend set: every setting a client leaves
+// out is left unset, on both APIs, so a client that forgets to carry one is
+// caught whatever value it had.
 func TestSettingsLeftOutOfAnUpdateAreLost(t *testing.T) {
 	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
 		set := f.classicSet(t)
-		if set.SslConfiguration == nil || set.SessionPersistenceConfiguration == nil {
-			t.Fatalf("seed lacks SSL or session settings")
+		if set.SslConfiguration == nil || set.SessionPersistenceConfiguration == nil || set.HealthChecker.UrlPath == nil {
+			t.Fatalf("seed lacks SSL, session or health checker settings")
 		}
+		details := loadbalancer.UpdateBackendSetDetails{Policy: set.Policy, Backends: []loadbalancer.BackendDetails{},
+			HealthChecker: &loadbalancer.HealthCheckerDetails{Protocol: common.String("TCP")}}
 		update, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
-			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set.BackendSet)})
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: details})
 		must(t, err)
 		f.waitClassic(t, *update.OpcWorkRequestId)
-		after := f.classicSet(t)
-		if after.SslConfiguration != nil || after.SessionPersistenceConfiguration != nil || len(after.Backends) != 0 {
-			t.Errorf("classic settings left out survived: ssl %v session %v backends %v", after.SslConfiguration, after.SessionPersistenceConfiguration, after.Backends)
+		want := loadbalancer.BackendSet{Name: common.String("web"), Policy: set.Policy, Backends: []loadbalancer.Backend{},
+			HealthChecker: &loadbalancer.HealthChecker{Protocol: common.String("TCP")}}
+		if d := cmp.Diff(want, f.classicSet(t).BackendSet); d != "" {
+			t.Errorf("classic settings left out survived (-want +got):\n%s", d)
 		}
 
 		nlbUpdate, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
@@ -108,12 +112,11 @@ func TestSettingsLeftOutOfAnUpdateAreLost(t *testing.T) {
 				Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000)}}}})
 		must(t, err)
 		f.waitNetwork(t, *nlbUpdate.OpcWorkRequestId)
-		nlbAfter := f.networkSet(t)
-		if nlbAfter.Policy != networkloadbalancer.NetworkLoadBalancingPolicyFiveTuple || *nlbAfter.IsFailOpen || !*nlbAfter.IsPreserveSource {
-			t.Errorf("NLB settings left out were not reset: policy %s fail-open %v preserve-source %v", nlbAfter.Policy, *nlbAfter.IsFailOpen, *nlbAfter.IsPreserveSource)
-		}
-		if nlbAfter.HealthChecker == nil || *nlbAfter.HealthChecker.Port != 30080 || len(nlbAfter.Backends) != 1 {
-			t.Errorf("NLB health checker or backends lost: %v %v", nlbAfter.HealthChecker, nlbAfter.Backends)
+		nlbWant := networkloadbalancer.BackendSet{Name: common.String("tcp"), Backends: []networkloadbalancer.Backend{{
+			Name: common.String("10.0.1.1:31000"), IpAddress: common.String("10.0.1.1"), Port: common.Int(31000),
+			Weight: common.Int(1), IsDrain: common.Bool(false), IsBackup: common.Bool(false), IsOffline: common.Bool(false)}}}
+		if d := cmp.Diff(nlbWant, f.networkSet(t).BackendSet); d != "" {
+			t.Errorf("NLB settings left out survived (-want +got):\n%s", d)
 		}
 	})
 }

@@ -245,14 +245,20 @@ func setDefault[T any](p **T, v T) {
 
 // copyJSON deep-copies a value through its JSON form, which for these SDK
 // types is lossless.
-func copyJSON[T any](v T) T {
+func copyJSON[T any](v T) T { return convertJSON[T](v) }
+
+// convertJSON makes a T of v's JSON form: the SDK's write shapes (…Details)
+// and read shapes share their JSON field names, so a request's details
+// become the stored resource field for field, and what the request leaves
+// out is left zero.
+func convertJSON[T any](v any) T {
 	data, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("ociemu: copying %T: %v", v, err))
+		panic(fmt.Sprintf("ociemu: converting %T: %v", v, err))
 	}
 	var out T
 	if err := json.Unmarshal(data, &out); err != nil {
-		panic(fmt.Sprintf("ociemu: copying %T: %v", v, err))
+		panic(fmt.Sprintf("ociemu: converting %T: %v", v, err))
 	}
 	return out
 }

@@ -96,6 +96,7 @@ func TestNetworkUpdateBackendSetIsAsynchronous(t *testing.T) {
 			NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"), IfMatch: before.Etag,
 			UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
 				Policy: common.String(string(before.Policy)), IsPreserveSource: before.IsPreserveSource, IsFailOpen: before.IsFailOpen,
+				HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: before.HealthChecker.Protocol, Port: before.HealthChecker.Port},
 				Backends: []networkloadbalancer.BackendDetails{
 					{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000), Weight: common.Int(5)},
 					{TargetId: common.String("ocid1.instance.oc1.iad.mine"), Port: common.Int(31000), IsDrain: common.Bool(true)},
@@ -148,8 +149,8 @@ func TestNetworkUpdateBackendSetIsAsynchronous(t *testing.T) {
 		if after.Policy != networkloadbalancer.NetworkLoadBalancingPolicyThreeTuple || !*after.IsFailOpen || *after.IsPreserveSource {
 			t.Errorf("settings carried over by the client were lost: %s fail-open %v preserve-source %v", after.Policy, *after.IsFailOpen, *after.IsPreserveSource)
 		}
-		if after.HealthChecker == nil || after.HealthChecker.Protocol != networkloadbalancer.HealthCheckProtocolsTcp {
-			t.Errorf("health checker left out of the update was not kept: %v", after.HealthChecker)
+		if after.HealthChecker == nil || after.HealthChecker.Protocol != networkloadbalancer.HealthCheckProtocolsTcp || *after.HealthChecker.Port != 30080 {
+			t.Errorf("health checker carried over by the client was lost: %v", after.HealthChecker)
 		}
 	})
 }
