@@ -112,7 +112,7 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != PhaseWaiting || ociClient.during[0].Step.WorkRequest != "wr" ||
+	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != PhaseWaiting || ociClient.during[0].Step.WorkRequest != "wr-1" ||
 		ociClient.during[0].Step.BackendSet != "api" {
 		t.Fatalf("lane during the work request: %+v", ociClient.during)
 	}
@@ -126,7 +126,7 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 			done = m
 		}
 	}
-	if done == nil || done["workRequest"] != "wr" || done["duration"] == nil {
+	if done == nil || done["workRequest"] != "wr-1" || done["duration"] == nil {
 		t.Fatalf("no completion line with work request and duration in %v", lines)
 	}
 }

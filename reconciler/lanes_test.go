@@ -85,7 +85,7 @@ func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
 // panickingAPI panics on a write, as a bug in a reconcile would.
 type panickingAPI struct{ scriptedAPI }
 
-func (*panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan.Backend) (string, error) {
+func (*panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan.Backend, string) (string, error) {
 	panic("write")
 }
 

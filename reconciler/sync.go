@@ -124,6 +124,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
+		Failed:         failedWorkRequest(obj, name),
 		WaitTimeout:    r.opts.WorkRequestTimeout,
 		ShutdownWait:   r.opts.ShutdownWait,
 		Turn:           turn,
@@ -168,6 +169,15 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 	}
+}
+
+// failedWorkRequest is the work request of the last write to a backend set
+// if it failed, "" otherwise.
+func failedWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) string {
+	if wr := lastWorkRequest(obj, backendSet); wr != nil && wr.Status == "FAILED" {
+		return wr.ID
+	}
+	return ""
 }
 
 func (o *outcome) fail(name string, err error) {

@@ -17,7 +17,7 @@ import (
 // backendSetAPI is what syncing a backend set needs from OCI; *oci.Client implements it.
 type backendSetAPI interface {
 	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
-	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend) (string, error)
+	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error)
 	WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error
 }
 
@@ -53,6 +53,11 @@ type syncRequest struct {
 	Input func(current []plan.Backend) plan.Input
 	// RecordIntent stores the ownership record ahead of a write that adds backends.
 	RecordIntent func(owned []v1beta1.Backend) error
+	// Failed is the work request in which the last write of this backend
+	// set failed, if it did (the ownership record keeps it): the next
+	// write is a new one, not a replay of that failure under its retry
+	// token.
+	Failed string
 	// Prefetched, when set, decides whether anything must be written; a
 	// write always follows a read of its own, because a classic load
 	// balancer's ETag changes with every write to any of its backend sets.
@@ -119,6 +124,9 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			if err == nil {
 				return res, nil
 			}
+			if res.WorkRequest != nil && res.WorkRequest.Status == "FAILED" {
+				req.Failed = res.WorkRequest.ID
+			}
 		}
 		if oci.IsNotFound(err) {
 			res.NotFound = true
@@ -156,7 +164,7 @@ func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	req.Turn.step(PhaseWriting, req.Name, "")
 	start := time.Now()
-	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends)
+	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends, req.Failed)
 	if err != nil {
 		return err
 	}

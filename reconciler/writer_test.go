@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ type scriptedAPI struct {
 	pending     []plan.Backend
 	reads       int
 	writes      int
+	failed      []string // what each write named as the failed work request before it
 }
 
 func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
@@ -30,8 +32,9 @@ func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.Ba
 	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.backends...)}, nil
 }
 
-func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []plan.Backend) (string, error) {
+func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
 	s.writes++
+	s.failed = append(s.failed, failed)
 	if len(s.writeErrors) > 0 {
 		err := s.writeErrors[0]
 		s.writeErrors = s.writeErrors[1:]
@@ -40,7 +43,7 @@ func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, bac
 		}
 	}
 	s.pending = backends
-	return "wr", nil
+	return fmt.Sprint("wr-", s.writes), nil
 }
 
 func (s *scriptedAPI) WaitWorkRequest(context.Context, string, string) error {
@@ -128,6 +131,22 @@ func TestSyncBackendSetRetries(t *testing.T) {
 			}
 		})
 	}
+
+	// A write tried again after its work request failed names that work
+	// request, so it gets a retry token of its own instead of the failure
+	// replayed; the first write names the failure the record kept.
+	t.Run("failed work request", func(t *testing.T) {
+		ociClient := &scriptedAPI{waitErrors: []error{failedWR, failedWR}}
+		_, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+			LoadBalancerID: "lb", Name: "bs", Failed: "wr-recorded",
+			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
+			RecordIntent: func([]v1beta1.Backend) error { return nil },
+			WaitTimeout:  time.Second,
+		})
+		if want := []string{"wr-recorded", "wr-1", "wr-2"}; err != nil || !slices.Equal(ociClient.failed, want) {
+			t.Fatalf("err %v; writes named %q as failed before them, want %q", err, ociClient.failed, want)
+		}
+	})
 
 	t.Run("not found", func(t *testing.T) {
 		ociClient := &notFoundAPI{err: gone}

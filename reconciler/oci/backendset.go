@@ -68,8 +68,10 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 // UpdateBackendSet writes backends into bs, carrying every other setting of
 // the backend set (health checker, policy, SSL, session persistence, ...)
 // and every field of the backends it keeps, conditional on bs's ETag. It
-// returns the work request id.
-func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend) (string, error) {
+// returns the work request id. failed names the work request in which the
+// same write failed before, if any, so that this one is a new write rather
+// than a replay of the failure (see retryToken).
+func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string) (string, error) {
 	sdkCtx, cs := call(ctx)
 	var ifMatch *string
 	if bs.ETag != "" {
@@ -114,7 +116,7 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		}
 		resp, err := c.nlb.UpdateBackendSet(sdkCtx, networkloadbalancer.UpdateBackendSetRequest{
 			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
-			UpdateBackendSetDetails: details,
+			OpcRetryToken: retryToken(bs, details, failed), UpdateBackendSetDetails: details,
 		})
 		if err := classify("UpdateBackendSet", err, cs); err != nil {
 			return "", err
@@ -142,12 +144,31 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 	}
 	resp, err := c.lb.UpdateBackendSet(sdkCtx, loadbalancer.UpdateBackendSetRequest{
 		LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
-		UpdateBackendSetDetails: details,
+		OpcRetryToken: retryToken(bs, details, failed), UpdateBackendSetDetails: details,
 	})
 	if err := classify("UpdateBackendSet", err, cs); err != nil {
 		return "", err
 	}
 	return deref(resp.OpcWorkRequestId), nil
+}
+
+// retryToken names one intended write: the same content for the same
+// backend set, planned from the same read. A retry after a lost answer (a
+// timeout, a 5xx) re-reads the set, which shows the old content while the
+// first write's work request runs, plans the same write and so sends the
+// same token, and OCI answers with that work request instead of writing
+// again. The ETag read is part of it because OCI keeps tokens for 24 hours:
+// the same content written again later, after other writes (a node that
+// left and came back), is a new write, based on a newer ETag. So is a write
+// tried again after its work request failed, which would otherwise be
+// answered with the failed work request.
+func retryToken(bs *BackendSet, details any, failed string) *string {
+	body, err := json.Marshal(details)
+	if err != nil {
+		return nil // a write whose body cannot be encoded fails in the SDK anyway
+	}
+	token := digest([]byte(bs.LoadBalancerID), []byte(bs.Name), []byte(bs.ETag), body, []byte(failed)) // 64 characters, OCI's limit
+	return &token
 }
 
 // carry copies every backend-set setting into the update details. The read

@@ -160,7 +160,7 @@ func TestWriteCarriesEveryOtherSetting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, err := c.UpdateBackendSet(ctx, bs, append(slices.Clone(bs.Backends), tc.added))
+			id, err := c.UpdateBackendSet(ctx, bs, append(slices.Clone(bs.Backends), tc.added), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestWriteCarriesEveryOtherSetting(t *testing.T) {
 			if bs, err = c.GetBackendSet(ctx, tc.lb, "all"); err != nil {
 				t.Fatal(err)
 			}
-			id, err = c.UpdateBackendSet(ctx, bs, bs.Backends[:len(bs.Backends)-1])
+			id, err = c.UpdateBackendSet(ctx, bs, bs.Backends[:len(bs.Backends)-1], "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,8 +45,14 @@ func (c Credentials) GoString() string { return c.String() }
 
 // digest identifies credentials in the client cache.
 func (c Credentials) digest() string {
+	return digest([]byte(c.Tenancy), []byte(c.User), []byte(c.Fingerprint), []byte(c.Region), c.PrivateKey, c.Passphrase)
+}
+
+// digest is the SHA-256 of parts, each prefixed by its length so that no
+// two different lists of parts share one, in 64 hex characters.
+func digest(parts ...[]byte) string {
 	h := sha256.New()
-	for _, p := range [][]byte{[]byte(c.Tenancy), []byte(c.User), []byte(c.Fingerprint), []byte(c.Region), c.PrivateKey, c.Passphrase} {
+	for _, p := range parts {
 		fmt.Fprintf(h, "%d:", len(p))
 		h.Write(p)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -181,7 +182,7 @@ func TestFailedWorkRequestIsRetryable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := c.UpdateBackendSet(ctx, bs, nil)
+	id, err := c.UpdateBackendSet(ctx, bs, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +200,14 @@ func TestWriteWithStaleETagIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, _ := c.GetBackendSet(ctx, lbID, "web")
-	id, err := c.UpdateBackendSet(ctx, first, first.Backends[:0])
+	id, err := c.UpdateBackendSet(ctx, first, first.Backends[:0], "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitWorkRequest(ctx, lbID, id); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.UpdateBackendSet(ctx, second, second.Backends)
+	_, err = c.UpdateBackendSet(ctx, second, second.Backends, "")
 	if reason, _, retry := oci.Retryable(err); !retry || reason != "precondition" {
 		t.Fatalf("write with a stale ETag: %v (%q)", err, reason)
 	}
@@ -241,7 +242,7 @@ func TestCancellationAbortsACallInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := c.UpdateBackendSet(context.Background(), bs, nil)
+	id, err := c.UpdateBackendSet(context.Background(), bs, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,5 +255,49 @@ func TestCancellationAbortsACallInFlight(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the call was not aborted: returned after %s", d)
+	}
+}
+
+// A write whose answer is lost (a 5xx, a cut connection) while OCI runs its
+// work request is sent again, as the writer retries it, with the same retry
+// token, and gets that work request back instead of making a second write.
+func TestLostAnswerIsMatchedToItsWorkRequest(t *testing.T) {
+	ctx := context.Background()
+	for _, lost := range []ociemu.Fault{{Status: 500}, {}} {
+		t.Run(fmt.Sprintf("status %d", lost.Status), func(t *testing.T) {
+			emu, c := emulatorClient(t, true)
+			stuck := emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", StuckUpdating: true, Times: 1})
+			lost.Operation, lost.LoseResponse, lost.Times = "UpdateBackendSet", true, 1
+			emu.AddFault(lost)
+			write := func() (string, error) {
+				bs, err := c.GetBackendSet(ctx, lbID, "api")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c.UpdateBackendSet(ctx, bs, []plan.Backend{{IP: "10.9.9.9", Port: 31000, Weight: 1}}, "")
+			}
+			if _, err := write(); err == nil {
+				t.Fatal("the lost answer reached the client")
+			} else if _, _, retry := oci.Retryable(err); !retry {
+				t.Fatalf("lost answer not retryable: %v", err)
+			}
+			id, err := write()
+			if err != nil {
+				t.Fatal(err)
+			}
+			emu.RemoveFault(stuck)
+			if err := c.WaitWorkRequest(ctx, lbID, id); err != nil {
+				t.Fatal(err)
+			}
+			var tokens []string
+			for _, call := range emu.Calls() {
+				if call.Operation == "UpdateBackendSet" {
+					tokens = append(tokens, call.RetryToken)
+				}
+			}
+			if c := emu.Counters(); c.WorkRequests != 1 || len(tokens) != 2 || tokens[0] == "" || tokens[0] != tokens[1] {
+				t.Fatalf("%d work requests, retry tokens %q: want one work request, both writes under one token", c.WorkRequests, tokens)
+			}
+		})
 	}
 }

@@ -15,7 +15,8 @@ type Fault struct {
 	BackendSet     string `json:"backendSet,omitempty"`
 
 	// Status, when set, answers with this HTTP status (429, 500, 503, ...)
-	// instead of serving the request. Code defaults to OCI's code for it.
+	// instead of serving the request (with LoseResponse: after serving
+	// it). Code defaults to OCI's code for it.
 	Status     int           `json:"status,omitempty"`
 	Code       string        `json:"code,omitempty"`
 	RetryAfter time.Duration `json:"-"` // sent as retry-after with Status, in whole seconds
@@ -27,6 +28,11 @@ type Fault struct {
 	// StuckUpdating makes a write's work request stay IN_PROGRESS, and an
 	// NLB stay UPDATING, until the fault is removed.
 	StuckUpdating bool `json:"stuckUpdating,omitempty"`
+	// LoseResponse serves a write as usual (its work request is created
+	// and runs, and a retry token is remembered) but loses the answer: the
+	// client gets Status instead, or, without Status, the connection is
+	// cut as a timeout would leave it.
+	LoseResponse bool `json:"loseResponse,omitempty"`
 	// ForeignChange makes another client change the load balancer (a
 	// listener, a certificate) right after the request is answered: the
 	// load balancer's etag moves on, its backend sets stay as they are.
@@ -132,6 +138,10 @@ type faultEffect struct {
 	failWorkRequest bool
 	stuckBy         *faultEntry
 	foreignChange   bool
+	// lose, when set, replaces a served write's answer; lostAs is what the
+	// client gets instead, nil to cut the connection.
+	lose   bool
+	lostAs *apiError
 }
 
 // matchFaults collects the effects of the faults matching a request and
@@ -153,7 +163,14 @@ func (e *Emulator) matchFaults(rc *requestContext, isWrite bool) faultEffect {
 				eff.delay += ff.Delay
 				effective = true
 			}
-			if ff.Status != 0 && eff.err == nil {
+			switch {
+			case ff.LoseResponse && isWrite && !eff.lose:
+				eff.lose, effective = true, true
+				if ff.Status != 0 {
+					eff.lostAs = faultError(ff)
+				}
+			case ff.LoseResponse:
+			case ff.Status != 0 && eff.err == nil:
 				eff.err = faultError(ff)
 				effective = true
 			}

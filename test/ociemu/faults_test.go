@@ -2,6 +2,7 @@ package ociemu_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -243,4 +244,38 @@ func TestNetworkClientRetriesByDefault(t *testing.T) {
 	if n := len(f.emu.Calls()); n != 4 {
 		t.Errorf("the 409 was retried: %d calls", n)
 	}
+}
+
+// A lost answer: the write is served (its work request created and run, its
+// retry token remembered) but the client sees a 5xx or a cut connection; a
+// retry with the same token gets the first work request, not a second write.
+func TestLostResponse(t *testing.T) {
+	transports(t, slow, func(t *testing.T, f *fixture) {
+		for i, fault := range []ociemu.Fault{{Status: 504, Code: "GatewayTimeout"}, {}} {
+			fault.Operation, fault.LoadBalancerID, fault.LoseResponse, fault.Times = "UpdateBackendSet", networkID, true, 1
+			f.emu.AddFault(fault)
+			req := f.emptyNetworkUpdate()
+			req.OpcRetryToken = common.String("lost-" + strconv.Itoa(i))
+			_, err := f.nlb.UpdateBackendSet(f.context, req)
+			if fault.Status != 0 {
+				serviceError(t, err, 504, "GatewayTimeout")
+			} else if _, isService := common.IsServiceError(err); err == nil || isService {
+				t.Fatalf("cut connection: %v", err)
+			}
+			calls := f.emu.Calls()
+			lost := calls[len(calls)-1]
+			if lost.WorkRequestID == "" || !lost.Fault {
+				t.Fatalf("lost write not served: %+v", lost)
+			}
+			retry, err := f.nlb.UpdateBackendSet(f.context, req)
+			must(t, err)
+			if *retry.OpcWorkRequestId != lost.WorkRequestID {
+				t.Errorf("retry with the same token: work request %s, want the lost one %s", *retry.OpcWorkRequestId, lost.WorkRequestID)
+			}
+			f.emu.FinishWorkRequests()
+			if c := f.emu.Counters(); c.WorkRequests != i+1 || c.Conflicts != 0 {
+				t.Errorf("counters %+v: want one work request per lost write and no conflict", c)
+			}
+		}
+	})
 }

@@ -54,6 +54,8 @@ type requestContext struct {
 	failWorkRequest bool
 	stuckBy         *faultEntry
 	foreignChange   bool // another client changes the load balancer once this request is served
+	lose            bool // the answer is lost once the request is served
+	lostAs          *apiError
 }
 
 func (rc *requestContext) header(name string) string { return rc.r.Header.Get(name) }
@@ -112,6 +114,17 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 			apiErr = &apiError{status: http.StatusInternalServerError, code: "InternalServerError", message: err.Error()}
 			call.Status, call.Code = apiErr.status, apiErr.code
 			writeError(w, requestID, apiErr)
+		case rc.lose:
+			call.WorkRequestID, call.Fault = resp.workRequestID, true
+			if rc.lostAs != nil {
+				call.Status, call.Code = rc.lostAs.status, rc.lostAs.code
+			}
+			e.record(call)
+			if rc.lostAs == nil {
+				panic(http.ErrAbortHandler) // the connection is cut, no answer
+			}
+			writeError(w, requestID, rc.lostAs)
+			return
 		default:
 			call.Status, call.WorkRequestID = resp.status, resp.workRequestID
 			writeResponse(w, requestID, resp)
@@ -138,6 +151,7 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 		return nil, eff.err
 	}
 	rc.failWorkRequest, rc.stuckBy, rc.foreignChange = eff.failWorkRequest, eff.stuckBy, eff.foreignChange
+	rc.lose, rc.lostAs = eff.lose, eff.lostAs
 	if !isWrite {
 		return h(rc)
 	}

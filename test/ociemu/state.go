@@ -45,9 +45,16 @@ func LoadSeedFile(path string) (Seed, error) {
 type balancer struct {
 	classic *loadbalancer.LoadBalancer
 	network *networkloadbalancer.NetworkLoadBalancer
-	// generation and setGeneration count applied changes; etags derive from them.
+	// generation and setGeneration count applied changes; etags derive
+	// from them and from seeded, which is new each time the load balancer
+	// is seeded, so a load balancer seeded again never repeats an etag.
 	generation    uint64
 	setGeneration map[string]uint64
+	seeded        string
+}
+
+func newBalancer() *balancer {
+	return &balancer{setGeneration: map[string]uint64{}, seeded: newOCID("seed", "")}
 }
 
 func (b *balancer) id() string {
@@ -81,10 +88,10 @@ func (b *balancer) changed(sets ...string) {
 	}
 }
 
-func (b *balancer) etag() string { return etagOf(b.id(), b.generation) }
+func (b *balancer) etag() string { return etagOf(b.seeded+"/"+b.id(), b.generation) }
 
 func (b *balancer) setEtag(name string) string {
-	return etagOf(b.id()+"/"+name, b.setGeneration[name])
+	return etagOf(b.seeded+"/"+b.id()+"/"+name, b.setGeneration[name])
 }
 
 func etagOf(key string, generation uint64) string {
@@ -142,7 +149,8 @@ func prepareClassic(lb loadbalancer.LoadBalancer, index int) (*balancer, error) 
 	if lb.BackendSets == nil {
 		lb.BackendSets = map[string]loadbalancer.BackendSet{}
 	}
-	b := &balancer{classic: &lb, setGeneration: map[string]uint64{}}
+	b := newBalancer()
+	b.classic = &lb
 	for name, set := range lb.BackendSets {
 		where := fmt.Sprintf("%s.backendSets[%s]", field, name)
 		set.Name = common.String(name)
@@ -194,7 +202,8 @@ func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*ba
 	if nlb.BackendSets == nil {
 		nlb.BackendSets = map[string]networkloadbalancer.BackendSet{}
 	}
-	b := &balancer{network: &nlb, setGeneration: map[string]uint64{}}
+	b := newBalancer()
+	b.network = &nlb
 	for name, set := range nlb.BackendSets {
 		where := fmt.Sprintf("%s.backendSets[%s]", field, name)
 		set.Name = common.String(name)

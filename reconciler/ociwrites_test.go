@@ -47,3 +47,43 @@ func TestClassicLoadBalancerETagIsPerLoadBalancer(t *testing.T) {
 		}
 	}
 }
+
+// A write OCI accepts but whose answer is lost is retried under the same
+// retry token, so it is matched to the work request it made: one write, no
+// 409 from writing again into the busy load balancer, and the work request
+// recorded.
+func TestLostAnswerIsOneWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.31.1")
+	stuck := f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: networkLB, StuckUpdating: true, Times: 1})
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: networkLB, LoseResponse: true, Status: 503, Times: 1})
+	f.startManager(f.options())
+	obj := f.registrar("lost", networkLB, []v1beta1.Target{fixedPort("tcp", 31010)})
+
+	var lost string
+	f.eventually(20*time.Second, func() error {
+		var writes []ociemu.Call
+		for _, c := range f.emu.Calls() {
+			if c.Operation == "UpdateBackendSet" {
+				writes = append(writes, c)
+			}
+		}
+		if len(writes) < 2 {
+			return fmt.Errorf("%d writes sent, want the lost one and its retry", len(writes))
+		}
+		lost = writes[0].WorkRequestID
+		return nil
+	})
+	f.emu.RemoveFault(stuck)
+	f.expectBackends(networkLB, "tcp", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1", "10.0.31.1:31010/1")
+	f.eventually(20*time.Second, func() error {
+		rec := f.get(obj).Status.BackendSets
+		if len(rec) != 1 || rec[0].LastWorkRequest == nil || rec[0].LastWorkRequest.ID != lost || rec[0].LastWorkRequest.Status != "SUCCEEDED" {
+			return fmt.Errorf("record %+v, want the lost write's work request %s, SUCCEEDED", rec, lost)
+		}
+		return nil
+	})
+	if c := f.emu.Counters(); c.WorkRequests != 1 || c.Conflicts != 0 {
+		t.Errorf("%d work requests, %d conflicts; want 1 and 0", c.WorkRequests, c.Conflicts)
+	}
+}
