@@ -124,7 +124,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
-		Failed:         failedWorkRequest(obj, name),
+		Last:           lastWorkRequest(obj, name),
 		WaitTimeout:    r.opts.WorkRequestTimeout,
 		ShutdownWait:   r.opts.ShutdownWait,
 		Turn:           turn,
@@ -138,13 +138,13 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 			return st.flush(ctx)
 		},
 	})
-	if res.Written {
+	if res.WorkRequest != nil {
 		record(obj, name).LastWorkRequest = res.WorkRequest
-		if err == nil {
-			r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
-				"backend set %q: %d added, %d removed, %d updated (work request %s)",
-				name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
-		}
+	}
+	if res.Written && err == nil {
+		r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
+			"backend set %q: %d added, %d removed, %d updated (work request %s)",
+			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
 	}
 	switch {
 	case err != nil:
@@ -169,15 +169,6 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 	}
-}
-
-// failedWorkRequest is the work request of the last write to a backend set
-// if it failed, "" otherwise.
-func failedWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) string {
-	if wr := lastWorkRequest(obj, backendSet); wr != nil && wr.Status == "FAILED" {
-		return wr.ID
-	}
-	return ""
 }
 
 func (o *outcome) fail(name string, err error) {

@@ -53,11 +53,12 @@ type syncRequest struct {
 	Input func(current []plan.Backend) plan.Input
 	// RecordIntent stores the ownership record ahead of a write that adds backends.
 	RecordIntent func(owned []v1beta1.Backend) error
-	// Failed is the work request in which the last write of this backend
-	// set failed, if it did (the ownership record keeps it): the next
-	// write is a new one, not a replay of that failure under its retry
-	// token.
-	Failed string
+	// Last is the last work request the ownership record keeps for this
+	// backend set. One whose outcome was not known when it was recorded
+	// (the wait ended first) is looked up before anything else; one that
+	// failed makes the next write a new one, not a replay of that failure
+	// under its retry token.
+	Last *v1beta1.WorkRequest
 	// Prefetched, when set, decides whether anything must be written; a
 	// write always follows a read of its own, because a classic load
 	// balancer's ETag changes with every write to any of its backend sets.
@@ -77,11 +78,21 @@ var modeNames = map[plan.Mode]string{plan.Apply: "apply", plan.Hold: "hold", pla
 
 // syncResult is the outcome of a sync.
 type syncResult struct {
-	Plan        plan.Plan
-	Written     bool
+	Plan    plan.Plan
+	Written bool // a write was accepted
+	// WorkRequest is the backend set's last work request as now known:
+	// the write's, or the one the record kept, its outcome looked up.
 	WorkRequest *v1beta1.WorkRequest
 	NotFound    bool // the load balancer or backend set does not exist
 }
+
+// Work request states as the ownership record keeps them. ACCEPTED is a
+// work request whose outcome is not known yet.
+const (
+	workRequestAccepted  = "ACCEPTED"
+	workRequestSucceeded = "SUCCEEDED"
+	workRequestFailed    = "FAILED"
+)
 
 // syncBackendSet reads, plans and, when something changed, writes one
 // backend set with If-Match and waits for its work request, retrying the
@@ -90,7 +101,7 @@ type syncResult struct {
 // waited for, so its outcome is recorded rather than lost or repeated.
 func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	var res syncResult
+	res := syncResult{WorkRequest: settle(ctx, ociClient, req)}
 	// changes plans bs into res and reports whether it must be written.
 	changes := func(bs *oci.BackendSet) (plan.Input, bool) {
 		in := req.Input(bs.Backends)
@@ -123,9 +134,6 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			err = write(ctx, ociClient, bs, req, &res)
 			if err == nil {
 				return res, nil
-			}
-			if res.WorkRequest != nil && res.WorkRequest.Status == "FAILED" {
-				req.Failed = res.WorkRequest.ID
 			}
 		}
 		if oci.IsNotFound(err) {
@@ -160,18 +168,48 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 	}
 }
 
+// settle looks up the outcome of the record's last work request when the
+// record does not know it: a wait that ended first is no failure, the work
+// request may well have succeeded since.
+func settle(ctx context.Context, ociClient backendSetAPI, req syncRequest) *v1beta1.WorkRequest {
+	last := req.Last
+	if last == nil || last.Status == workRequestSucceeded || last.Status == workRequestFailed {
+		return last
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout)
+	defer cancel()
+	err := ociClient.WaitWorkRequest(waitCtx, req.LoadBalancerID, last.ID)
+	switch {
+	case err == nil:
+		return &v1beta1.WorkRequest{ID: last.ID, Status: workRequestSucceeded, Time: metav1.Now()}
+	case oci.IsWorkRequestFailed(err):
+		return &v1beta1.WorkRequest{ID: last.ID, Status: workRequestFailed, Time: metav1.Now()}
+	}
+	log.FromContext(ctx).Info("the outcome of the last work request is still not known", "loadBalancer", req.LoadBalancerID,
+		"backendSet", req.Name, "workRequest", last.ID, "error", err.Error())
+	return last
+}
+
+// failedID is wr's id when it failed, "" otherwise.
+func failedID(wr *v1beta1.WorkRequest) string {
+	if wr != nil && wr.Status == workRequestFailed {
+		return wr.ID
+	}
+	return ""
+}
+
 func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	req.Turn.step(PhaseWriting, req.Name, "")
 	start := time.Now()
-	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends, req.Failed)
+	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends, failedID(res.WorkRequest))
 	if err != nil {
 		return err
 	}
 	req.Turn.step(PhaseWaiting, req.Name, id)
 	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
-	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: "ACCEPTED", Time: metav1.Now()}
+	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: workRequestAccepted, Time: metav1.Now()}
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.WaitTimeout)
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() {
@@ -180,11 +218,15 @@ func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req
 	})
 	defer stopGrace()
 	if err := ociClient.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
-		res.WorkRequest.Status = "FAILED"
-		logger.Info("work request did not succeed", "workRequest", id, "duration", time.Since(start), "error", err.Error())
+		if oci.IsWorkRequestFailed(err) {
+			res.WorkRequest.Status, res.WorkRequest.Time = workRequestFailed, metav1.Now()
+			logger.Info("work request failed", "workRequest", id, "duration", time.Since(start), "error", err.Error())
+		} else {
+			logger.Info("the work request's outcome is not known; it is looked up next time", "workRequest", id, "duration", time.Since(start), "error", err.Error())
+		}
 		return err
 	}
-	res.WorkRequest.Status = "SUCCEEDED"
+	res.WorkRequest.Status = workRequestSucceeded
 	res.WorkRequest.Time = metav1.Now()
 	logger.Info("backend set updated", "workRequest", id, "duration", time.Since(start))
 	return nil

@@ -138,7 +138,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 	t.Run("failed work request", func(t *testing.T) {
 		ociClient := &scriptedAPI{waitErrors: []error{failedWR, failedWR}}
 		_, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
-			LoadBalancerID: "lb", Name: "bs", Failed: "wr-recorded",
+			LoadBalancerID: "lb", Name: "bs", Last: &v1beta1.WorkRequest{ID: "wr-recorded", Status: "FAILED"},
 			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
 			RecordIntent: func([]v1beta1.Backend) error { return nil },
 			WaitTimeout:  time.Second,
@@ -147,6 +147,31 @@ func TestSyncBackendSetRetries(t *testing.T) {
 			t.Fatalf("err %v; writes named %q as failed before them, want %q", err, ociClient.failed, want)
 		}
 	})
+
+	// A wait that ends before the work request does, or cannot read it, is
+	// no failure and no missing backend set: the outcome is unknown, kept
+	// as ACCEPTED, and looked up by the next sync before anything else.
+	notVisible := &oci.Error{Op: "GetWorkRequest", Status: 404, Code: "NotAuthorizedOrNotFound", Err: errors.New("no such work request")}
+	for _, waitErr := range []error{context.DeadlineExceeded, notVisible} {
+		t.Run(fmt.Sprint("outcome unknown: ", waitErr), func(t *testing.T) {
+			ociClient := &scriptedAPI{waitErrors: []error{waitErr}}
+			req := syncRequest{
+				LoadBalancerID: "lb", Name: "bs",
+				Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
+				RecordIntent: func([]v1beta1.Backend) error { return nil },
+				WaitTimeout:  time.Second,
+			}
+			res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
+			if !errors.Is(err, waitErr) || res.NotFound || res.WorkRequest == nil || res.WorkRequest.Status != "ACCEPTED" {
+				t.Fatalf("res %+v, err %v; want the error, the work request ACCEPTED, and the backend set not said missing", res, err)
+			}
+			req.Last = res.WorkRequest
+			res, err = syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
+			if err != nil || res.Written || ociClient.writes != 1 || res.WorkRequest.ID != req.Last.ID || res.WorkRequest.Status != "SUCCEEDED" {
+				t.Fatalf("next sync: res %+v, err %v, %d writes; want the work request looked up, SUCCEEDED, and nothing written", res, err, ociClient.writes)
+			}
+		})
+	}
 
 	t.Run("not found", func(t *testing.T) {
 		ociClient := &notFoundAPI{err: gone}

@@ -174,10 +174,13 @@ func TestErrorsAreClassifiedForRetry(t *testing.T) {
 	}
 }
 
-func TestFailedWorkRequestIsRetryable(t *testing.T) {
+// waitForAWrite writes the backend set "api" with fault installed and
+// returns how waiting for the write's work request ended.
+func waitForAWrite(t *testing.T, fault ociemu.Fault) error {
+	t.Helper()
 	ctx := context.Background()
 	emu, c := emulatorClient(t, true)
-	emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1})
+	emu.AddFault(fault)
 	bs, err := c.GetBackendSet(ctx, lbID, "api")
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +189,22 @@ func TestFailedWorkRequestIsRetryable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.WaitWorkRequest(ctx, lbID, id)
-	if reason, _, retry := oci.Retryable(err); !retry || reason != "workrequest" {
+	return c.WaitWorkRequest(ctx, lbID, id)
+}
+
+func TestFailedWorkRequestIsRetryable(t *testing.T) {
+	err := waitForAWrite(t, ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1})
+	if reason, _, retry := oci.Retryable(err); !retry || reason != "workrequest" || !oci.IsWorkRequestFailed(err) {
 		t.Fatalf("failed work request: %v (%q)", err, reason)
+	}
+}
+
+// A 404 while polling a work request says the work request is not known,
+// not that the backend set is missing, nor that the work request failed.
+func TestWorkRequestNotFoundIsNeitherMissingSetNorFailure(t *testing.T) {
+	err := waitForAWrite(t, ociemu.Fault{Operation: "GetWorkRequest", Status: 404, Code: "NotAuthorizedOrNotFound"})
+	if err == nil || oci.IsNotFound(err) || oci.IsWorkRequestFailed(err) {
+		t.Fatalf("WaitWorkRequest = %v: want an error that is neither a missing backend set nor a failed work request", err)
 	}
 }
 

@@ -46,10 +46,20 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// IsNotFound reports whether err says the load balancer or backend set does not exist.
+// IsNotFound reports whether err says the load balancer or backend set does
+// not exist: a 404 to a backend set call. A 404 to GetWorkRequest says only
+// that the work request is not known, nothing of the backend set.
 func IsNotFound(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Status == 404
+	return errors.As(err, &e) && e.Status == 404 && e.Op != opGetWorkRequest
+}
+
+// IsWorkRequestFailed reports whether err says a work request ended without
+// applying its change (FAILED or CANCELED), as opposed to its outcome being
+// unknown (the wait ended first, the work request could not be read).
+func IsWorkRequestFailed(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Reason == ReasonWorkRequest
 }
 
 // Retryable returns the retry class of err and the server's Retry-After, or

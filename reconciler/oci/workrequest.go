@@ -58,17 +58,19 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 	}
 }
 
+const opGetWorkRequest = "GetWorkRequest"
+
 func (c *Client) workRequestState(ctx context.Context, loadBalancerID, id string) (state, message string, err error) {
 	sdkCtx, cs := call(ctx)
 	if IsNetworkLoadBalancer(loadBalancerID) {
 		resp, err := c.nlb.GetWorkRequest(sdkCtx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
-		if err := classify("GetWorkRequest", err, cs); err != nil {
+		if err := classify(opGetWorkRequest, err, cs); err != nil {
 			return "", "", err
 		}
 		return string(resp.Status), "", nil
 	}
 	resp, err := c.lb.GetWorkRequest(sdkCtx, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
-	if err := classify("GetWorkRequest", err, cs); err != nil {
+	if err := classify(opGetWorkRequest, err, cs); err != nil {
 		return "", "", err
 	}
 	var msgs []string
