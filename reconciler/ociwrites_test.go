@@ -2,10 +2,14 @@ package reconciler_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -86,4 +90,44 @@ func TestLostAnswerIsOneWrite(t *testing.T) {
 	if c := f.emu.Counters(); c.WorkRequests != 1 || c.Conflicts != 0 {
 		t.Errorf("%d work requests, %d conflicts; want 1 and 0", c.WorkRequests, c.Conflicts)
 	}
+}
+
+// The opc-request-id of a refused write, which Oracle support asks for, is
+// in the Ready condition and the WriteFailed event.
+func TestRefusedWriteNamesItsRequestID(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.32.1")
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: classicLB, Status: 400, Code: "InvalidParameter"})
+	f.startManager(f.options())
+	obj := f.registrar("request-id", classicLB, []v1beta1.Target{fixedPort("api", 31020)})
+
+	var refused []string
+	f.eventually(20*time.Second, func() error {
+		refused = nil
+		for _, c := range f.emu.Calls() {
+			if c.Operation == "UpdateBackendSet" && c.Status == 400 {
+				refused = append(refused, c.RequestID)
+			}
+		}
+		if len(refused) == 0 {
+			return fmt.Errorf("no write refused yet")
+		}
+		return nil
+	})
+	named := func(text string) bool {
+		return slices.ContainsFunc(refused, func(id string) bool { return strings.Contains(text, "opc-request-id "+id) })
+	}
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Reason != "WriteFailed" || !named(c.Message) {
+			return fmt.Errorf("ready %+v does not name any of %q", c, refused)
+		}
+		var evs eventsv1.EventList
+		f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
+		for _, e := range evs.Items {
+			if e.Regarding.Name == obj.Name && e.Reason == "WriteFailed" && named(e.Note) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no WriteFailed event names any of %q", refused)
+	})
 }

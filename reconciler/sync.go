@@ -148,7 +148,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	}
 	switch {
 	case err != nil:
-		logger.Error(err, "backend set write failed")
+		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
 		out.fail(name, err)
 	case res.NotFound && (mode == plan.Remove || mode == plan.Drain):

@@ -235,10 +235,16 @@ func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
 	if err := d.limiter.Wait(req.Context()); err != nil {
 		return nil, err
 	}
+	if call != nil {
+		call.setRequestID(req.Header.Get("opc-request-id")) // the SDK's own, all there is when no answer comes
+	}
 	resp, err := d.client.Do(req)
 	if err == nil && call != nil {
 		if h := resp.Header.Get("Retry-After"); h != "" {
 			call.setRetryAfter(h)
+		}
+		if id := resp.Header.Get("opc-request-id"); id != "" {
+			call.setRequestID(id)
 		}
 	}
 	return resp, err
@@ -252,6 +258,19 @@ type callState struct {
 
 	mu         sync.Mutex
 	retryAfter time.Duration // the SDK's error types do not keep headers
+	requestID  string        // OCI's opc-request-id, or the one sent when no answer came
+}
+
+func (c *callState) setRequestID(id string) {
+	c.mu.Lock()
+	c.requestID = id
+	c.mu.Unlock()
+}
+
+func (c *callState) getRequestID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requestID
 }
 
 func (c *callState) setRetryAfter(v string) {

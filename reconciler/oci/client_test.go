@@ -317,3 +317,29 @@ func TestLostAnswerIsMatchedToItsWorkRequest(t *testing.T) {
 		})
 	}
 }
+
+// Every failed call keeps its opc-request-id, which Oracle support asks for:
+// OCI's answer's, or the one the SDK sent when no answer came.
+func TestFailedCallsKeepTheirRequestID(t *testing.T) {
+	ctx := context.Background()
+	for _, fault := range []ociemu.Fault{{Status: 500}, {Status: 400, Code: "InvalidParameter"}, {LoseResponse: true}} {
+		t.Run(fmt.Sprintf("status %d", fault.Status), func(t *testing.T) {
+			emu, c := emulatorClient(t, true)
+			bs, err := c.GetBackendSet(ctx, lbID, "api")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fault.Operation, fault.Times = "UpdateBackendSet", 1
+			emu.AddFault(fault)
+			_, err = c.UpdateBackendSet(ctx, bs, nil, "")
+			calls := emu.Calls()
+			want := calls[len(calls)-1].RequestID // the SDK's id, then OCI's part after a slash
+			if fault.LoseResponse {
+				want, _, _ = strings.Cut(want, "/")
+			}
+			if err == nil || oci.RequestID(err) != want || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v (request id %q): want opc-request-id %q in it", err, oci.RequestID(err), want)
+			}
+		})
+	}
+}

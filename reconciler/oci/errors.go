@@ -34,14 +34,30 @@ type Error struct {
 	Reason string
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter time.Duration
-	Err        error
+	// RequestID is the call's opc-request-id, which Oracle support asks
+	// for: OCI's answer's, or the one sent when no answer came.
+	RequestID string
+	Err       error
 }
 
 func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s: %v", e.Op, e.Err)
 	if e.Status != 0 {
-		return fmt.Sprintf("%s: %d %s: %v", e.Op, e.Status, e.Code, e.Err)
+		msg = fmt.Sprintf("%s: %d %s: %v", e.Op, e.Status, e.Code, e.Err)
 	}
-	return fmt.Sprintf("%s: %v", e.Op, e.Err)
+	if e.RequestID != "" {
+		msg += " (opc-request-id " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// RequestID is the opc-request-id of the failed call err reports, if any.
+func RequestID(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RequestID
+	}
+	return ""
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -78,7 +94,7 @@ func classify(op string, err error, state *callState) error {
 		metrics.OCIRequests.WithLabelValues(op, "ok").Inc()
 		return nil
 	}
-	e := &Error{Op: op, Err: err}
+	e := &Error{Op: op, Err: err, RequestID: state.getRequestID()}
 	if se, ok := common.IsServiceError(err); ok {
 		e.Status, e.Code = se.GetHTTPStatusCode(), se.GetCode()
 		e.Err = errors.New(se.GetMessage())
@@ -92,9 +108,7 @@ func classify(op string, err error, state *callState) error {
 		case e.Status >= 500:
 			e.Reason = ReasonServer
 		}
-		if state != nil {
-			e.RetryAfter = state.getRetryAfter()
-		}
+		e.RetryAfter = state.getRetryAfter()
 		metrics.OCIRequests.WithLabelValues(op, strconv.Itoa(e.Status)).Inc()
 		return e
 	}
