@@ -11,15 +11,30 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
+// claimantsFunc lists the resources, other than the one decided for, that
+// claim a backend set of a load balancer, deleting ones included.
+type claimantsFunc func(loadBalancerID, backendSet string) ([]v1beta1.LBRegistrar, error)
+
+// claimantsOf reads the claimants of obj's backend sets through the claim index.
+func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) claimantsFunc {
+	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+		found, err := claims.Of(ctx, r.client, lb, name)
+		if err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+	}
+}
+
 // lostClaims returns the backend sets of obj that another live resource keeps.
-func (r *Reconciler) lostClaims(ctx context.Context, obj *v1beta1.LBRegistrar) (map[string]string, error) {
+func lostClaims(obj *v1beta1.LBRegistrar, claimants claimantsFunc) (map[string]string, error) {
 	lost := map[string]string{}
 	for i := range obj.Spec.Services {
 		name := obj.Spec.Services[i].BackendSetName
 		if _, seen := lost[name]; seen {
 			continue
 		}
-		others, err := r.claimants(ctx, obj, obj.Spec.LoadBalancerID, name)
+		others, err := claimants(obj.Spec.LoadBalancerID, name)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +76,12 @@ func claimHolder(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 
 // protected returns the backends other live resources record in the same backend set.
 func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) (map[string]bool, error) {
-	others, err := r.claimants(ctx, obj, lb, name)
+	return protectedBy(r.claimantsOf(ctx, obj), lb, name)
+}
+
+// protectedBy returns the backends the live claimants of (lb, name) record there.
+func protectedBy(claimants claimantsFunc, lb, name string) (map[string]bool, error) {
+	others, err := claimants(lb, name)
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +97,4 @@ func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb
 		}
 	}
 	return keys, nil
-}
-
-// claimants lists the resources other than obj claiming (lb, name).
-func (r *Reconciler) claimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) ([]v1beta1.LBRegistrar, error) {
-	found, err := claims.Of(ctx, r.client, lb, name)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
 }

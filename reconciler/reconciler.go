@@ -3,13 +3,13 @@
 // the load balancer changes.
 //
 // One reconcile of a resource:
-//  1. claims: a backend set another live resource keeps (validation.Precedes)
-//     is left alone and the Conflict condition says who holds it;
-//  2. credentials from the API key's Secrets (a bad key is a condition);
-//  3. the load balancer's lane is taken (or the resource parks until it is
-//     free), so writes to one load balancer are serialized across resources,
-//     and the desired state is computed only then, so changes that arrived
-//     while waiting are folded into this write;
+//  1. credentials from the API key's Secrets (a bad key is a condition);
+//  2. the load balancer's lane is taken (or the resource parks until it is
+//     free), so writes to one load balancer are serialized across resources;
+//  3. decide, only then, so changes that arrived while waiting are folded
+//     into this write: a backend set another live resource keeps
+//     (validation.Precedes) is left alone and the Conflict condition says
+//     who holds it; the desired state says what the others should hold;
 //  4. per backend set: read, plan over the ownership record, and only when
 //     something changed one UpdateBackendSet with If-Match, waited for;
 //     backend sets dropped from the spec have their owned backends removed;
@@ -113,24 +113,19 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 
-	lost, err := r.lostClaims(ctx, obj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	out.lost = lost
-	if len(lost) > 0 {
-		metrics.Conflicts.Add(float64(len(lost)))
-	}
-
+	claimants := r.claimantsOf(ctx, obj)
 	ociClient, err := r.ociClientFor(ctx, obj)
 	if err != nil {
 		var ce *credentialError
 		if !errors.As(err, &ce) {
 			return ctrl.Result{}, err
 		}
+		if out.lost, err = lostClaims(obj, claimants); err != nil {
+			return ctrl.Result{}, err
+		}
 		obj.Status.ObservedGeneration = obj.Generation
 		obj.Status.Targets = int32(len(obj.Spec.Services))
-		r.setConditions(obj, &out, ce)
+		setConditions(obj, &out, ce)
 		logDecisions(logger, before, obj, &out)
 		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason, "cause", ce.cause)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
@@ -139,7 +134,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 
 	if err := r.leaveOldLoadBalancer(ctx, ociClient, st, &out); err != nil {
-		r.setConditions(obj, &out, nil)
+		setConditions(obj, &out, nil)
 		return ctrl.Result{}, errors.Join(err, st.flush(ctx))
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
@@ -151,18 +146,23 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	defer turn.release()
 
-	cluster, err := r.view(ctx, obj)
+	cluster, err := readView(ctx, r.client, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: r.opts.RequireReadyNodes})
-	out.issues = result.Issues
+	out, jobs, err := decide(obj, cluster, claimants, r.opts.desiredOptions())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(out.lost) > 0 {
+		metrics.Conflicts.Add(float64(len(out.lost)))
+	}
 
-	r.syncAll(ctx, ociClient, st, &out, turn, registerJobs(obj, result, &out))
+	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
 
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
-	r.setConditions(obj, &out, nil)
+	setConditions(obj, &out, nil)
 	logDecisions(logger, before, obj, &out)
 	if err := st.flush(ctx); err != nil {
 		return ctrl.Result{}, err

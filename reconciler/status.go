@@ -20,7 +20,7 @@ import (
 )
 
 // setConditions derives Ready, Degraded and Conflict from one reconcile's outcome.
-func (r *Reconciler) setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) {
+func setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) {
 	if len(out.lost) > 0 {
 		var msgs []string
 		for _, name := range sortedKeys(out.lost) {

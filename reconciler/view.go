@@ -12,11 +12,12 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// view reads, from the cache, the part of the cluster obj's desired state depends on.
-func (r *Reconciler) view(ctx context.Context, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
+// readView reads, through reader, the part of the cluster obj's desired
+// state depends on.
+func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
 	var c desired.Cluster
 	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	if err := reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return c, err
 	}
 	c.Nodes = make([]*corev1.Node, len(nodes.Items))
@@ -35,7 +36,7 @@ func (r *Reconciler) view(ctx context.Context, obj *v1beta1.LBRegistrar) (desire
 			continue
 		}
 		var svc corev1.Service
-		if err := r.client.Get(ctx, key, &svc); err != nil {
+		if err := reader.Get(ctx, key, &svc); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return c, err
 			}
@@ -43,7 +44,7 @@ func (r *Reconciler) view(ctx context.Context, obj *v1beta1.LBRegistrar) (desire
 		}
 		c.Services[key] = &svc
 		var slices discoveryv1.EndpointSliceList
-		if err := r.client.List(ctx, &slices, client.InNamespace(key.Namespace),
+		if err := reader.List(ctx, &slices, client.InNamespace(key.Namespace),
 			client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return c, err
 		}

@@ -1,0 +1,25 @@
+package reconciler
+
+import (
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+// decide is what a reconcile of obj decides from the cluster alone, before
+// OCI is read: which backend sets another resource keeps (lost), what the
+// desired state is and what is wrong with it (issues), and which backend
+// sets to bring in line in which mode (held ones keep what is registered).
+func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, claimants claimantsFunc, opts desired.Options) (outcome, []syncJob, error) {
+	lost, err := lostClaims(obj, claimants)
+	if err != nil {
+		return outcome{}, nil, err
+	}
+	result := desired.Compute(&obj.Spec, cluster, opts)
+	out := outcome{lost: lost, issues: result.Issues}
+	return out, registerJobs(obj, result, &out), nil
+}
+
+// desiredOptions are the options of the desired state the reconciler computes.
+func (o Options) desiredOptions() desired.Options {
+	return desired.Options{RequireReady: o.RequireReadyNodes}
+}
