@@ -26,6 +26,21 @@ func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) 
 	}
 }
 
+// claimantsAmong finds the claimants in resources read all at once, where
+// no index is kept (lbregistrar plan); name is the resource decided for.
+func claimantsAmong(all []v1beta1.LBRegistrar, name string) claimantsFunc {
+	return func(lb, set string) ([]v1beta1.LBRegistrar, error) {
+		key := validation.ClaimKey(lb, set)
+		var found []v1beta1.LBRegistrar
+		for i := range all {
+			if all[i].Name != name && slices.Contains(validation.ClaimKeys(&all[i].Spec), key) {
+				found = append(found, all[i])
+			}
+		}
+		return found, nil
+	}
+}
+
 // lostClaims returns the backend sets of obj that another live resource keeps.
 func lostClaims(obj *v1beta1.LBRegistrar, claimants claimantsFunc) (map[string]string, error) {
 	lost := map[string]string{}

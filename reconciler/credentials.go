@@ -164,13 +164,19 @@ func secretRefs(key *v1beta1.APIKey) []string {
 	return refs
 }
 
-// api returns the OCI client for obj's credentials.
+// ociClientFor returns the OCI client for obj's credentials.
 func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
 	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	ociClient, err := r.clientFor(creds)
+	return clientWith(r.clientFor, creds)
+}
+
+// clientWith builds the OCI client for creds; a key that cannot be used is
+// a credentialError, the user's to fix.
+func clientWith(build func(oci.Credentials) (backendSetAPI, error), creds oci.Credentials) (backendSetAPI, error) {
+	ociClient, err := build(creds)
 	if err != nil {
 		if errors.Is(err, oci.ErrInvalidCredentials) {
 			return nil, &credentialError{reason: reasonInvalidCredentials, message: "spec.apiKey: " + err.Error()}

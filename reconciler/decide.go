@@ -9,6 +9,8 @@ import (
 // OCI is read: which backend sets another resource keeps (lost), what the
 // desired state is and what is wrong with it (issues), and which backend
 // sets to bring in line in which mode (held ones keep what is registered).
+// The controller and lbregistrar plan both decide here, so the plan shows
+// what the controller will do.
 func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, claimants claimantsFunc, opts desired.Options) (outcome, []syncJob, error) {
 	lost, err := lostClaims(obj, claimants)
 	if err != nil {

@@ -72,13 +72,9 @@ func DefaultOptions() Options {
 
 // BindFlags registers the reconciler's flags on fs, with o's values as defaults.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.OCI.LoadBalancerEndpoint, "oci-loadbalancer-endpoint", o.OCI.LoadBalancerEndpoint,
-		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
-	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
-		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	o.BindPlanFlags(fs)
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
-	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
@@ -87,10 +83,33 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained before removal")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
-	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
-		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
+}
+
+// BindPlanFlags registers the flags lbregistrar plan shares with serve:
+// where OCI is reached and what the desired state depends on, so a plan
+// given serve's values computes what serve does.
+func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.OCI.LoadBalancerEndpoint, "oci-loadbalancer-endpoint", o.OCI.LoadBalancerEndpoint,
+		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
+	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
+		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
+	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
+		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
+}
+
+// ociFactory builds the OCI clients' factory o describes.
+func (o Options) ociFactory() (*oci.Factory, error) {
+	if o.OCICAFile != "" && o.OCI.HTTPClient == nil {
+		c, err := httpClientTrusting(o.OCICAFile)
+		if err != nil {
+			return nil, err
+		}
+		o.OCI.HTTPClient = c
+	}
+	return oci.NewFactory(o.OCI), nil
 }
 
 // limitValue is a rate.Limit as a flag value.

@@ -15,6 +15,8 @@
 //     backend sets dropped from the spec have their owned backends removed;
 //  5. status: the ownership record, conditions, observedGeneration.
 //
+// lbregistrar plan decides and plans with the same code (Planner).
+//
 // Deleting a resource drains its own backends for the drain period, then
 // removes them; a missing load balancer or backend set counts as clean, and
 // after the cleanup timeout the finalizer goes regardless, so deletion never

@@ -29,14 +29,10 @@ import (
 // keep serving on every replica. It reads claims through the index
 // claims.AddIndex registers on the manager.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	if o.OCICAFile != "" && o.OCI.HTTPClient == nil {
-		c, err := httpClientTrusting(o.OCICAFile)
-		if err != nil {
-			return err
-		}
-		o.OCI.HTTPClient = c
+	factory, err := o.ociFactory()
+	if err != nil {
+		return err
 	}
-	factory := oci.NewFactory(o.OCI)
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),

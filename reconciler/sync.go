@@ -156,7 +156,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		dropRecord(obj, name)
 	case res.NotFound:
 		// The user must create it; the periodic resync retries, not the error backoff.
-		missing := fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
+		missing := missingBackendSet(name, lb)
 		logger.Error(errors.New(missing), "registering nothing there until it exists")
 		out.failures = append(out.failures, missing)
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:

@@ -12,8 +12,8 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// readView reads, through reader, the part of the cluster obj's desired
-// state depends on.
+// readView reads the part of the cluster obj's desired state depends on:
+// from the cache in the controller, from the API server in lbregistrar plan.
 func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
 	var c desired.Cluster
 	var nodes corev1.NodeList

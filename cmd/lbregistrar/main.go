@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -11,10 +12,20 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
+		var status exitStatus
+		if errors.As(err, &status) {
+			os.Exit(int(status))
+		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
+
+// exitStatus ends the command with that status and nothing more said
+// (plan --detailed-exitcode's 2).
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -31,5 +42,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newValidateCommand())
 	root.AddCommand(newConvertCommand())
 	root.AddCommand(newMigrateCommand())
+	root.AddCommand(newPlanCommand())
 	return root
 }

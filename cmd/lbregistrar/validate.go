@@ -8,10 +8,10 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
@@ -72,19 +72,44 @@ or a document cannot be read.`,
 
 // listLive reads every LBRegistrar of the cluster, as v1beta1.
 func listLive(ctx context.Context, kubeconfig string) ([]v1beta1.LBRegistrar, error) {
+	c, err := liveClient(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return listRegistrars(ctx, c)
+}
+
+// liveClient connects to the cluster with the core types and every
+// LBRegistrar version known.
+func liveClient(kubeconfig string) (client.Client, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		return nil, err
-	}
+	return client.New(cfg, client.Options{Scheme: newScheme()})
+}
+
+// listRegistrars reads every LBRegistrar, as v1beta1. A cluster where only
+// the original operator's CRD is installed serves v1alpha1 alone; its
+// objects are converted here as the conversion webhook will convert them.
+func listRegistrars(ctx context.Context, c client.Reader) ([]v1beta1.LBRegistrar, error) {
 	var list v1beta1.LBRegistrarList
-	if err := c.List(ctx, &list); err != nil {
+	err := c.List(ctx, &list)
+	if err == nil {
+		return list.Items, nil
+	}
+	if !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing LBRegistrars: %w", err)
 	}
-	return list.Items, nil
+	var original v1alpha1.LBRegistrarList
+	if err := c.List(ctx, &original); err != nil {
+		return nil, fmt.Errorf("listing LBRegistrars (v1alpha1, no v1beta1 is served): %w", err)
+	}
+	hubs := make([]v1beta1.LBRegistrar, len(original.Items))
+	for i := range original.Items {
+		v1alpha1.ToHub(&original.Items[i], &hubs[i])
+	}
+	return hubs, nil
 }
 
 // validationReport is what validate prints; its JSON form is for CI.

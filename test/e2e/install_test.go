@@ -43,14 +43,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 			t.Parallel()
 			c := kube.Start(t, kube.Options{Bare: true})
 			ctx := testContext(t)
-			// The load balancers of old-operator-objects.yaml as the original operator left them.
-			emu := seededEmulator(t, c.Root+"/test/testdata/old-operator-backends.yaml", 0)
-			kubectl(t, c, "", "create", "namespace", kube.Namespace)
-			objects := apiKeyFor(t, c, emu, testdata(t, "old-operator-objects.yaml"))
-			createWorkload(t, c)
-			kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
-			kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
-			kubectl(t, c, objects, "apply", "-f", "-")
+			emu := leftByTheOriginalOperator(t, c)
 
 			service := newServiceProxy(t)
 			url := "https://" + service.Addr()

@@ -17,13 +17,20 @@ func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context) (string, error) 
 			return "", fmt.Errorf("applying %s: %w: %s", dir, err, stderr)
 		}
 	}
+	return c.KubeconfigAs("system:serviceaccount:"+Namespace+":lbregistrar", "lbregistrar.kubeconfig")
+}
+
+// KubeconfigAs writes a kubeconfig named file beside the admin one that
+// impersonates user, so a process run with it has only the rights bound to
+// user, and returns its path.
+func (c *Cluster) KubeconfigAs(user, file string) (string, error) {
 	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:" + Namespace + ":lbregistrar"
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = user
 	}
-	path := filepath.Join(filepath.Dir(c.Kubeconfig), "lbregistrar.kubeconfig")
+	path := filepath.Join(filepath.Dir(c.Kubeconfig), file)
 	return path, clientcmd.WriteToFile(*cfg, path)
 }

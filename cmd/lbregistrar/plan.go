@@ -1,0 +1,261 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+)
+
+// exitChangesPending is plan's exit status, with --detailed-exitcode, when
+// the controller would write.
+const exitChangesPending = exitStatus(2)
+
+// errPlanIncomplete makes plan exit 1 once the report is printed.
+var errPlanIncomplete = errors.New("some backend sets could not be planned")
+
+type planOptions struct {
+	kubeconfig       string
+	output           string
+	detailedExitCode bool
+	ociConfig        string
+	profile          string
+	reconciler       reconciler.Options
+}
+
+func newPlanCommand() *cobra.Command {
+	o := planOptions{reconciler: reconciler.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "plan --kubeconfig FILE [NAME...]",
+		Short: "Show what the controller would write to each backend set, writing nothing",
+		Long: `Reads the LBRegistrars (all, or those named), the nodes, Services and
+EndpointSlices from the cluster and the backend sets from OCI, decides and plans
+with the controller's own code, and prints per load balancer and backend set
+what would be added, removed, re-weighted and kept (backends that are not the
+resource's own are kept), and the conditions each resource would get. It writes
+nothing to OCI or the cluster, and needs only read access (LBRegistrars, nodes,
+Services, EndpointSlices, and the API keys' Secrets unless --oci-config is given).
+
+Before lbregistrar's CRD is installed it reads the original operator's v1alpha1
+objects and converts them as the conversion webhook will: with no ownership
+record yet, every backend the controller wants that is already registered is
+taken over as it is, so "no change" means the switch writes nothing.
+
+Give serve's --require-ready-nodes and OCI endpoint flags to plan what that
+serve would do. With --detailed-exitcode the exit status is 0 when nothing
+would be written, 2 when writes are pending and 1 on error.`,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), names)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG or in-cluster configuration when empty")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "exit 0 when nothing would be written, 2 when writes are pending, 1 on error")
+	f.StringVar(&o.ociConfig, "oci-config", "", "sign OCI calls with the API key of this OCI config file instead of each resource's Secret (the region stays the resource's)")
+	f.StringVar(&o.profile, "profile", "DEFAULT", "profile of --oci-config")
+	o.reconciler.BindPlanFlags(f)
+	return cmd
+}
+
+// planReport is what plan prints; its JSON form is for pipelines.
+type planReport struct {
+	LBRegistrars []reconciler.ResourcePlan `json:"lbregistrars"`
+	// PendingWrites counts the backend sets that would be written.
+	PendingWrites int `json:"pendingWrites"`
+	// Skipped are resources being deleted, which this does not plan.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names []string) error {
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output must be text or json, not %q", o.output)
+	}
+	var apiKey *oci.Credentials
+	if o.ociConfig != "" {
+		var err error
+		if apiKey, err = apiKeyFromConfig(o.ociConfig, o.profile); err != nil {
+			return err
+		}
+	}
+	c, err := liveClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	all, err := listRegistrars(ctx, c)
+	if err != nil {
+		return err
+	}
+	chosen, err := named(all, names)
+	if err != nil {
+		return err
+	}
+	planner, err := reconciler.NewPlanner(c, o.reconciler, apiKey)
+	if err != nil {
+		return err
+	}
+	report := planReport{LBRegistrars: []reconciler.ResourcePlan{}}
+	incomplete := false
+	for _, obj := range chosen {
+		if !obj.DeletionTimestamp.IsZero() {
+			report.Skipped = append(report.Skipped, obj.Name)
+			continue
+		}
+		rp, err := planner.Plan(ctx, &obj, all)
+		if err != nil {
+			return fmt.Errorf("planning LBRegistrar %s: %w", obj.Name, err)
+		}
+		incomplete = incomplete || rp.Error != ""
+		for _, c := range rp.BackendSets {
+			incomplete = incomplete || c.Error != ""
+			if c.Changed() {
+				report.PendingWrites++
+			}
+		}
+		report.LBRegistrars = append(report.LBRegistrars, rp)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.writeText(stdout)
+	}
+	for _, name := range report.Skipped {
+		fmt.Fprintf(stderr, "LBRegistrar %s is being deleted: not planned\n", name)
+	}
+	switch {
+	case err != nil:
+		return err
+	case incomplete:
+		return errPlanIncomplete
+	case o.detailedExitCode && report.PendingWrites > 0:
+		return exitChangesPending
+	}
+	return nil
+}
+
+// named picks the resources names lists, in that order; all without names.
+func named(all []v1beta1.LBRegistrar, names []string) ([]v1beta1.LBRegistrar, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var chosen []v1beta1.LBRegistrar
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(o v1beta1.LBRegistrar) bool { return o.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("LBRegistrar %s not found", name)
+		}
+		chosen = append(chosen, all[i])
+	}
+	return chosen, nil
+}
+
+// writeText prints the plan by load balancer, then resource, then backend set.
+func (r *planReport) writeText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	plans := slices.Clone(r.LBRegistrars)
+	slices.SortStableFunc(plans, func(a, b reconciler.ResourcePlan) int {
+		return cmp.Or(cmp.Compare(a.LoadBalancerID, b.LoadBalancerID), cmp.Compare(a.LBRegistrar, b.LBRegistrar))
+	})
+	unchanged := 0
+	for i, rp := range plans {
+		if i == 0 || rp.LoadBalancerID != plans[i-1].LoadBalancerID {
+			ew.printf("load balancer %s\n", rp.LoadBalancerID)
+		}
+		ew.printf("  LBRegistrar %s\n", rp.LBRegistrar)
+		if rp.Error != "" {
+			ew.printf("    cannot read its backend sets: %s\n", rp.Error)
+		}
+		for _, c := range rp.BackendSets {
+			if !c.Changed() && c.Error == "" && !c.NotFound {
+				unchanged++
+			}
+			writeBackendSet(ew, &c)
+		}
+		for _, cond := range rp.Conditions {
+			if cond.Type == v1beta1.ConditionReady || cond.Status == metav1.ConditionTrue {
+				ew.printf("    %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
+	if r.PendingWrites == 0 {
+		ew.printf("No changes: %d backend set(s) already hold what lbregistrar would register.\n", unchanged)
+	} else {
+		ew.printf("Plan: %d backend set(s) to write, %d unchanged.\n", r.PendingWrites, unchanged)
+	}
+	return ew.err
+}
+
+// modeNotes says what a mode other than apply means for a backend set.
+var modeNotes = map[string]string{"hold": ", held (what is registered stays)", "remove": ", no longer in the spec"}
+
+func writeBackendSet(ew *errWriter, c *reconciler.BackendSetChange) {
+	head := "    backend set " + c.BackendSet + modeNotes[c.Mode]
+	switch {
+	case c.Error != "":
+		ew.printf("%s: cannot be read: %s\n", head, c.Error)
+		return
+	case c.NotFound:
+		ew.printf("%s: not found in the load balancer\n", head)
+		return
+	case c.Changed():
+		ew.printf("%s: %s\n", head, c.Summary())
+	default:
+		ew.printf("%s: no change\n", head)
+	}
+	for _, b := range c.Added {
+		ew.printf("      + %s weight %d\n", b.Backend, b.Weight)
+	}
+	for _, b := range c.Removed {
+		ew.printf("      - %s weight %d\n", b.Backend, b.Weight)
+	}
+	for _, b := range c.Reweighted {
+		ew.printf("      ~ %s weight %d -> %d\n", b.Backend, b.From, b.To)
+	}
+	for _, b := range c.Kept {
+		if b.Foreign {
+			ew.printf("        %s weight %d (not this resource's)\n", b.Backend, b.Weight)
+		} else {
+			ew.printf("        %s weight %d\n", b.Backend, b.Weight)
+		}
+	}
+}
+
+// apiKeyFromConfig reads the API key of a profile of an OCI config file
+// (the SDK's format: user, fingerprint, tenancy, key_file, pass_phrase).
+// The region is not taken: each resource names its load balancer's.
+func apiKeyFromConfig(path, profile string) (*oci.Credentials, error) {
+	provider, err := common.ConfigurationProviderFromFileWithProfile(path, profile, "")
+	if err != nil {
+		return nil, fmt.Errorf("--oci-config %s: %w", path, err)
+	}
+	var creds oci.Credentials
+	for _, field := range []struct {
+		value *string
+		read  func() (string, error)
+	}{{&creds.Tenancy, provider.TenancyOCID}, {&creds.User, provider.UserOCID}, {&creds.Fingerprint, provider.KeyFingerprint}} {
+		if *field.value, err = field.read(); err != nil {
+			return nil, fmt.Errorf("--oci-config %s, profile %s: %w", path, profile, err)
+		}
+	}
+	key, err := provider.PrivateRSAKey()
+	if err != nil {
+		return nil, fmt.Errorf("--oci-config %s, profile %s: %w", path, profile, err)
+	}
+	creds.PrivateKey = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return &creds, nil
+}

@@ -1,0 +1,98 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+)
+
+// Planner computes what the controller would write for resources read from
+// a cluster, with the controller's own decisions (decide) and plans
+// (planJobs), and writes nothing: it reads the cluster through its reader
+// and backend sets from OCI. lbregistrar plan uses it.
+type Planner struct {
+	reader  client.Reader
+	secrets *secretValues
+	build   func(oci.Credentials) (backendSetAPI, error)
+	opts    Options
+	apiKey  *oci.Credentials
+}
+
+// NewPlanner returns a Planner reading through reader, reaching OCI as o
+// says and computing the desired state with o's options. apiKey, when
+// given, signs every OCI call instead of the resources' own API keys, in
+// the region each resource names.
+func NewPlanner(reader client.Reader, o Options, apiKey *oci.Credentials) (*Planner, error) {
+	factory, err := o.ociFactory()
+	if err != nil {
+		return nil, err
+	}
+	return newPlanner(reader, func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) }, o, apiKey), nil
+}
+
+func newPlanner(reader client.Reader, build func(oci.Credentials) (backendSetAPI, error), o Options, apiKey *oci.Credentials) *Planner {
+	// API keys may be read from any namespace the user may read.
+	secrets := newSecretValues(reader, nil)
+	secrets.meta = reader
+	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey}
+}
+
+// ResourcePlan is what one reconcile of a resource would do.
+type ResourcePlan struct {
+	LBRegistrar    string             `json:"lbregistrar"`
+	LoadBalancerID string             `json:"loadBalancerId"`
+	BackendSets    []BackendSetChange `json:"backendSets"`
+	// Conditions are those the reconcile would set once its writes succeed.
+	Conditions []metav1.Condition `json:"conditions"`
+	// Error says why the backend sets could not be read (the API key).
+	Error string `json:"error,omitempty"`
+}
+
+// Plan plans obj; all are the resources whose claims it is weighed
+// against (every resource of the cluster; obj among them is ignored).
+func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
+	obj = obj.DeepCopy()
+	lb := obj.Spec.LoadBalancerID
+	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []BackendSetChange{}}
+	cluster, err := readView(ctx, p.reader, obj)
+	if err != nil {
+		return rp, err
+	}
+	claimants := claimantsAmong(all, obj.Name)
+	out, jobs, err := decide(obj, cluster, claimants, p.opts.desiredOptions())
+	if err != nil {
+		return rp, err
+	}
+	ociClient, err := p.ociClientFor(ctx, obj)
+	var ce *credentialError
+	switch {
+	case errors.As(err, &ce):
+		rp.Error = ce.message
+	case err != nil:
+		return rp, err
+	default:
+		rp.BackendSets = planJobs(ctx, ociClient, obj, lb, jobs, claimants, &out)
+	}
+	setConditions(obj, &out, ce)
+	rp.Conditions = obj.Status.Conditions
+	return rp, nil
+}
+
+// ociClientFor is the OCI client for obj: its own API key, or the one given.
+func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
+	if p.apiKey != nil {
+		creds := *p.apiKey
+		creds.Region = obj.Spec.APIKey.Region
+		return clientWith(p.build, creds)
+	}
+	creds, err := p.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	return clientWith(p.build, creds)
+}

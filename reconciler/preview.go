@@ -1,0 +1,167 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// BackendSetChange is what a reconcile would do to one backend set, as
+// lbregistrar plan prints it.
+type BackendSetChange struct {
+	LBRegistrar    string `json:"lbregistrar"`
+	LoadBalancerID string `json:"loadBalancerId"`
+	BackendSet     string `json:"backendSet"`
+	// Mode is apply; hold when the desired state is in doubt and what is
+	// registered stays; remove when the spec no longer names the backend set.
+	Mode       string          `json:"mode"`
+	Added      []BackendWeight `json:"added,omitempty"`
+	Removed    []BackendWeight `json:"removed,omitempty"`
+	Reweighted []Reweighted    `json:"reweighted,omitempty"`
+	// Kept are the backends the write would leave as they are, this
+	// resource's and foreign ones alike.
+	Kept []KeptBackend `json:"kept,omitempty"`
+	// NotFound is set when the load balancer or backend set does not exist.
+	NotFound bool `json:"notFound,omitempty"`
+	// Error says why the backend set could not be planned.
+	Error string `json:"error,omitempty"`
+}
+
+// BackendWeight is a backend (ip:port) and its weight.
+type BackendWeight struct {
+	Backend string `json:"backend"`
+	Weight  int32  `json:"weight"`
+}
+
+// Reweighted is a backend whose weight would change.
+type Reweighted struct {
+	Backend string `json:"backend"`
+	From    int32  `json:"from"`
+	To      int32  `json:"to"`
+}
+
+// KeptBackend is a backend left as it is; a foreign one is not this
+// resource's to change.
+type KeptBackend struct {
+	Backend string `json:"backend"`
+	Weight  int32  `json:"weight"`
+	Foreign bool   `json:"foreign,omitempty"`
+}
+
+// Changed reports whether the backend set would be written.
+func (c *BackendSetChange) Changed() bool {
+	return len(c.Added)+len(c.Removed)+len(c.Reweighted) > 0
+}
+
+// Summary counts what would change.
+func (c *BackendSetChange) Summary() string {
+	return fmt.Sprintf("%d to add, %d to remove, %d to re-weight", len(c.Added), len(c.Removed), len(c.Reweighted))
+}
+
+// detailLimit bounds the backends Details names per list, so an Event's
+// note stays within the API server's 1 kB.
+const detailLimit = 5
+
+// Details is Summary naming the backends, at most detailLimit per list.
+func (c *BackendSetChange) Details() string {
+	var parts []string
+	list := func(verb string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		more := ""
+		if len(items) > detailLimit {
+			more = fmt.Sprintf(" and %d more", len(items)-detailLimit)
+			items = items[:detailLimit]
+		}
+		parts = append(parts, fmt.Sprintf("%s %s%s", verb, strings.Join(items, ", "), more))
+	}
+	weighted := func(bs []BackendWeight) []string {
+		out := make([]string, len(bs))
+		for i, b := range bs {
+			out[i] = fmt.Sprintf("%s weight %d", b.Backend, b.Weight)
+		}
+		return out
+	}
+	reweighted := make([]string, len(c.Reweighted))
+	for i, b := range c.Reweighted {
+		reweighted[i] = fmt.Sprintf("%s weight %d to %d", b.Backend, b.From, b.To)
+	}
+	list("add", weighted(c.Added))
+	list("remove", weighted(c.Removed))
+	list("re-weight", reweighted)
+	return strings.Join(parts, "; ")
+}
+
+// describe fills c with what p does to the backend set holding current.
+func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan) BackendSetChange {
+	owned := map[string]bool{}
+	for _, b := range p.Owned {
+		owned[plan.Key(b.IP, b.Port)] = true
+	}
+	after := map[string]plan.Backend{}
+	for _, b := range p.Backends {
+		after[b.Key()] = b
+	}
+	for _, b := range current {
+		k := b.Key()
+		next, stays := after[k]
+		switch {
+		case !stays:
+			c.Removed = append(c.Removed, BackendWeight{k, b.Weight})
+		case next.Weight != b.Weight:
+			c.Reweighted = append(c.Reweighted, Reweighted{k, b.Weight, next.Weight})
+		default:
+			c.Kept = append(c.Kept, KeptBackend{k, b.Weight, !owned[k]})
+		}
+	}
+	for _, k := range p.Added {
+		c.Added = append(c.Added, BackendWeight{k, after[k].Weight})
+	}
+	return c
+}
+
+// backendSetReader is what planning needs from OCI.
+type backendSetReader interface {
+	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
+}
+
+// planJobs plans each job's backend set of lb over what OCI holds, as a
+// sync does, and writes nothing. What a sync would report as failed goes
+// into out as the sync puts it.
+func planJobs(ctx context.Context, read backendSetReader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *outcome) []BackendSetChange {
+	// Planning adds empty ownership records, which stay in this copy.
+	obj = obj.DeepCopy()
+	changes := make([]BackendSetChange, 0, len(jobs))
+	for _, j := range jobs {
+		c := BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: modeNames[j.mode]}
+		bs, err := read.GetBackendSet(ctx, lb, j.name)
+		if err == nil {
+			j.protected, err = protectedBy(claimants, lb, j.name)
+		}
+		switch {
+		case oci.IsNotFound(err):
+			c.NotFound = true
+			if j.mode != plan.Remove && j.mode != plan.Drain { // nothing left to remove counts as done
+				out.failures = append(out.failures, missingBackendSet(j.name, lb))
+			}
+		case err != nil:
+			c.Error = err.Error()
+			out.fail(j.name, err)
+		default:
+			p := plan.Compute(j.input(obj, bs.Backends))
+			c = describe(c, bs.Backends, &p)
+		}
+		changes = append(changes, c)
+	}
+	return changes
+}
+
+// missingBackendSet says that a backend set to register in does not exist.
+func missingBackendSet(name, lb string) string {
+	return fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
+}

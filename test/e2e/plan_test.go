@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// What old-operator-objects.yaml asks for once node-c (10.0.0.3) joins,
+// beyond what old-operator-backends.yaml holds: a backend in each backend
+// set that registers every node, at the weight the others have there.
+var nodeCJoined = []reconciler.BackendSetChange{
+	{LBRegistrar: "old-multi-service", LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4", BackendSet: "ingress", Mode: "apply",
+		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 1}},
+		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}, {Backend: "10.0.0.2:30443", Weight: 1}}},
+	{LBRegistrar: "old-port-alias", LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold3", BackendSet: "alias", Mode: "apply",
+		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:31000", Weight: 1}},
+		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:31000", Weight: 1}, {Backend: "10.0.0.2:31000", Weight: 1}}},
+	{LBRegistrar: "old-node-port", LoadBalancerID: "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2", BackendSet: "fixed", Mode: "apply",
+		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 5}},
+		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 5}, {Backend: "10.0.0.2:30443", Weight: 5}}},
+}
+
+// lbregistrar plan before the switch: only the original operator's CRD is
+// installed, its v1alpha1 objects stored, and the load balancers as it left
+// them (those TestInstallOverTheOriginalOperator takes over without a
+// write). Run as a user who may only read, and not Secrets, with the API key
+// of an OCI config file, plan finds nothing to write and exits 0 with
+// --detailed-exitcode; once a node joins it prints exactly the backends it
+// would add and exits 2. OCI sees reads only.
+func TestPlanBeforeTheSwitch(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	emu := leftByTheOriginalOperator(t, c)
+	reader := readOnlyKubeconfig(t, c)
+	plan := func(args ...string) (string, int) {
+		return runPlan(t, append([]string{"--kubeconfig", reader, "--oci-config", ociConfigFile(t, emu),
+			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+	}
+	emu.ResetCalls()
+
+	out, status := plan("--detailed-exitcode")
+	if status != 0 || !strings.HasSuffix(out, "No changes: 5 backend set(s) already hold what lbregistrar would register.\n") {
+		t.Errorf("plan of the load balancers as the original operator left them: exit %d, want 0 and no changes:\n%s", status, out)
+	}
+
+	addNode(t, c, "node-c", "10.0.0.3")
+	out, status = plan("--detailed-exitcode", "old-multi-service")
+	want := `load balancer ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4
+  LBRegistrar old-multi-service
+    backend set ingress: 1 to add, 0 to remove, 0 to re-weight
+      + 10.0.0.3:30443 weight 1
+        10.0.0.1:30443 weight 1
+        10.0.0.2:30443 weight 1
+    backend set ingress-http: no change
+        10.0.0.1:30080 weight 3
+    Ready=True Registered: every backend set holds the backends this resource should own
+Plan: 1 backend set(s) to write, 1 unchanged.
+`
+	if diff := gocmp.Diff(want, out); status != 2 || diff != "" {
+		t.Errorf("plan after node-c joined: exit %d, want 2; output (-want +got):\n%s", status, diff)
+	}
+	out, _ = plan("-o", "json")
+	if diff := gocmp.Diff(sortedChanges(nodeCJoined), pendingIn(t, out)); diff != "" {
+		t.Errorf("plan -o json after node-c joined (-want +got):\n%s", diff)
+	}
+
+	for _, call := range emu.Calls() {
+		if call.Method != http.MethodGet {
+			t.Errorf("plan called OCI's %s (%s %s)", call.Operation, call.Method, call.Path)
+		}
+	}
+}
+
+// leftByTheOriginalOperator makes c and an emulator what the original
+// operator leaves behind: its CRD and old-operator-objects.yaml stored,
+// their API key's Secret, the workload, and the load balancers as it
+// registered them (old-operator-backends.yaml), which the emulator holds.
+func leftByTheOriginalOperator(t *testing.T, c *kube.Cluster) *ociemu.Emulator {
+	t.Helper()
+	emu := seededEmulator(t, c.Root+"/test/testdata/old-operator-backends.yaml", 0)
+	kubectl(t, c, "", "create", "namespace", kube.Namespace)
+	objects := apiKeyFor(t, c, emu, testdata(t, "old-operator-objects.yaml"))
+	createWorkload(t, c)
+	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
+	kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
+	kubectl(t, c, objects, "apply", "-f", "-")
+	return emu
+}
+
+// readOnlyKubeconfig is a kubeconfig of a user who may get and list what
+// lbregistrar plan reads, Secrets excepted, and write nothing.
+func readOnlyKubeconfig(t *testing.T, c *kube.Cluster) string {
+	t.Helper()
+	ctx := testContext(t)
+	const user = "plan-reader"
+	read := []string{"get", "list"}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "services"}, Verbs: read},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+		{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"lbregistrars"}, Verbs: read},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := c.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, err := c.KubeconfigAs(user, user+".kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ociConfigFile registers a new API key with the emulator and writes it as
+// an OCI config file's DEFAULT profile.
+func ociConfigFile(t *testing.T, emu *ociemu.Emulator) string {
+	t.Helper()
+	key, err := emu.NewAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.pem")
+	config := fmt.Sprintf("[DEFAULT]\nuser=%s\nfingerprint=%s\ntenancy=%s\nregion=%s\nkey_file=%s\n",
+		key.User.User, key.Fingerprint, key.Tenancy, key.Region, keyFile)
+	path := filepath.Join(dir, "config")
+	if err := errors.Join(os.WriteFile(keyFile, key.PrivateKeyPEM, 0o600), os.WriteFile(path, []byte(config), 0o600)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runPlan runs lbregistrar plan and returns what it printed and its exit status.
+func runPlan(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(testContext(t), lbregistrar(t), append([]string{"plan"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() != 1:
+		return string(out), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("lbregistrar plan %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out), 0
+}
+
+// pendingIn lists the writes of a plan -o json, in sortedChanges' order.
+func pendingIn(t *testing.T, planJSON string) []reconciler.BackendSetChange {
+	t.Helper()
+	var report struct {
+		LBRegistrars []reconciler.ResourcePlan `json:"lbregistrars"`
+	}
+	if err := json.Unmarshal([]byte(planJSON), &report); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, planJSON)
+	}
+	var pending []reconciler.BackendSetChange
+	for _, rp := range report.LBRegistrars {
+		for _, c := range rp.BackendSets {
+			if c.Changed() {
+				pending = append(pending, c)
+			}
+		}
+	}
+	return sortedChanges(pending)
+}
+
+// sortedChanges orders changes by load balancer, backend set and resource.
+func sortedChanges(changes []reconciler.BackendSetChange) []reconciler.BackendSetChange {
+	out := slices.Clone(changes)
+	slices.SortFunc(out, func(a, b reconciler.BackendSetChange) int {
+		return cmp.Or(cmp.Compare(a.LoadBalancerID, b.LoadBalancerID), cmp.Compare(a.BackendSet, b.BackendSet), cmp.Compare(a.LBRegistrar, b.LBRegistrar))
+	})
+	return out
+}
