@@ -18,6 +18,11 @@ type LanesView struct {
 	Time          time.Time    `json:"time"`
 	Leader        bool         `json:"leader"`
 	LoadBalancers []LaneStatus `json:"loadBalancers"`
+	// DryRun is set under serve --dry-run, which writes nothing to OCI;
+	// PendingWrites are the writes it held back, as the last reconcile of
+	// each resource planned them.
+	DryRun        bool               `json:"dryRun,omitempty"`
+	PendingWrites []BackendSetChange `json:"pendingWrites,omitempty"`
 }
 
 // LaneStatus is one busy load balancer.
@@ -62,6 +67,9 @@ func (l *lanes) snapshot() []LaneStatus {
 // serveLanes serves the LanesView as JSON.
 func (r *Reconciler) serveLanes(w http.ResponseWriter, _ *http.Request) {
 	view := LanesView{Time: r.lanes.now(), LoadBalancers: r.lanes.snapshot()}
+	if r.opts.DryRun {
+		view.DryRun, view.PendingWrites = true, r.pending.snapshot()
+	}
 	select {
 	case <-r.elected:
 		view.Leader = true

@@ -24,7 +24,7 @@ func TestLanesView(t *testing.T) {
 	l.now = func() time.Time { return now }
 	elected := make(chan struct{})
 	close(elected)
-	r := &Reconciler{lanes: l, elected: elected}
+	r := &Reconciler{lanes: l, elected: elected, pending: newPendingWrites()}
 
 	busy, ok := l.tryAcquire("lb-b", "holder", nil)
 	if !ok {

@@ -21,7 +21,10 @@ import (
 )
 
 func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+	r.pending.forget(obj.Name)
+	// A dry run writes nothing, so it neither deregisters nor releases the
+	// finalizer a writing controller added; that one finishes the job.
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) || r.opts.DryRun {
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))

@@ -59,7 +59,7 @@ func TestAcquireWaitIsBounded(t *testing.T) {
 func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
 	const parked = 2000
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	r := &Reconciler{lanes: newLanes(), wakeups: &wakeups{}}
+	r := &Reconciler{lanes: newLanes(), wakeups: &wakeups{}, pending: newPendingWrites()}
 	if err := r.wakeups.Start(context.Background(), queue); err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +149,7 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		events:    events.NewFakeRecorder(100),
 		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
 		lanes:     newLanes(),
+		pending:   newPendingWrites(),
 		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second},
 	}
 }

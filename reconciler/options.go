@@ -48,6 +48,10 @@ type Options struct {
 	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
 	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
 	OCICAFile string
+	// DryRun decides and plans as usual but writes nothing to OCI, nor
+	// ownership records or finalizers: each write it would make is
+	// reported instead (see holdWrites).
+	DryRun bool
 }
 
 // DefaultOptions are the defaults the flags start from.
@@ -73,6 +77,8 @@ func DefaultOptions() Options {
 // BindFlags registers the reconciler's flags on fs, with o's values as defaults.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.BindPlanFlags(fs)
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
+		"Write nothing to OCI: report each planned write as an Event, in lbregistrar_pending_writes and /debug/lanes, and as Ready=False reason DryRun")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")

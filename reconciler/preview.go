@@ -10,8 +10,9 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// BackendSetChange is what a reconcile would do to one backend set, as
-// lbregistrar plan prints it.
+// BackendSetChange is what a reconcile would do to one backend set. serve
+// --dry-run reports the ones that change instead of writing them, and
+// lbregistrar plan prints them all.
 type BackendSetChange struct {
 	LBRegistrar    string `json:"lbregistrar"`
 	LoadBalancerID string `json:"loadBalancerId"`

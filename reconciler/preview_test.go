@@ -1,13 +1,26 @@
 package reconciler
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
@@ -79,5 +92,128 @@ func TestDetailsIsBounded(t *testing.T) {
 	}
 	if got, want := c.Summary(), "7 to add, 0 to remove, 1 to re-weight"; got != want {
 		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+}
+
+// backendSets is OCI as far as planning goes: backend sets by name, any
+// load balancer; a write fails the test.
+type backendSets struct {
+	t    *testing.T
+	sets map[string][]plan.Backend
+}
+
+func (f backendSets) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
+	backends, ok := f.sets[name]
+	if !ok {
+		return nil, &oci.Error{Op: "GetBackendSet", Status: 404, Code: "NotFound", Err: errors.New("no such backend set")}
+	}
+	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: backends}, nil
+}
+
+func (f backendSets) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, _ []plan.Backend) (string, error) {
+	f.t.Errorf("UpdateBackendSet of %s", bs.Name)
+	return "", errors.New("no writes here")
+}
+
+func (f backendSets) WaitWorkRequest(context.Context, string, string) error { return nil }
+
+// serve --dry-run and lbregistrar plan decide and plan alike, over claims
+// (web is kept by the older resource), a backend set the spec dropped
+// (owned backends go), a missing one and adoption; the dry run writes
+// nothing to OCI, records no ownership and adds no finalizer, and reports
+// each write it holds back as an Event, a gauge and the Ready condition.
+func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
+	const lb = "ocid1.loadbalancer.oc1.iad.dryrun"
+	key := v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
+	older := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "older", CreationTimestamp: metav1.NewTime(time.Unix(10, 0))},
+		Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{
+			{NodePort: 30080, BackendSetName: "api", Weight: 1}, {NodePort: 30443, BackendSetName: "web", Weight: 2}}},
+		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "dropped", Backends: []v1beta1.Backend{{IP: "10.0.0.1", Port: 31000, Weight: 1}}}}},
+	}
+	newer := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "newer", CreationTimestamp: metav1.NewTime(time.Unix(20, 0))},
+		Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{
+			{NodePort: 30443, BackendSetName: "web", Weight: 1}, {NodePort: 30090, BackendSetName: "missing", Weight: 1}}},
+	}
+	node := func(name, ip string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}}}
+	}
+	ociClient := backendSets{t, map[string][]plan.Backend{
+		"api":     {{IP: "10.0.0.1", Port: 30080, Weight: 1}, {IP: "192.168.9.9", Port: 80, Weight: 1}},
+		"web":     {{IP: "10.0.0.1", Port: 30443, Weight: 1}, {IP: "10.0.0.2", Port: 30443, Weight: 2}},
+		"dropped": {{IP: "10.0.0.1", Port: 31000, Weight: 1}},
+	}}
+	r := unitReconciler(t, ociClient, older, newer, node("node-a", "10.0.0.1"), node("node-b", "10.0.0.2"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}})
+	r.opts.DryRun = true
+	ctx := context.Background()
+
+	var planned []BackendSetChange
+	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
+	all := []v1beta1.LBRegistrar{*older, *newer}
+	for _, obj := range all {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&obj)}); err != nil {
+			t.Fatalf("reconcile %s: %v", obj.Name, err)
+		}
+		rp, err := planner.Plan(ctx, &obj, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rp.BackendSets {
+			if c.Changed() {
+				planned = append(planned, c)
+			}
+		}
+	}
+
+	want := []BackendSetChange{
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "api", Mode: "apply", Added: []BackendWeight{{"10.0.0.2:30080", 1}},
+			Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}, {"192.168.9.9:80", 1, true}}},
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "dropped", Mode: "remove", Removed: []BackendWeight{{"10.0.0.1:31000", 1}}},
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "web", Mode: "apply",
+			Reweighted: []Reweighted{{"10.0.0.1:30443", 1, 2}}, Kept: []KeptBackend{{"10.0.0.2:30443", 2, false}}},
+	}
+	if diff := cmp.Diff(want, r.pending.snapshot()); diff != "" {
+		t.Errorf("writes the dry run held back (-want +got):\n%s", diff)
+	}
+	slices.SortFunc(planned, func(a, b BackendSetChange) int { return strings.Compare(a.BackendSet, b.BackendSet) })
+	if diff := cmp.Diff(want, planned); diff != "" {
+		t.Errorf("writes the plan shows (-want +got):\n%s", diff)
+	}
+	var gauge dto.Metric
+	if err := metrics.PendingWrites.WithLabelValues(lb, "api").Write(&gauge); err != nil || gauge.GetGauge().GetValue() != 1 {
+		t.Errorf("lbregistrar_pending_writes of api = %v (%v), want 1", gauge.GetGauge().GetValue(), err)
+	}
+
+	var got v1beta1.LBRegistrar
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(older), &got); err != nil {
+		t.Fatal(err)
+	}
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1beta1.ConditionReady)
+	if ready == nil || ready.Reason != ReasonDryRun || !strings.Contains(ready.Message, `backend set "api": add 10.0.0.2:30080 weight 1`) {
+		t.Errorf("older's Ready = %+v, want reason DryRun naming the pending write", ready)
+	}
+	if len(got.Finalizers) != 0 || !cmp.Equal(got.Status.BackendSets, older.Status.BackendSets) {
+		t.Errorf("older: finalizers %v, ownership record %+v; want none added and the record as it was", got.Finalizers, got.Status.BackendSets)
+	}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(newer), &got); err != nil {
+		t.Fatal(err)
+	}
+	for typ, reason := range map[string]string{v1beta1.ConditionConflict: ReasonClaimed, v1beta1.ConditionReady: ReasonWriteFailed} {
+		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.Reason != reason {
+			t.Errorf("newer's %s = %+v, want reason %s", typ, c, reason)
+		}
+	}
+
+	recorder := r.events.(*events.FakeRecorder)
+	var notes []string
+	for len(recorder.Events) > 0 {
+		notes = append(notes, <-recorder.Events)
+	}
+	if len(notes) != len(want) || !strings.HasPrefix(notes[0], "Normal DryRun dry run, not written: backend set") {
+		t.Errorf("events %q, want one DryRun event per held-back write", notes)
 	}
 }

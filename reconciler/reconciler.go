@@ -15,7 +15,8 @@
 //     backend sets dropped from the spec have their owned backends removed;
 //  5. status: the ownership record, conditions, observedGeneration.
 //
-// lbregistrar plan decides and plans with the same code (Planner).
+// lbregistrar plan decides and plans with the same code (Planner), and so
+// does serve --dry-run, which reports each write instead of making it.
 //
 // Deleting a resource drains its own backends for the drain period, then
 // removes them; a missing load balancer or backend set counts as clean, and
@@ -69,6 +70,7 @@ type Reconciler struct {
 	clientFor func(oci.Credentials) (backendSetAPI, error)
 	lanes     *lanes
 	wakeups   *wakeups
+	pending   *pendingWrites  // held back by DryRun
 	elected   <-chan struct{} // closed once this replica leads
 	opts      Options
 }
@@ -84,13 +86,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.secrets.forget(req.Name)
+			r.pending.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &obj)
 	}
-	if !controllerutil.ContainsFinalizer(&obj, Finalizer) {
+	// A dry run adds no finalizer: it could not keep the promise to deregister.
+	if !controllerutil.ContainsFinalizer(&obj, Finalizer) && !r.opts.DryRun {
 		base := obj.DeepCopy()
 		controllerutil.AddFinalizer(&obj, Finalizer)
 		if err := r.client.Patch(ctx, &obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -104,6 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 type outcome struct {
 	issues   []desired.Issue
 	held     []string
+	pending  []string          // writes DryRun held back
 	lost     map[string]string // backend set -> resource that keeps it
 	failures []string
 	err      error

@@ -41,6 +41,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
 		wakeups:   &wakeups{},
+		pending:   newPendingWrites(),
 		elected:   mgr.Elected(),
 		opts:      o,
 	}

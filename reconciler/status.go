@@ -46,6 +46,9 @@ func setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) 
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ce.reason, ce.message)
 	case len(out.failures) > 0:
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed, strings.Join(out.failures, "; "))
+	case len(out.pending) > 0:
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDryRun,
+			"dry run, nothing written; pending: "+strings.Join(out.pending, "; "))
 	case len(out.held) > 0:
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonHeld,
 			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.held, ", ")))

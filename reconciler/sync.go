@@ -68,6 +68,10 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 	obj, lb := st.obj, turn.loadBalancerID
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	turn.step(PhaseReading, "", "")
+	if r.opts.DryRun {
+		r.holdWrites(ctx, ociClient, obj, lb, out, jobs)
+		return
+	}
 	var wg sync.WaitGroup
 	for i := range jobs {
 		j := &jobs[i]

@@ -40,6 +40,13 @@ var (
 		Help: "LBRegistrars waiting for another write to the same load balancer to finish; their changes go into the next write.",
 	})
 
+	// PendingWrites counts, under serve --dry-run, the writes held back per
+	// load balancer and backend set: 0 once a reconcile finds nothing to write.
+	PendingWrites = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_pending_writes",
+		Help: "Backend-set writes serve --dry-run held back (planned, not made), per load balancer and backend set.",
+	}, []string{"load_balancer", "backend_set"})
+
 	// BackendsRegistered is the number of backends each resource owns per backend set.
 	BackendsRegistered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "lbregistrar_backends_registered",
@@ -48,5 +55,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, BackendsRegistered)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, PendingWrites, BackendsRegistered)
 }

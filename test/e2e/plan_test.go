@@ -12,14 +12,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -86,6 +90,80 @@ Plan: 1 backend set(s) to write, 1 unchanged.
 	for _, call := range emu.Calls() {
 		if call.Method != http.MethodGet {
 			t.Errorf("plan called OCI's %s (%s %s)", call.Operation, call.Method, call.Path)
+		}
+	}
+}
+
+// serve --dry-run beside the original operator: lbregistrar's CRD and
+// webhooks installed over the original's objects, a node joined that the
+// original operator has not registered yet. The controller plans the writes
+// lbregistrar plan shows, reports each in /debug/lanes, as an Event, in
+// lbregistrar_pending_writes and as Ready=False reason DryRun, and makes
+// none: OCI sees reads only.
+func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	ctx := testContext(t)
+	emu := leftByTheOriginalOperator(t, c)
+	addNode(t, c, "node-c", "10.0.0.3")
+	emu.ResetCalls()
+
+	endpoints := []string{"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+	serve := newServeProcess()
+	serve.startInstalled(t, c, c.Kubeconfig, nil, append(endpoints, "--dry-run", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace)...)
+	serve.waitReady(t)
+	pendingOn := map[string]bool{}
+	for _, w := range nodeCJoined {
+		pendingOn[w.LBRegistrar] = true
+	}
+	eventually.Passes(t, time.Minute, 250*time.Millisecond, func() error {
+		var list v1beta1.LBRegistrarList
+		if err := c.Client.List(ctx, &list); err != nil {
+			return err
+		}
+		for _, r := range list.Items {
+			want := v1beta1.ReasonRegistered
+			if pendingOn[r.Name] {
+				want = reconciler.ReasonDryRun
+			}
+			if ready := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != want || ready.ObservedGeneration != r.Generation {
+				return fmt.Errorf("%s: Ready %+v, want reason %s", r.Name, ready, want)
+			}
+		}
+		return nil
+	})
+
+	var lanes reconciler.LanesView
+	getJSON(t, "http://"+serve.MetricsAddr+"/debug/lanes", &lanes)
+	if diff := gocmp.Diff(sortedChanges(nodeCJoined), lanes.PendingWrites); !lanes.DryRun || diff != "" {
+		t.Errorf("/debug/lanes: dryRun %v, pending writes (-want +got):\n%s", lanes.DryRun, diff)
+	}
+	out, status := runPlan(t, append(endpoints, "--kubeconfig", c.Kubeconfig, "-o", "json")...)
+	if diff := gocmp.Diff(lanes.PendingWrites, pendingIn(t, out)); status != 0 || diff != "" {
+		t.Errorf("lbregistrar plan beside serve --dry-run: exit %d; pending writes (-serve +plan):\n%s", status, diff)
+	}
+	serve.assertMetrics(t, `lbregistrar_pending_writes{backend_set="fixed",load_balancer="ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2"} 1`,
+		`lbregistrar_pending_writes{backend_set="ingress-http",load_balancer="ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4"} 0`)
+	// Events are sent on their own, after the reconcile that records them.
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
+		var events eventsv1.EventList
+		if err := c.Client.List(ctx, &events); err != nil {
+			return err
+		}
+		held := map[string]bool{}
+		for _, e := range events.Items {
+			if e.Reason == reconciler.ReasonDryRun {
+				held[e.Regarding.Name] = true
+			}
+		}
+		if diff := gocmp.Diff(pendingOn, held); diff != "" {
+			return fmt.Errorf("resources with a DryRun Event (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+	for _, call := range emu.Calls() {
+		if call.Method != http.MethodGet {
+			t.Errorf("serve --dry-run called OCI's %s (%s %s)", call.Operation, call.Method, call.Path)
 		}
 	}
 }
@@ -196,4 +274,17 @@ func sortedChanges(changes []reconciler.BackendSetChange) []reconciler.BackendSe
 		return cmp.Or(cmp.Compare(a.LoadBalancerID, b.LoadBalancerID), cmp.Compare(a.BackendSet, b.BackendSet), cmp.Compare(a.LBRegistrar, b.LBRegistrar))
 	})
 	return out
+}
+
+// getJSON decodes the answer of a GET over plain HTTP.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }
