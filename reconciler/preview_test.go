@@ -110,7 +110,7 @@ func (f backendSets) GetBackendSet(_ context.Context, lb, name string) (*oci.Bac
 	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: backends}, nil
 }
 
-func (f backendSets) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, _ []plan.Backend) (string, error) {
+func (f backendSets) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, _ []plan.Backend, _ string) (string, error) {
 	f.t.Errorf("UpdateBackendSet of %s", bs.Name)
 	return "", errors.New("no writes here")
 }
