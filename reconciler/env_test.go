@@ -156,20 +156,32 @@ func newFixture(t testing.TB, emuOpts ociemu.Options) *fixture {
 // newKey generates an API key, registers it with the emulator, and stores
 // its private half in a Secret.
 func (f *fixture) newKey(secret string) (v1beta1.APIKey, []byte) {
+	key, keyPEM, register := f.unregisteredKey(secret)
+	register()
+	return key, keyPEM
+}
+
+// unregisteredKey is newKey leaving the registration with the emulator to
+// register: until then OCI refuses the key, as it does a fresh key that is
+// not ACTIVE yet.
+func (f *fixture) unregisteredKey(secret string) (key v1beta1.APIKey, keyPEM []byte, register func()) {
 	f.t.Helper()
 	priv, err := rsa.GenerateKey(rand.Reader, 2048)
 	f.must(err)
 	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
 	f.must(err)
-	user, err := f.emu.RegisterPublicKey("ocid1.tenancy.oc1..test", "ocid1.user.oc1..test-"+secret,
-		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+	fingerprint, err := ociemu.Fingerprint(&priv.PublicKey)
 	f.must(err)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(priv)})
-	f.applySecret(secret, keyPEM)
-	return v1beta1.APIKey{
-		User: user.User, Fingerprint: user.Fingerprint, Tenancy: user.Tenancy, Region: "us-ashburn-1",
+	key = v1beta1.APIKey{
+		User: "ocid1.user.oc1..test-" + secret, Fingerprint: fingerprint, Tenancy: "ocid1.tenancy.oc1..test", Region: "us-ashburn-1",
 		PrivateKey: v1beta1.SecretKeySource{Namespace: f.ns, SecretKeyRef: v1beta1.SecretKeyRef{Name: secret, Key: "key.pem"}},
-	}, keyPEM
+	}
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(priv)})
+	f.applySecret(secret, keyPEM)
+	return key, keyPEM, func() {
+		_, err := f.emu.RegisterPublicKey(key.Tenancy, key.User, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
+		f.must(err)
+	}
 }
 
 func (f *fixture) applySecret(name string, keyPEM []byte) {

@@ -131,3 +131,46 @@ func TestRefusedWriteNamesItsRequestID(t *testing.T) {
 		return fmt.Errorf("no WriteFailed event names any of %q", refused)
 	})
 }
+
+// A fresh API key is refused (401) until OCI has it ACTIVE; the reconcile
+// fails and the workqueue's backoff tries again, so the resource converges
+// once the key is taken, with no change to it or its Secret.
+func TestFreshKeyIsRetriedUntilOCITakesIt(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.33.1")
+	key, _, register := f.unregisteredKey("fresh-key")
+	f.startManager(f.options())
+	obj := f.registrar("fresh-key", classicLB, []v1beta1.Target{fixedPort("api", 31030)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key })
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, "401 NotAuthenticated") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	register()
+	f.expectBackends(classicLB, "api", "10.0.33.1:31030/1")
+}
+
+// OCI answers 404 alike for a backend set that does not exist and for one
+// the key may not read yet (a policy still propagating). Either is retried
+// with the workqueue's backoff, not only at the next resync, so a backend
+// set created moments later is registered soon after.
+func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.34.1")
+	o := f.options()
+	o.Resync = time.Hour
+	f.startManager(o)
+	obj := f.registrar("later", classicLB, []v1beta1.Target{fixedPort("later", 31040)})
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, `backend set "later" not found`) {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	seed.LoadBalancers[0].BackendSets["later"] = seed.LoadBalancers[0].BackendSets["api"]
+	f.must(f.emu.SeedState(seed))
+	f.expectBackends(classicLB, "later", "10.0.34.1:31040/1")
+}

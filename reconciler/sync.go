@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -155,14 +154,20 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
 		out.fail(name, err)
-	case res.NotFound && (mode == plan.Remove || mode == plan.Drain):
+	case res.NotFound != nil && (mode == plan.Remove || mode == plan.Drain):
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		dropRecord(obj, name)
-	case res.NotFound:
-		// The user must create it; the periodic resync retries, not the error backoff.
-		missing := missingBackendSet(name, lb)
-		logger.Error(errors.New(missing), "registering nothing there until it exists")
-		out.failures = append(out.failures, missing)
+	case res.NotFound != nil:
+		// OCI answers 404 alike for a backend set that does not exist and for
+		// one this key may not read yet (a policy still propagating), so it
+		// is retried with the workqueue's backoff: soon at first, then
+		// rarely, and found soon after either changes.
+		missing := fmt.Errorf("%s: %w", missingBackendSet(name, lb), res.NotFound)
+		logger.Error(missing, "registering nothing there until it exists")
+		out.failures = append(out.failures, missing.Error())
+		if out.err == nil {
+			out.err = missing
+		}
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		dropRecord(obj, name)
 	default:

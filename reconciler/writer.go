@@ -83,7 +83,9 @@ type syncResult struct {
 	// WorkRequest is the backend set's last work request as now known:
 	// the write's, or the one the record kept, its outcome looked up.
 	WorkRequest *v1beta1.WorkRequest
-	NotFound    bool // the load balancer or backend set does not exist
+	// NotFound is OCI's 404 saying the load balancer or backend set does
+	// not exist (or that this key may not read it).
+	NotFound error
 }
 
 // Work request states as the ownership record keeps them. ACCEPTED is a
@@ -137,7 +139,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			}
 		}
 		if oci.IsNotFound(err) {
-			res.NotFound = true
+			res.NotFound = err
 			return res, nil
 		}
 		reason, after, retry := oci.Retryable(err)

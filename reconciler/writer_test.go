@@ -162,7 +162,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 				WaitTimeout:  time.Second,
 			}
 			res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
-			if !errors.Is(err, waitErr) || res.NotFound || res.WorkRequest == nil || res.WorkRequest.Status != "ACCEPTED" {
+			if !errors.Is(err, waitErr) || res.NotFound != nil || res.WorkRequest == nil || res.WorkRequest.Status != "ACCEPTED" {
 				t.Fatalf("res %+v, err %v; want the error, the work request ACCEPTED, and the backend set not said missing", res, err)
 			}
 			req.Last = res.WorkRequest
@@ -178,7 +178,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 		res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
 			Input: func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur} },
 		})
-		if err != nil || !res.NotFound {
+		if err != nil || res.NotFound == nil {
 			t.Fatalf("res, err = %+v, %v", res, err)
 		}
 	})

@@ -147,6 +147,8 @@ func TestErrorsAreClassifiedForRetry(t *testing.T) {
 		{"500", ociemu.Fault{Status: 500}, "server", 0},
 		{"503", ociemu.Fault{Status: 503}, "server", 0},
 		{"400 is final", ociemu.Fault{Status: 400, Code: "InvalidParameter"}, "", 0},
+		{"501 is final", ociemu.Fault{Status: 501, Code: "MethodNotImplemented"}, "", 0},
+		{"401 is final within a reconcile", ociemu.Fault{Status: 401, Code: "NotAuthenticated"}, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 	ReasonConflict     = "conflict"     // 409: the load balancer is busy with another work request
 	ReasonPrecondition = "precondition" // 412: the ETag changed since the read
 	ReasonThrottled    = "throttled"    // 429
-	ReasonServer       = "server"       // 5xx
+	ReasonServer       = "server"       // 5xx but 501
 	ReasonNetwork      = "network"      // no response
 	ReasonWorkRequest  = "workrequest"  // the work request failed
 )
@@ -105,6 +105,9 @@ func classify(op string, err error, state *callState) error {
 			e.Reason = ReasonPrecondition
 		case e.Status == 429:
 			e.Reason = ReasonThrottled
+		case e.Status == 501:
+			// Not implemented: the same call can never succeed, and the
+			// SDK's own retry policy does not retry it either.
 		case e.Status >= 500:
 			e.Reason = ReasonServer
 		}
