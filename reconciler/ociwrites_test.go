@@ -174,3 +174,34 @@ func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
 	f.must(f.emu.SeedState(seed))
 	f.expectBackends(classicLB, "later", "10.0.34.1:31040/1")
 }
+
+// A work request OCI fails for bad input is final for the spec: Ready says
+// OCI's reason, the write is not sent again (not even when nodes change,
+// while the other backend set follows them), until the spec changes.
+func TestRejectedWriteIsFinalForTheSpec(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.35.1")
+	const reason = "backend 10.0.35.1:31050 is not in a subnet the load balancer can reach"
+	rejecting := f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: classicLB, BackendSet: "admin",
+		FailWorkRequest: true, FailCode: "BAD_INPUT", FailMessage: reason})
+	f.startManager(f.options())
+	obj := f.registrar("rejected", classicLB, []v1beta1.Target{fixedPort("admin", 31050), fixedPort("api", 31051)})
+
+	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1")
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Reason != "WriteFailed" ||
+			!strings.Contains(c.Message, reason) || !strings.Contains(c.Message, "not written again until the spec changes") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	f.node(f.ns+"-b", "10.0.35.2")
+	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1", "10.0.35.2:31051/1")
+	if n := f.writesTo(classicLB, "admin"); n != 1 {
+		t.Fatalf("the rejected write was sent %d times, want once", n)
+	}
+
+	f.emu.RemoveFault(rejecting)
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].NodePort = 31052 })
+	f.expectBackends(classicLB, "admin", "10.0.35.1:31052/1", "10.0.35.2:31052/1")
+}

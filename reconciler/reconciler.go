@@ -63,16 +63,17 @@ const (
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client    client.Client
-	apiReader client.Reader // uncached reads
-	secrets   *secretValues
-	events    events.EventRecorder
-	clientFor func(oci.Credentials) (backendSetAPI, error)
-	lanes     *lanes
-	wakeups   *wakeups
-	pending   *pendingWrites  // held back by DryRun
-	elected   <-chan struct{} // closed once this replica leads
-	opts      Options
+	client     client.Client
+	apiReader  client.Reader // uncached reads
+	secrets    *secretValues
+	events     events.EventRecorder
+	clientFor  func(oci.Credentials) (backendSetAPI, error)
+	lanes      *lanes
+	wakeups    *wakeups
+	pending    *pendingWrites // held back by DryRun
+	rejections rejections
+	elected    <-chan struct{} // closed once this replica leads
+	opts       Options
 }
 
 // wakeFunc enqueues the named resource again; it never blocks the caller.
@@ -87,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.secrets.forget(req.Name)
 			r.pending.forget(req.Name)
+			r.rejections.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -74,6 +74,12 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 	var wg sync.WaitGroup
 	for i := range jobs {
 		j := &jobs[i]
+		if err := r.rejections.get(obj.Name, j.name, obj.Generation); err != nil && obj.DeletionTimestamp.IsZero() {
+			logger.V(1).Info("OCI rejected this write for good; not sent again until the spec changes", "backendSet", j.name, "error", err.Error())
+			out.failures = append(out.failures, rejected(j.name, err))
+			j.skip = true
+			continue
+		}
 		var err error
 		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
 			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
@@ -150,6 +156,13 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
 	}
 	switch {
+	case oci.IsRejected(err) && obj.DeletionTimestamp.IsZero():
+		// Final for this spec: Ready says why, and no error backoff sends it
+		// again. Deletion retries it instead, until its cleanup timeout.
+		logger.Error(err, "OCI rejected the write; not sent again until the spec changes", "opcRequestID", oci.RequestID(err))
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", rejected(name, err))
+		r.rejections.put(obj.Name, name, obj.Generation, err)
+		out.failures = append(out.failures, rejected(name, err))
 	case err != nil:
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
@@ -178,6 +191,11 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 	}
+}
+
+// rejected says a backend set's write was rejected for good, and until when.
+func rejected(name string, err error) string {
+	return fmt.Sprintf("backend set %q: %v; not written again until the spec changes", name, err)
 }
 
 func (o *outcome) fail(name string, err error) {

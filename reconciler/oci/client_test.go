@@ -176,14 +176,21 @@ func TestErrorsAreClassifiedForRetry(t *testing.T) {
 	}
 }
 
-// waitForAWrite writes the backend set "api" with fault installed and
-// returns how waiting for the write's work request ended.
-func waitForAWrite(t *testing.T, fault ociemu.Fault) error {
+const nlbID = "ocid1.networkloadbalancer.oc1.iad.tcp"
+
+// waitForAWrite writes a backend set ("api" of the classic load balancer,
+// "tcp" of the NLB) with fault installed and returns how waiting for the
+// write's work request ended.
+func waitForAWrite(t *testing.T, loadBalancerID string, fault ociemu.Fault) error {
 	t.Helper()
 	ctx := context.Background()
 	emu, c := emulatorClient(t, true)
 	emu.AddFault(fault)
-	bs, err := c.GetBackendSet(ctx, lbID, "api")
+	set := "api"
+	if oci.IsNetworkLoadBalancer(loadBalancerID) {
+		set = "tcp"
+	}
+	bs, err := c.GetBackendSet(ctx, loadBalancerID, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,20 +198,47 @@ func waitForAWrite(t *testing.T, fault ociemu.Fault) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.WaitWorkRequest(ctx, lbID, id)
+	return c.WaitWorkRequest(ctx, loadBalancerID, id)
 }
 
 func TestFailedWorkRequestIsRetryable(t *testing.T) {
-	err := waitForAWrite(t, ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1})
+	err := waitForAWrite(t, lbID, ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1})
 	if reason, _, retry := oci.Retryable(err); !retry || reason != "workrequest" || !oci.IsWorkRequestFailed(err) {
 		t.Fatalf("failed work request: %v (%q)", err, reason)
+	}
+}
+
+// A failed work request is reported with the reasons OCI gives (a classic
+// one's errorDetails, an NLB one's ListWorkRequestErrors); bad input or a
+// limit is final, anything else is retried.
+func TestWhyAWorkRequestFailedIsReported(t *testing.T) {
+	for _, tc := range []struct {
+		lb, code string
+		rejected bool
+	}{
+		{lbID, "", false},
+		{lbID, "BAD_INPUT", true},
+		{nlbID, "", false},
+		{nlbID, "InvalidParameter", true},
+		{nlbID, "LimitExceeded", true},
+		{nlbID, "ServiceUnavailable", false},
+	} {
+		t.Run(tc.lb+" "+tc.code, func(t *testing.T) {
+			err := waitForAWrite(t, tc.lb, ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1,
+				FailCode: tc.code, FailMessage: "the reason OCI gives"})
+			_, _, retry := oci.Retryable(err)
+			if !oci.IsWorkRequestFailed(err) || oci.IsRejected(err) != tc.rejected || retry == tc.rejected ||
+				!strings.Contains(err.Error(), "the reason OCI gives") || !strings.Contains(err.Error(), tc.code) {
+				t.Fatalf("%v: rejected %v, retryable %v; want rejected %v, with OCI's reason", err, oci.IsRejected(err), retry, tc.rejected)
+			}
+		})
 	}
 }
 
 // A 404 while polling a work request says the work request is not known,
 // not that the backend set is missing, nor that the work request failed.
 func TestWorkRequestNotFoundIsNeitherMissingSetNorFailure(t *testing.T) {
-	err := waitForAWrite(t, ociemu.Fault{Operation: "GetWorkRequest", Status: 404, Code: "NotAuthorizedOrNotFound"})
+	err := waitForAWrite(t, lbID, ociemu.Fault{Operation: "GetWorkRequest", Status: 404, Code: "NotAuthorizedOrNotFound"})
 	if err == nil || oci.IsNotFound(err) || oci.IsWorkRequestFailed(err) {
 		t.Fatalf("WaitWorkRequest = %v: want an error that is neither a missing backend set nor a failed work request", err)
 	}

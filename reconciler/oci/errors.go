@@ -75,7 +75,14 @@ func IsNotFound(err error) bool {
 // unknown (the wait ended first, the work request could not be read).
 func IsWorkRequestFailed(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Reason == ReasonWorkRequest
+	return errors.As(err, &e) && e.Op == opWorkRequest
+}
+
+// IsRejected reports whether err says a work request failed for a reason
+// sending the same write again cannot help: bad input or a limit.
+func IsRejected(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Op == opWorkRequest && e.Reason == ""
 }
 
 // Retryable returns the retry class of err and the server's Retry-After, or

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +15,9 @@ import (
 )
 
 // WaitWorkRequest polls a work request until it finishes. It returns nil on
-// success and a retryable *Error (reason "workrequest") when it failed.
+// success and an *Error with Op "WorkRequest" when it failed, carrying why
+// OCI says it did: retryable (reason "workrequest") unless that says the
+// write itself was wrong or hit a limit (IsRejected).
 //
 // Polling adapts to how long work requests of this kind have been taking:
 // the first poll comes just before the expected end, later ones at a
@@ -33,7 +36,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			return ctx.Err()
 		case <-t.C:
 		}
-		state, message, err := c.workRequestState(ctx, loadBalancerID, id)
+		wr, err := c.workRequest(ctx, loadBalancerID, id)
 		if err != nil {
 			if _, _, retry := Retryable(err); !retry {
 				return err
@@ -41,45 +44,106 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			delay = est.next() // a failed poll is not a failed work request
 			continue
 		}
-		switch state {
+		switch wr.state {
 		case "SUCCEEDED":
 			d := time.Since(start)
 			est.observe(d)
 			metrics.WorkRequestDuration.WithLabelValues(string(k), "succeeded").Observe(d.Seconds())
 			return nil
 		case "FAILED", "CANCELED":
-			metrics.WorkRequestDuration.WithLabelValues(string(k), strings.ToLower(state)).Observe(time.Since(start).Seconds())
-			if message == "" {
-				message = "work request " + id + " " + strings.ToLower(state)
-			}
-			return &Error{Op: "WorkRequest", Code: state, Reason: ReasonWorkRequest, Err: errors.New(message)}
+			metrics.WorkRequestDuration.WithLabelValues(string(k), strings.ToLower(wr.state)).Observe(time.Since(start).Seconds())
+			return c.failure(ctx, loadBalancerID, id, wr)
 		}
 		delay = est.next()
 	}
 }
 
-const opGetWorkRequest = "GetWorkRequest"
+const (
+	opGetWorkRequest = "GetWorkRequest"
+	opWorkRequest    = "WorkRequest"
+)
 
-func (c *Client) workRequestState(ctx context.Context, loadBalancerID, id string) (state, message string, err error) {
+// workRequestState is a work request as far as waiting for it goes.
+type workRequestState struct {
+	state       string
+	compartment string             // an NLB one's, which listing its errors needs
+	errors      []workRequestError // a classic one's errorDetails
+}
+
+// workRequestError is one reason OCI gives for a failed work request.
+type workRequestError struct{ code, message string }
+
+func (c *Client) workRequest(ctx context.Context, loadBalancerID, id string) (workRequestState, error) {
 	sdkCtx, cs := call(ctx)
 	if IsNetworkLoadBalancer(loadBalancerID) {
 		resp, err := c.nlb.GetWorkRequest(sdkCtx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
 		if err := classify(opGetWorkRequest, err, cs); err != nil {
-			return "", "", err
+			return workRequestState{}, err
 		}
-		return string(resp.Status), "", nil
+		return workRequestState{state: string(resp.Status), compartment: deref(resp.CompartmentId)}, nil
 	}
 	resp, err := c.lb.GetWorkRequest(sdkCtx, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
 	if err := classify(opGetWorkRequest, err, cs); err != nil {
-		return "", "", err
+		return workRequestState{}, err
 	}
-	var msgs []string
+	wr := workRequestState{state: string(resp.LifecycleState)}
 	for _, e := range resp.ErrorDetails {
-		if e.Message != nil {
-			msgs = append(msgs, *e.Message)
+		wr.errors = append(wr.errors, workRequestError{code: string(e.ErrorCode), message: deref(e.Message)})
+	}
+	return wr, nil
+}
+
+// rejectedCodes are the reasons for a failed work request that say the
+// write itself was wrong or hit a limit, so sending it again cannot help:
+// the classic errorDetails code BAD_INPUT, and the OCI error codes (which
+// NLB work request errors use) the API errors page marks "Retry: No" for
+// a bad request or a limit.
+var rejectedCodes = map[string]bool{
+	"BAD_INPUT": true, "InvalidParameter": true, "MissingParameter": true, "CannotParseRequest": true,
+	"LimitExceeded": true, "QuotaExceeded": true,
+}
+
+// failure is the error for a work request that ended FAILED or CANCELED,
+// with the reasons OCI gives: a classic work request's errorDetails, an NLB
+// one's ListWorkRequestErrors.
+func (c *Client) failure(ctx context.Context, loadBalancerID, id string, wr workRequestState) error {
+	e := &Error{Op: opWorkRequest, Code: wr.state, Reason: ReasonWorkRequest}
+	reasons := wr.errors
+	if IsNetworkLoadBalancer(loadBalancerID) {
+		var err error
+		if reasons, err = c.networkWorkRequestErrors(ctx, id, wr.compartment); err != nil {
+			e.Err = fmt.Errorf("work request %s %s; why could not be read: %w", id, strings.ToLower(wr.state), err)
+			return e
 		}
 	}
-	return string(resp.LifecycleState), strings.Join(msgs, "; "), nil
+	msgs := []string{"work request " + id + " " + strings.ToLower(wr.state)}
+	for _, r := range reasons {
+		msgs = append(msgs, r.code+": "+r.message)
+		if rejectedCodes[r.code] {
+			e.Reason = ""
+		}
+	}
+	e.Err = errors.New(strings.Join(msgs, "; "))
+	return e
+}
+
+func (c *Client) networkWorkRequestErrors(ctx context.Context, id, compartment string) ([]workRequestError, error) {
+	var out []workRequestError
+	req := networkloadbalancer.ListWorkRequestErrorsRequest{WorkRequestId: &id, CompartmentId: &compartment}
+	for {
+		sdkCtx, cs := call(ctx)
+		resp, err := c.nlb.ListWorkRequestErrors(sdkCtx, req)
+		if err := classify("ListWorkRequestErrors", err, cs); err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Items {
+			out = append(out, workRequestError{code: deref(e.Code), message: deref(e.Message)})
+		}
+		if resp.OpcNextPage == nil {
+			return out, nil
+		}
+		req.Page = resp.OpcNextPage
+	}
 }
 
 // estimator tracks how long work requests of one kind take (an exponentially

@@ -23,8 +23,14 @@ type Fault struct {
 	Delay      time.Duration `json:"-"` // added before the request is served
 
 	// FailWorkRequest makes a write accepted normally whose work request
-	// ends FAILED, leaving the load balancer unchanged.
-	FailWorkRequest bool `json:"failWorkRequest,omitempty"`
+	// ends FAILED, leaving the load balancer unchanged. FailCode is why:
+	// on a classic load balancer the errorDetails code (INTERNAL_ERROR by
+	// default, or BAD_INPUT), on an NLB the code ListWorkRequestErrors
+	// gives (InternalServerError by default, or any OCI error code, e.g.
+	// InvalidParameter, LimitExceeded). FailMessage is its text.
+	FailWorkRequest bool   `json:"failWorkRequest,omitempty"`
+	FailCode        string `json:"failCode,omitempty"`
+	FailMessage     string `json:"failMessage,omitempty"`
 	// StuckUpdating makes a write's work request stay IN_PROGRESS, and an
 	// NLB stay UPDATING, until the fault is removed.
 	StuckUpdating bool `json:"stuckUpdating,omitempty"`
@@ -133,11 +139,11 @@ func (e *Emulator) Faults() map[int]Fault {
 
 // faultEffect is what the faults matching one request add up to.
 type faultEffect struct {
-	delay           time.Duration
-	err             *apiError
-	failWorkRequest bool
-	stuckBy         *faultEntry
-	foreignChange   bool
+	delay         time.Duration
+	err           *apiError
+	failure       *failure // the work request ends FAILED for this
+	stuckBy       *faultEntry
+	foreignChange bool
 	// lose, when set, replaces a served write's answer; lostAs is what the
 	// client gets instead, nil to cut the connection.
 	lose   bool
@@ -175,7 +181,7 @@ func (e *Emulator) matchFaults(rc *requestContext, isWrite bool) faultEffect {
 				effective = true
 			}
 			if isWrite && eff.err == nil && ff.FailWorkRequest {
-				eff.failWorkRequest = true
+				eff.failure = &failure{code: ff.FailCode, message: ff.FailMessage}
 				effective = true
 			}
 			if isWrite && eff.err == nil && ff.StuckUpdating {

@@ -107,6 +107,59 @@ func TestFailedWorkRequest(t *testing.T) {
 	})
 }
 
+// Why a work request failed: a classic one says it in errorDetails, an NLB
+// one in ListWorkRequestErrors; by default as a service error, or with the
+// fault's code and message.
+func TestWhyAWorkRequestFailed(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		for _, tc := range []struct {
+			fault                    ociemu.Fault
+			classicCode, networkCode string
+		}{
+			{ociemu.Fault{}, "INTERNAL_ERROR", "InternalServerError"},
+			{ociemu.Fault{FailCode: "BAD_INPUT", FailMessage: "backend 10.0.0.1:80 is not in a subnet the load balancer reaches"}, "BAD_INPUT", ""},
+			{ociemu.Fault{FailCode: "LimitExceeded", FailMessage: "too many backends"}, "", "LimitExceeded"},
+		} {
+			tc.fault.Operation, tc.fault.FailWorkRequest, tc.fault.Times = "UpdateBackendSet", true, 1
+			if tc.classicCode != "" {
+				f.emu.AddFault(tc.fault)
+				update, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+					BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(f.classicSet(t).BackendSet)})
+				must(t, err)
+				wr := f.waitClassic(t, *update.OpcWorkRequestId)
+				if len(wr.ErrorDetails) != 1 || string(wr.ErrorDetails[0].ErrorCode) != tc.classicCode ||
+					(tc.fault.FailMessage != "" && *wr.ErrorDetails[0].Message != tc.fault.FailMessage) {
+					t.Errorf("classic errorDetails %+v, want %s %q", wr.ErrorDetails, tc.classicCode, tc.fault.FailMessage)
+				}
+			}
+			if tc.networkCode != "" {
+				f.emu.AddFault(tc.fault)
+				errs := f.networkWriteErrors(t)
+				if len(errs.Items) != 1 || *errs.Items[0].Code != tc.networkCode || errs.Items[0].Timestamp == nil ||
+					(tc.fault.FailMessage != "" && *errs.Items[0].Message != tc.fault.FailMessage) {
+					t.Errorf("ListWorkRequestErrors %+v, want %s %q", errs.Items, tc.networkCode, tc.fault.FailMessage)
+				}
+			}
+		}
+		if errs := f.networkWriteErrors(t); len(errs.Items) != 0 {
+			t.Errorf("errors of a work request that succeeded: %v", errs.Items)
+		}
+	})
+}
+
+// networkWriteErrors writes the NLB's backend set, waits for the work
+// request and lists its errors.
+func (f *fixture) networkWriteErrors(t *testing.T) networkloadbalancer.ListWorkRequestErrorsResponse {
+	t.Helper()
+	update, err := f.nlb.UpdateBackendSet(f.context, f.emptyNetworkUpdate())
+	must(t, err)
+	f.waitNetwork(t, *update.OpcWorkRequestId)
+	errs, err := f.nlb.ListWorkRequestErrors(f.context, networkloadbalancer.ListWorkRequestErrorsRequest{
+		WorkRequestId: update.OpcWorkRequestId, CompartmentId: common.String(compartment)})
+	must(t, err)
+	return errs
+}
+
 // Status faults answer with OCI's codes, scoped by operation and load balancer.
 func TestStatusFaults(t *testing.T) {
 	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {

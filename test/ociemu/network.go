@@ -23,6 +23,7 @@ func (e *Emulator) registerNetwork(mux *http.ServeMux) {
 	e.route(mux, "DELETE "+set+"/backends/{backendName}", "DeleteBackend", true, e.networkDeleteBackend)
 	e.route(mux, "GET /20200501/workRequests/{workRequestId}", "GetWorkRequest", false, e.networkGetWorkRequest)
 	e.route(mux, "GET /20200501/workRequests", "ListWorkRequests", false, e.networkListWorkRequests)
+	e.route(mux, "GET /20200501/workRequests/{workRequestId}/errors", "ListWorkRequestErrors", false, e.networkListWorkRequestErrors)
 }
 
 // readAnswer is a GET's answer with the etag, or 304 when If-None-Match
@@ -228,6 +229,26 @@ func (e *Emulator) networkGetWorkRequest(rc *requestContext) (*response, error) 
 		return nil, notFound("work request " + id)
 	}
 	return &response{status: http.StatusOK, body: w.networkView()}, nil
+}
+
+// networkListWorkRequestErrors lists why an NLB work request failed; the
+// SDK requires the compartment, as it does for ListWorkRequests.
+func (e *Emulator) networkListWorkRequestErrors(rc *requestContext) (*response, error) {
+	id := rc.r.PathValue("workRequestId")
+	if rc.r.URL.Query().Get("compartmentId") == "" {
+		return nil, invalidParameter("compartmentId is required")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.workRequests[id]
+	if w == nil || w.balancer.network == nil || w.balancer.compartment() != rc.r.URL.Query().Get("compartmentId") {
+		return nil, notFound("work request " + id)
+	}
+	page, next, err := paginate(rc, w.networkErrors())
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: http.StatusOK, body: networkloadbalancer.WorkRequestErrorCollection{Items: page}, nextPage: next}, nil
 }
 
 // networkListWorkRequests lists a compartment's NLB work requests, newest first.

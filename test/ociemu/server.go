@@ -47,15 +47,15 @@ type response struct {
 
 // requestContext is one API request on its way through the emulator.
 type requestContext struct {
-	r               *http.Request
-	body            []byte
-	operation       string
-	loadBalancerID  string
-	failWorkRequest bool
-	stuckBy         *faultEntry
-	foreignChange   bool // another client changes the load balancer once this request is served
-	lose            bool // the answer is lost once the request is served
-	lostAs          *apiError
+	r              *http.Request
+	body           []byte
+	operation      string
+	loadBalancerID string
+	failure        *failure // the write's work request ends FAILED for this
+	stuckBy        *faultEntry
+	foreignChange  bool // another client changes the load balancer once this request is served
+	lose           bool // the answer is lost once the request is served
+	lostAs         *apiError
 }
 
 func (rc *requestContext) header(name string) string { return rc.r.Header.Get(name) }
@@ -150,7 +150,7 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 	if eff.err != nil {
 		return nil, eff.err
 	}
-	rc.failWorkRequest, rc.stuckBy, rc.foreignChange = eff.failWorkRequest, eff.stuckBy, eff.foreignChange
+	rc.failure, rc.stuckBy, rc.foreignChange = eff.failure, eff.stuckBy, eff.foreignChange
 	rc.lose, rc.lostAs = eff.lose, eff.lostAs
 	if !isWrite {
 		return h(rc)

@@ -21,19 +21,43 @@ const (
 // balancer only when it succeeds, so reads return the old configuration
 // until then, as they do in OCI.
 type workRequest struct {
-	id          string
-	balancer    *balancer
-	operation   string // SDK operation name, e.g. UpdateBackendSet
-	backendSet  string
-	status      string
-	accepted    time.Time
-	started     time.Time
-	finished    time.Time
-	apply       func()
-	fail        bool        // end FAILED without applying
-	stuckBy     *faultEntry // held IN_PROGRESS while this fault is active
-	held        bool        // due to finish, but stuckBy held it
-	failMessage string
+	id         string
+	balancer   *balancer
+	operation  string // SDK operation name, e.g. UpdateBackendSet
+	backendSet string
+	status     string
+	accepted   time.Time
+	started    time.Time
+	finished   time.Time
+	apply      func()
+	failure    *failure    // end FAILED for this, without applying
+	stuckBy    *faultEntry // held IN_PROGRESS while this fault is active
+	held       bool        // due to finish, but stuckBy held it
+}
+
+// failure is why a work request failed: a code and a message, as
+// errorDetails (classic) and ListWorkRequestErrors (NLB) give them.
+type failure struct {
+	code, message string
+}
+
+// forClassic and forNetwork fill in what a failure left unsaid: by default
+// a work request fails as a service error, which a retry may get past.
+func (f failure) forClassic() failure {
+	if f.code == "" {
+		f.code = string(loadbalancer.WorkRequestErrorErrorCodeInternalError)
+	}
+	if f.message == "" {
+		f.message = "The work request failed (injected fault)."
+	}
+	return f
+}
+
+func (f failure) forNetwork() failure {
+	if f.code == "" {
+		f.code = "InternalServerError"
+	}
+	return f.forClassic()
 }
 
 func (w *workRequest) inFlight() bool {
@@ -69,7 +93,7 @@ func (e *Emulator) submit(rc *requestContext, b *balancer, wr write) (*workReque
 		status:     StateAccepted,
 		accepted:   time.Now().UTC(),
 		apply:      wr.apply,
-		fail:       rc.failWorkRequest,
+		failure:    rc.failure,
 		stuckBy:    rc.stuckBy,
 	}
 	e.workRequests[w.id] = w
@@ -132,9 +156,8 @@ func (e *Emulator) finishLocked(w *workRequest) {
 	if w.started.IsZero() {
 		w.started = w.finished
 	}
-	if w.fail {
+	if w.failure != nil {
 		w.status = StateFailed
-		w.failMessage = "The work request failed (injected fault)."
 	} else {
 		w.apply()
 		w.status = StateSucceeded
@@ -198,8 +221,9 @@ func (w *workRequest) classicView() loadbalancer.WorkRequest {
 		ErrorDetails:   []loadbalancer.WorkRequestError{},
 	}
 	if w.status == StateFailed {
+		f := w.failure.forClassic()
 		v.ErrorDetails = append(v.ErrorDetails, loadbalancer.WorkRequestError{
-			ErrorCode: loadbalancer.WorkRequestErrorErrorCodeBadInput, Message: common.String(w.failMessage)})
+			ErrorCode: loadbalancer.WorkRequestErrorErrorCodeEnum(f.code), Message: common.String(f.message)})
 	}
 	return v
 }
@@ -209,10 +233,22 @@ func (w *workRequest) message() string {
 	case StateSucceeded:
 		return w.operation + " succeeded"
 	case StateFailed:
-		return w.operation + " failed: " + w.failMessage
+		return w.operation + " failed: " + w.failure.forClassic().message
 	default:
 		return w.operation + " " + w.status
 	}
+}
+
+// networkErrors are what ListWorkRequestErrors gives for the work request:
+// its failure, if it failed.
+func (w *workRequest) networkErrors() []networkloadbalancer.WorkRequestError {
+	items := []networkloadbalancer.WorkRequestError{}
+	if w.status == StateFailed {
+		f := w.failure.forNetwork()
+		items = append(items, networkloadbalancer.WorkRequestError{
+			Code: common.String(f.code), Message: common.String(f.message), Timestamp: sdkTime(w.finished)})
+	}
+	return items
 }
 
 func (w *workRequest) networkView() networkloadbalancer.WorkRequest {
