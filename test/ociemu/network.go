@@ -2,7 +2,9 @@ package ociemu
 
 import (
 	"net/http"
+	"net/netip"
 	"slices"
+	"strconv"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
@@ -108,16 +110,18 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 	updated := convertJSON[networkloadbalancer.BackendSet](d)
 	updated.Name = common.String(name)
 	updated.Backends = []networkloadbalancer.Backend{}
-	seen := map[string]bool{}
+	var seen backendIdentities
 	for i, bd := range d.Backends {
 		be, err := networkBackend(convertJSON[networkloadbalancer.Backend](bd))
+		if err == nil {
+			err = admissible(b, updated.IpVersion, be)
+		}
+		if err == nil && seen.add(be) {
+			err = invalidParameter("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
+		}
 		if err != nil {
 			return nil, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
 		}
-		if seen[*be.Name] {
-			return nil, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
-		}
-		seen[*be.Name] = true
 		updated.Backends = append(updated.Backends, be)
 	}
 	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
@@ -190,15 +194,76 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 		return nil, err
 	}
 	be, err := networkBackend(convertJSON[networkloadbalancer.Backend](d))
+	if err == nil {
+		err = admissible(b, set.IpVersion, be)
+	}
 	if err != nil {
 		return nil, err
 	}
+	var seen backendIdentities
 	for _, o := range set.Backends {
-		if *o.Name == *be.Name || (*o.Port == *be.Port && deref(o.IpAddress) == deref(be.IpAddress) && deref(o.TargetId) == deref(be.TargetId)) {
-			return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
-		}
+		seen.add(o)
+	}
+	if networkFamily.backendIndex(set, *be.Name) >= 0 || seen.add(be) {
+		return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
 	}
 	return networkFamily.addBackend(e, rc, b, name, be)
+}
+
+// admissible checks a backend against its backend set and load balancer:
+// its address must be of the backend set's IP version (IPv4 when unset),
+// and a network load balancer preserving source and destination headers
+// takes backends only by instance (targetId).
+func admissible(b *balancer, ipVersion networkloadbalancer.IpVersionEnum, be networkloadbalancer.Backend) *apiError {
+	if deref(b.network.IsPreserveSourceDestination) && deref(be.TargetId) == "" {
+		return invalidParameter("backend " + *be.Name + ": a network load balancer that preserves source and destination takes backends by instance (targetId) only")
+	}
+	ip := deref(be.IpAddress)
+	if ip == "" {
+		return nil
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not an IP address")
+	}
+	want := networkloadbalancer.IpVersionIpv4
+	if ipVersion != "" {
+		want = ipVersion
+	}
+	if is6 := addr.Is6() && !addr.Is4In6(); is6 != (want == networkloadbalancer.IpVersionIpv6) {
+		return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not of the backend set's IP version " + string(want))
+	}
+	return nil
+}
+
+// backendIdentities are the ways backends of an NLB backend set are told
+// apart: by address and port, and by instance and port. Addresses are
+// compared as addresses, however their text is written.
+type backendIdentities map[string]bool
+
+// add records be and reports whether a backend already recorded has one
+// of its identities.
+func (ids *backendIdentities) add(be networkloadbalancer.Backend) bool {
+	if *ids == nil {
+		*ids = backendIdentities{}
+	}
+	port := strconv.Itoa(deref(be.Port))
+	var keys []string
+	if ip := deref(be.IpAddress); ip != "" {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			ip = addr.Unmap().String()
+		}
+		keys = append(keys, "ip "+ip+" "+port)
+	}
+	if target := deref(be.TargetId); target != "" {
+		keys = append(keys, "target "+target+" "+port)
+	}
+	duplicate := false
+	for _, k := range keys {
+		duplicate = duplicate || (*ids)[k]
+		(*ids)[k] = true
+	}
+	return duplicate
 }
 
 // networkUpdateBackend changes only the fields the request sets.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,6 +355,92 @@ func TestNetworkBackendOperations(t *testing.T) {
 		must(t, err)
 		if len(backends) != 2 {
 			t.Errorf("after delete: %v", backends)
+		}
+	})
+}
+
+// NLB backend set rules: a backend's address is of the backend set's IP
+// version; a network load balancer preserving source and destination takes
+// backends by instance only; backends are told apart by address and port
+// and by instance and port (addresses compared as addresses); no write is
+// taken while the network load balancer is FAILED or DELETING.
+func TestNetworkBackendSetRules(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		const rules, preserving, failed, deleting = "ocid1.networkloadbalancer.oc1.iad.rules", "ocid1.networkloadbalancer.oc1.iad.preserving",
+			"ocid1.networkloadbalancer.oc1.iad.failed", "ocid1.networkloadbalancer.oc1.iad.deleting"
+		hc := &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp, Port: common.Int(443)}
+		nlb := func(id string, mutate func(*networkloadbalancer.NetworkLoadBalancer)) networkloadbalancer.NetworkLoadBalancer {
+			n := networkloadbalancer.NetworkLoadBalancer{Id: common.String(id), BackendSets: map[string]networkloadbalancer.BackendSet{
+				"v4": {HealthChecker: hc}, "v6": {HealthChecker: hc, IpVersion: networkloadbalancer.IpVersionIpv6}}}
+			mutate(&n)
+			return n
+		}
+		must(t, f.emu.SeedState(ociemu.Seed{NetworkLoadBalancers: []networkloadbalancer.NetworkLoadBalancer{
+			nlb(rules, func(*networkloadbalancer.NetworkLoadBalancer) {}),
+			nlb(preserving, func(n *networkloadbalancer.NetworkLoadBalancer) { n.IsPreserveSourceDestination = common.Bool(true) }),
+			nlb(failed, func(n *networkloadbalancer.NetworkLoadBalancer) {
+				n.LifecycleState = networkloadbalancer.LifecycleStateFailed
+			}),
+			nlb(deleting, func(n *networkloadbalancer.NetworkLoadBalancer) {
+				n.LifecycleState = networkloadbalancer.LifecycleStateDeleting
+			}),
+		}}))
+		byIP := func(ip string) networkloadbalancer.BackendDetails {
+			return networkloadbalancer.BackendDetails{IpAddress: common.String(ip), Port: common.Int(80)}
+		}
+		byTarget := func(id string) networkloadbalancer.BackendDetails {
+			return networkloadbalancer.BackendDetails{TargetId: common.String(id), Port: common.Int(80)}
+		}
+		update := func(lb, set string, backends ...networkloadbalancer.BackendDetails) error {
+			version := networkloadbalancer.IpVersionIpv4
+			if set == "v6" {
+				version = networkloadbalancer.IpVersionIpv6
+			}
+			resp, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(lb),
+				BackendSetName: common.String(set), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
+					IpVersion: version, Backends: backends, HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: hc.Protocol, Port: hc.Port}}})
+			if err == nil {
+				f.waitNetwork(t, *resp.OpcWorkRequestId)
+			}
+			return err
+		}
+		create := func(lb, set string, d networkloadbalancer.BackendDetails) error {
+			resp, err := f.nlb.CreateBackend(f.context, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(lb),
+				BackendSetName: common.String(set), CreateBackendDetails: networkloadbalancer.CreateBackendDetails{
+					IpAddress: d.IpAddress, TargetId: d.TargetId, Port: d.Port, Name: d.Name}})
+			if err == nil {
+				f.waitNetwork(t, *resp.OpcWorkRequestId)
+			}
+			return err
+		}
+
+		for _, refused := range []struct {
+			set      string
+			backends []networkloadbalancer.BackendDetails
+		}{
+			{"v4", []networkloadbalancer.BackendDetails{byIP("fd00::1")}},
+			{"v6", []networkloadbalancer.BackendDetails{byIP("10.0.0.1")}},
+			{"v4", []networkloadbalancer.BackendDetails{byIP("not-an-address")}},
+			{"v4", []networkloadbalancer.BackendDetails{byIP("10.0.0.1"), byIP("10.0.0.1")}},
+			{"v6", []networkloadbalancer.BackendDetails{byIP("fd00::1"), byIP("fd00:0:0::0001")}},
+			{"v4", []networkloadbalancer.BackendDetails{byTarget("ocid1.instance.oc1.iad.a"), byTarget("ocid1.instance.oc1.iad.a")}},
+		} {
+			serviceError(t, update(rules, refused.set, refused.backends...), 400, "InvalidParameter")
+		}
+		serviceError(t, create(rules, "v4", byIP("fd00::1")), 400, "InvalidParameter")
+		must(t, update(rules, "v6", byIP("fd00::1"), byTarget("ocid1.instance.oc1.iad.a")))
+		serviceError(t, create(rules, "v6", byIP("fd00:0::1")), 409, "NotAuthorizedOrResourceAlreadyExists")
+		serviceError(t, create(rules, "v6", byTarget("ocid1.instance.oc1.iad.a")), 409, "NotAuthorizedOrResourceAlreadyExists")
+
+		serviceError(t, update(preserving, "v4", byIP("10.0.0.1")), 400, "InvalidParameter")
+		serviceError(t, create(preserving, "v4", byIP("10.0.0.1")), 400, "InvalidParameter")
+		must(t, update(preserving, "v4", byTarget("ocid1.instance.oc1.iad.a")))
+
+		for lb, state := range map[string]string{failed: "Failed", deleting: "Deleting"} {
+			se := serviceError(t, update(lb, "v4", byIP("10.0.0.1")), 409, "Conflict")
+			if want := "from " + state + " to Updating"; !strings.Contains(se.GetMessage(), want) {
+				t.Errorf("write to a %s NLB: %q, want it to say %q", state, se.GetMessage(), want)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package ociemu
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
@@ -75,6 +76,12 @@ type write struct {
 // the same load balancer is in flight, otherwise creates the work request
 // and schedules it.
 func (e *Emulator) submit(rc *requestContext, b *balancer, wr write) (*workRequest, error) {
+	if b.network != nil {
+		switch b.network.LifecycleState {
+		case networkloadbalancer.LifecycleStateFailed, networkloadbalancer.LifecycleStateDeleting:
+			return nil, e.conflictError(b) // no write leaves these states
+		}
+	}
 	for _, other := range e.workOrder {
 		if other.balancer == b && other.inFlight() {
 			e.counters.Conflicts++
@@ -188,17 +195,26 @@ func (e *Emulator) releaseStuckLocked(f *faultEntry) {
 	}
 }
 
-// conflictError is what a write gets while the load balancer is busy.
-// For NLB the code and message are OCI's, as seen in public error reports.
+// conflictError is what a write gets while the load balancer is busy, or
+// (NLB) FAILED or DELETING. For NLB the code and message are OCI's, as seen
+// in public error reports of a write while UPDATING.
 // For classic load balancers OCI's exact answer to overlapping writes is not
 // publicly documented; it is a 409 whose code Options.ClassicConflictCode sets.
 func (e *Emulator) conflictError(b *balancer) *apiError {
 	if b.network != nil {
 		return &apiError{status: http.StatusConflict, code: "Conflict",
-			message: "Invalid State Transition of NLB lifeCycle state from Updating to Updating"}
+			message: "Invalid State Transition of NLB lifeCycle state from " + titleCase(string(b.network.LifecycleState)) + " to Updating"}
 	}
 	return &apiError{status: http.StatusConflict, code: e.opts.ClassicConflictCode,
 		message: "Load balancer " + b.id() + " has a work request in progress; try again after it completes"}
+}
+
+// titleCase writes a lifecycle state as OCI's NLB messages do: FAILED as Failed.
+func titleCase(state string) string {
+	if state == "" {
+		return state
+	}
+	return state[:1] + strings.ToLower(state[1:])
 }
 
 func sdkTime(t time.Time) *common.SDKTime {
