@@ -1,24 +1,22 @@
 package reconciler
 
 import (
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// decide is what a reconcile of obj decides from the cluster alone, before
-// OCI is read: which backend sets another resource keeps (lost), what the
-// desired state is and what is wrong with it (issues), and which backend
-// sets to bring in line in which mode (held ones keep what is registered).
-// The controller and lbregistrar plan both decide here, so the plan shows
-// what the controller will do.
-func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, claimants claimantsFunc, opts desired.Options) (outcome, []syncJob, error) {
-	lost, err := lostClaims(obj, claimants)
-	if err != nil {
-		return outcome{}, nil, err
-	}
+// decide is what a reconcile of obj decides from the cluster and the
+// backend sets read, given the backend sets another resource keeps (lost):
+// what the desired state is and what is wrong with it (issues), and which
+// backend sets to bring in line in which mode (held ones keep what is
+// registered). The controller and lbregistrar plan both decide here, so the
+// plan shows what the controller will do.
+func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, opts desired.Options) (outcome, []syncJob) {
+	opts.Families = families(read)
 	result := desired.Compute(&obj.Spec, cluster, opts)
 	out := outcome{lost: lost, issues: result.Issues}
-	return out, registerJobs(obj, result, &out), nil
+	return out, registerJobs(obj, result, &out, read)
 }
 
 // desiredOptions are the options of the desired state the reconciler computes.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -204,4 +206,34 @@ func TestRejectedWriteIsFinalForTheSpec(t *testing.T) {
 	f.emu.RemoveFault(rejecting)
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].NodePort = 31052 })
 	f.expectBackends(classicLB, "admin", "10.0.35.1:31052/1", "10.0.35.2:31052/1")
+}
+
+// Each backend set gets the node addresses of the IP version it takes: an
+// IPv6 NLB backend set the nodes' IPv6 addresses, in canonical form, and
+// Degraded names the nodes that have none.
+func TestBackendSetTakesAddressesOfItsIPVersion(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	v6 := seed.NetworkLoadBalancers[0].BackendSets["tcp"]
+	v6.IpVersion, v6.Backends = networkloadbalancer.IpVersionIpv6, nil
+	seed.NetworkLoadBalancers[0].BackendSets["tcp6"] = v6
+	f.must(f.emu.SeedState(seed))
+	dual := f.node(f.ns+"-dual", "10.0.36.1")
+	dual.Status.Addresses = append(dual.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "FD00:0:0::36:1"})
+	f.must(k8s.Status().Update(f.ctx, dual))
+	f.node(f.ns+"-v4", "10.0.36.2")
+	f.startManager(f.options())
+	obj := f.registrar("families", networkLB, []v1beta1.Target{fixedPort("tcp", 31060), fixedPort("tcp6", 31060)})
+
+	f.expectBackends(networkLB, "tcp6", "fd00::36:1:31060/1")
+	f.expectBackends(networkLB, "tcp", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1",
+		"10.0.36.1:31060/1", "10.0.36.2:31060/1")
+	f.eventually(20*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		if c == nil || c.Reason != "NodeWithoutAddress" || !strings.Contains(c.Message, f.ns+"-v4") || !strings.Contains(c.Message, "IPv6") {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
 }

@@ -64,18 +64,23 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 		return rp, err
 	}
 	claimants := claimantsAmong(all, obj.Name)
-	out, jobs, err := decide(obj, cluster, claimants, p.opts.desiredOptions())
+	lost, err := lostClaims(obj, claimants)
 	if err != nil {
 		return rp, err
 	}
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentialError
-	switch {
-	case errors.As(err, &ce):
-		rp.Error = ce.message
-	case err != nil:
+	if err != nil && !errors.As(err, &ce) {
 		return rp, err
-	default:
+	}
+	var read map[string]*oci.BackendSet
+	if ce == nil {
+		read = readBackendSets(ctx, ociClient, lb, backendSetNames(obj, lost))
+	}
+	out, jobs := decide(obj, cluster, lost, read, p.opts.desiredOptions())
+	if ce != nil {
+		rp.Error = ce.message
+	} else {
 		rp.BackendSets = planJobs(ctx, ociClient, obj, lb, jobs, claimants, &out)
 	}
 	setConditions(obj, &out, ce)

@@ -140,7 +140,10 @@ func planJobs(ctx context.Context, read backendSetReader, obj *v1beta1.LBRegistr
 	changes := make([]BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
 		c := BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: modeNames[j.mode]}
-		bs, err := read.GetBackendSet(ctx, lb, j.name)
+		bs, err := j.prefetched, error(nil)
+		if bs == nil { // not read yet, or its read failed: read again for the error
+			bs, err = read.GetBackendSet(ctx, lb, j.name)
+		}
 		if err == nil {
 			j.protected, err = protectedBy(claimants, lb, j.name)
 		}

@@ -159,13 +159,18 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, jobs, err := decide(obj, cluster, claimants, r.opts.desiredOptions())
+	lost, err := lostClaims(obj, claimants)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(out.lost) > 0 {
-		metrics.Conflicts.Add(float64(len(out.lost)))
+	if len(lost) > 0 {
+		metrics.Conflicts.Add(float64(len(lost)))
 	}
+	// The backend sets are read first: which address of a node goes into
+	// one depends on the IP version it takes.
+	turn.step(PhaseReading, "", "")
+	read := readBackendSets(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
+	out, jobs := decide(obj, cluster, lost, read, r.opts.desiredOptions())
 
 	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
 

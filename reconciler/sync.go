@@ -32,11 +32,63 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Backends, Desired: j.want, Protected: j.protected}
 }
 
+// readBackendSets reads the named backend sets of a load balancer at once.
+// A backend set whose read failed is left out: the sync reads it again, and
+// reports what it finds.
+func readBackendSets(ctx context.Context, ociClient backendSetAPI, lb string, names []string) map[string]*oci.BackendSet {
+	read := make([]*oci.BackendSet, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { read[i], _ = ociClient.GetBackendSet(ctx, lb, name) })
+	}
+	wg.Wait()
+	out := make(map[string]*oci.BackendSet, len(names))
+	for i, name := range names {
+		if read[i] != nil {
+			out[name] = read[i]
+		}
+	}
+	return out
+}
+
+// backendSetNames are the backend sets a reconcile of obj may write: those
+// its spec names, but for the ones another resource keeps, and those it
+// still has a record of.
+func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string {
+	var names []string
+	for _, t := range obj.Spec.Services {
+		if _, kept := lost[t.BackendSetName]; !kept {
+			names = append(names, t.BackendSetName)
+		}
+	}
+	for _, rec := range obj.Status.BackendSets {
+		names = append(names, rec.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// families are the IP families of the backend sets read: an NLB backend
+// set's ipVersion; a classic one, which has none, takes either.
+func families(read map[string]*oci.BackendSet) map[string]desired.Family {
+	out := make(map[string]desired.Family, len(read))
+	for name, bs := range read {
+		switch bs.IPVersion {
+		case "IPV4":
+			out[name] = desired.IPv4
+		case "IPV6":
+			out[name] = desired.IPv6
+		}
+	}
+	return out
+}
+
 // registerJobs are the backend sets a reconcile brings in line: every one
 // the desired state names that no other resource keeps (those whose desired
 // state is uncertain keep what is registered, and out says so), and every
-// recorded one the spec no longer names, whose owned backends go.
-func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome) []syncJob {
+// recorded one the spec no longer names, whose owned backends go. read are
+// the backend sets already read.
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome, read map[string]*oci.BackendSet) []syncJob {
 	var jobs []syncJob
 	inSpec := map[string]bool{}
 	for _, bs := range result.BackendSets {
@@ -49,20 +101,21 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome)
 			mode = plan.Hold
 			out.held = append(out.held, bs.Name)
 		}
-		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends})
+		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends, prefetched: read[bs.Name]})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
+			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove, prefetched: read[rec.Name]})
 		}
 	}
 	return jobs
 }
 
 // syncAll syncs backend sets of the load balancer whose lane is held, one
-// write at a time, as OCI requires. Reads to plan and the intent record are
-// done first, for all of them at once, so the writes follow each other with
-// only the read each needs for a current ETag in between.
+// write at a time, as OCI requires. Reads to plan (those not done already)
+// and the intent record are done first, for all of them at once, so the
+// writes follow each other with only the read each needs for a current ETag
+// in between.
 func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, jobs []syncJob) {
 	obj, lb := st.obj, turn.loadBalancerID
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
@@ -71,7 +124,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		r.holdWrites(ctx, ociClient, obj, lb, out, jobs)
 		return
 	}
-	var wg sync.WaitGroup
+	var unread []string
 	for i := range jobs {
 		j := &jobs[i]
 		if err := r.rejections.get(obj.Name, j.name, obj.Generation); err != nil && obj.DeletionTimestamp.IsZero() {
@@ -87,12 +140,16 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 			j.skip = true
 			continue
 		}
-		wg.Go(func() {
-			// A failed read is retried by the sync itself.
-			j.prefetched, _ = ociClient.GetBackendSet(ctx, lb, j.name)
-		})
+		if j.prefetched == nil {
+			unread = append(unread, j.name)
+		}
 	}
-	wg.Wait()
+	read := readBackendSets(ctx, ociClient, lb, unread)
+	for i := range jobs {
+		if bs := read[jobs[i].name]; bs != nil {
+			jobs[i].prefetched = bs
+		}
+	}
 	var changing []string
 	for i := range jobs {
 		j := &jobs[i]

@@ -10,9 +10,13 @@
 // rotation, and because filtering on it empties a backend set exactly when a
 // control-plane blip marks every node NotReady.
 //
-// A node is registered by its InternalIP. A dual-stack node is registered by
-// its first IPv4 InternalIP; an IPv6-only node by its first IPv6 InternalIP;
-// a node with no InternalIP is left out and reported.
+// A node is registered by an InternalIP of the family its backend set
+// takes (Options.Families): an NLB backend set's ipVersion, IPv4 or IPv6. A
+// backend set that does not say (a classic load balancer's) takes a node's
+// first IPv4 InternalIP, else its first IPv6 one. A node with no InternalIP
+// of the family is left out of that backend set and reported; addresses are
+// written in canonical form, so IPv6 text written differently is the same
+// address.
 //
 // A Service target registers the NodePort of the Service port it names (by
 // name or number). With filterByEndpoints, or when the Service has
@@ -29,7 +33,9 @@ package desired
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +81,23 @@ type Options struct {
 	// no eligible node is Ready the filter is dropped (and reported), so a
 	// cluster-wide NotReady never empties a backend set.
 	RequireReady bool
+	// Families is the IP family each backend set takes, by name; a backend
+	// set not in it takes Preferred.
+	Families map[string]Family
+}
+
+// Family is the IP family of the addresses a backend set takes.
+type Family int
+
+const (
+	// Preferred is a node's IPv4 InternalIP, else its IPv6 one.
+	Preferred Family = iota
+	IPv4
+	IPv6
+)
+
+func (f Family) String() string {
+	return [...]string{"IPv4 or IPv6", "IPv4", "IPv6"}[f]
 }
 
 // Cluster is the part of the cluster the desired state depends on.
@@ -106,10 +129,23 @@ type Result struct {
 	Issues      []Issue
 }
 
-// node is an eligible node reduced to what registration needs.
+// node is an eligible node reduced to what registration needs: its first
+// InternalIP of each family, in canonical form, "" for none.
 type node struct {
 	name string
-	ip   string
+	ipv4 string
+	ipv6 string
+}
+
+// address is the node's address for a backend set of family f, or "".
+func (n node) address(f Family) string {
+	switch {
+	case f == IPv6:
+		return n.ipv6
+	case f == IPv4 || n.ipv4 != "":
+		return n.ipv4
+	}
+	return n.ipv6
 }
 
 // Compute returns the desired backends of every backend set in spec.
@@ -131,6 +167,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		first    []Backend
 		backends map[key]Backend
 		held     *Issue
+		missing  map[string]bool // nodes with no address of the backend set's family
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -140,7 +177,13 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
-		backends, issue := targetBackends(i, t, nodes, c)
+		backends, missing, issue := targetBackends(i, t, nodes, c, o.Families[t.BackendSetName])
+		for _, name := range missing {
+			if a.missing == nil {
+				a.missing = map[string]bool{}
+			}
+			a.missing[name] = true
+		}
 		if issue != nil {
 			r.Issues = append(r.Issues, *issue)
 			if a.held == nil {
@@ -172,7 +215,13 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		}
 	}
 
-	for name, a := range sets {
+	for _, name := range slices.Sorted(maps.Keys(sets)) { // in order, so issues read the same every time
+		a := sets[name]
+		if len(a.missing) > 0 {
+			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf(
+				"backend set %q takes %s addresses; nodes without an InternalIP of that family are not registered there: %s",
+				name, o.Families[name], summarize(slices.Sorted(maps.Keys(a.missing))))})
+		}
 		bs := BackendSet{Name: name, Held: a.held}
 		if a.held == nil {
 			bs.Backends = a.first
@@ -191,7 +240,6 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		}
 		r.BackendSets = append(r.BackendSets, bs)
 	}
-	slices.SortFunc(r.BackendSets, func(a, b BackendSet) int { return cmp.Compare(a.Name, b.Name) })
 	return r
 }
 
@@ -202,43 +250,57 @@ func compareBackends(a, b Backend) int {
 	return cmp.Compare(a.Port, b.Port)
 }
 
-// targetBackends resolves one spec.services entry into backends, or the
-// issue that prevents it.
-func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster) ([]Backend, *Issue) {
+// targetBackends resolves one spec.services entry into backends of the
+// family its backend set takes, and the nodes left out for having no
+// address of it, or the issue that prevents it.
+func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, family Family) ([]Backend, []string, *Issue) {
 	port := t.NodePort
 	onlyNodes := map[string]bool(nil)
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc := c.Services[key]
 		if svc == nil {
-			return nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			return nil, nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 		}
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			return nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
 		sp := servicePort(svc, t)
 		if sp == nil {
-			return nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+			return nil, nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
 		}
 		if sp.NodePort == 0 {
-			return nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return nil, nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			onlyNodes = ServingNodes(key, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
-				return nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+				return nil, nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 			}
 		}
 	}
 	out := make([]Backend, 0, len(nodes))
+	var missing []string
 	for _, n := range nodes {
 		if onlyNodes != nil && !onlyNodes[n.name] {
 			continue
 		}
-		out = append(out, Backend{IP: n.ip, Port: port, Weight: t.Weight})
+		ip := n.address(family)
+		if ip == "" {
+			missing = append(missing, n.name)
+			continue
+		}
+		out = append(out, Backend{IP: ip, Port: port, Weight: t.Weight})
 	}
-	return out, nil
+	// Nodes are in the order of their preferred address; a backend set of
+	// another family may need sorting. Two nodes reporting one address make
+	// one backend.
+	if !slices.IsSortedFunc(out, compareBackends) {
+		slices.SortStableFunc(out, compareBackends)
+	}
+	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
+	return out, missing, nil
 }
 
 func servicePort(svc *corev1.Service, t *v1beta1.Target) *corev1.ServicePort {
@@ -338,17 +400,18 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 		if filterReady && !IsReady(n) {
 			continue
 		}
-		ip := InternalIP(n)
-		if ip == "" {
+		v4, v6 := InternalIPs(n)
+		if v4 == "" && v6 == "" {
 			noAddress = append(noAddress, n.Name)
 			continue
 		}
-		out = append(out, node{name: n.Name, ip: ip})
+		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6})
 	}
-	// Sorted by address, so each target's backends are in backend order;
-	// two nodes reporting one address make one backend.
-	slices.SortStableFunc(out, func(a, b node) int { return cmp.Compare(a.ip, b.ip) })
-	out = slices.CompactFunc(out, func(a, b node) bool { return a.ip == b.ip })
+	// Sorted by address, so each target's backends are usually in backend
+	// order already.
+	slices.SortStableFunc(out, func(a, b node) int {
+		return cmp.Or(cmp.Compare(a.address(Preferred), b.address(Preferred)), cmp.Compare(a.ipv6, b.ipv6))
+	})
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
 		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an InternalIP are not registered: %s", summarize(noAddress))})
@@ -391,24 +454,25 @@ func IsReady(n *corev1.Node) bool {
 	return false
 }
 
-// InternalIP is the address a node is registered by: its first IPv4
-// InternalIP, else its first IPv6 InternalIP, else "".
-func InternalIP(n *corev1.Node) string {
-	v6 := ""
+// InternalIPs are a node's first IPv4 and first IPv6 InternalIP, in
+// canonical form, "" where it has none.
+func InternalIPs(n *corev1.Node) (ipv4, ipv6 string) {
 	for _, a := range n.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP {
 			continue
 		}
-		ip := net.ParseIP(a.Address)
+		ip, err := netip.ParseAddr(a.Address)
 		switch {
-		case ip == nil:
-		case ip.To4() != nil:
-			return a.Address
-		case v6 == "":
-			v6 = a.Address
+		case err != nil:
+		case ip.Unmap().Is4():
+			if ipv4 == "" {
+				ipv4 = ip.Unmap().String()
+			}
+		case ipv6 == "":
+			ipv6 = ip.WithZone("").String()
 		}
 	}
-	return v6
+	return ipv4, ipv6
 }
 
 // NodeChanged reports whether an update to a node can change any desired
@@ -416,6 +480,12 @@ func InternalIP(n *corev1.Node) string {
 func NodeChanged(old, cur *corev1.Node) bool {
 	return Eligible(old) != Eligible(cur) ||
 		!labels.Equals(old.Labels, cur.Labels) ||
-		InternalIP(old) != InternalIP(cur) ||
+		!sameAddresses(old, cur) ||
 		IsReady(old) != IsReady(cur)
+}
+
+func sameAddresses(a, b *corev1.Node) bool {
+	a4, a6 := InternalIPs(a)
+	b4, b6 := InternalIPs(b)
+	return a4 == b4 && a6 == b6
 }

@@ -151,6 +151,32 @@ func TestCompute(t *testing.T) {
 			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"fd00::2", 31000, 1}}}},
 		},
 		{
+			name: "a backend set takes the addresses of its family, in canonical form; nodes without one are reported",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				{NodePort: 31000, BackendSetName: "v4", Weight: 1}, {NodePort: 31000, BackendSetName: "v6", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("dual", "", func(n *corev1.Node) {
+					n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "fd00:0:0::0001"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+				}),
+				mkNode("v4-only", "10.0.0.2"),
+				mkNode("v6-only", "FD00::3"),
+			}},
+			opts: Options{Families: map[string]Family{"v4": IPv4, "v6": IPv6}},
+			want: []BackendSet{
+				{Name: "v4", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}}},
+				{Name: "v6", Backends: []Backend{{"fd00::1", 31000, 1}, {"fd00::3", 31000, 1}}},
+			},
+			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNodeWithoutAddress},
+		},
+		{
+			name:       "no node has an address of the family: held",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "v6", Weight: 1}}},
+			cluster:    Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}},
+			opts:       Options{Families: map[string]Family{"v6": IPv6}},
+			want:       []BackendSet{{Name: "v6", Held: &Issue{Reason: ReasonNoEligibleNodes}}},
+			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNoEligibleNodes},
+		},
+		{
 			name: "filterByEndpoints keeps nodes with ready endpoints",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{func() v1beta1.Target {
 				t := svcTarget(intstr.FromString("http"), "bs", 1)

@@ -19,6 +19,9 @@ type BackendSet struct {
 	// Backends are the IP-addressed backends, in the order OCI returned them.
 	Backends []plan.Backend
 	ETag     string
+	// IPVersion is the IP version an NLB backend set takes, IPV4 or IPV6
+	// (IPV4 when it says none); "" for a classic one, which does not say.
+	IPVersion string
 
 	lb       *loadbalancer.BackendSet
 	nlb      *networkloadbalancer.BackendSet
@@ -36,7 +39,10 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		if err := classify("GetBackendSet", err, cs); err != nil {
 			return nil, err
 		}
-		bs.nlb, bs.ETag = &resp.BackendSet, deref(resp.Etag)
+		bs.nlb, bs.ETag, bs.IPVersion = &resp.BackendSet, deref(resp.Etag), string(resp.IpVersion)
+		if bs.IPVersion == "" {
+			bs.IPVersion = string(networkloadbalancer.IpVersionIpv4)
+		}
 		for _, b := range resp.Backends {
 			if deref(b.IpAddress) == "" {
 				bs.byTarget = append(bs.byTarget, b)

@@ -12,6 +12,7 @@ package plan
 import (
 	"cmp"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -33,8 +34,14 @@ type Backend struct {
 // Key identifies a backend inside a backend set: ip:port.
 func (b Backend) Key() string { return Key(b.IP, b.Port) }
 
-// Key is the ip:port identity of a backend.
-func Key(ip string, port int32) string { return net.JoinHostPort(ip, strconv.Itoa(int(port))) }
+// Key is the ip:port identity of a backend, the address in canonical form:
+// IPv6 text varies ("fd00:0::1", "FD00::1"), the address does not.
+func Key(ip string, port int32) string {
+	if addr, err := netip.ParseAddr(ip); err == nil {
+		ip = addr.Unmap().String()
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
+}
 
 // Mode says what the backend set should end up holding of this resource.
 type Mode int

@@ -53,6 +53,13 @@ func TestCompute(t *testing.T) {
 			backends: []Backend{foreign, a}, owned: rec(a), changed: true,
 		},
 		{
+			// OCI, the record and the node may write one IPv6 address differently.
+			name: "IPv6 addresses compare as addresses, not as text",
+			in: Input{Current: []Backend{{IP: "FD00:0::1", Port: 30080, Weight: 1}}, Owned: rec(Backend{IP: "fd00:0:0::1", Port: 30080, Weight: 1}),
+				Desired: want(Backend{IP: "fd00::1", Port: 30080, Weight: 1})},
+			backends: []Backend{{IP: "FD00:0::1", Port: 30080, Weight: 1}}, owned: rec(Backend{IP: "FD00:0::1", Port: 30080, Weight: 1}),
+		},
+		{
 			name:     "foreign backend never removed even if not desired",
 			in:       Input{Current: []Backend{foreign, b}, Owned: rec(b), Desired: want(b)},
 			backends: []Backend{foreign, b}, owned: rec(b),
