@@ -13,7 +13,7 @@ import (
 // registered). The controller and lbregistrar plan both decide here, so the
 // plan shows what the controller will do.
 func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, opts desired.Options) (outcome, []syncJob) {
-	opts.Families = families(read)
+	opts.BackendSets = takes(read)
 	result := desired.Compute(&obj.Spec, cluster, opts)
 	out := outcome{lost: lost, issues: result.Issues}
 	return out, registerJobs(obj, result, &out, read)

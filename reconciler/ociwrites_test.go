@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -232,6 +233,45 @@ func TestBackendSetTakesAddressesOfItsIPVersion(t *testing.T) {
 	f.eventually(20*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionDegraded)
 		if c == nil || c.Reason != "NodeWithoutAddress" || !strings.Contains(c.Message, f.ns+"-v4") || !strings.Contains(c.Message, "IPv6") {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
+}
+
+// A backend set that preserves the client's source address takes nodes by
+// instance: each backend names the node's instance OCID from spec.providerID
+// (oci://… or bare), which an NLB preserving source and destination
+// requires; a node already registered by instance alone is seen, not added
+// twice; a node without an instance OCID is named in Degraded.
+func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	nlb := &seed.NetworkLoadBalancers[0]
+	nlb.IsPreserveSourceDestination = common.Bool(true)
+	preserved := nlb.BackendSets["tcp"]
+	preserved.IsPreserveSource = common.Bool(true)
+	preserved.Backends = []networkloadbalancer.Backend{{TargetId: common.String("ocid1.instance.oc1.iad.node-b"), Port: common.Int(31070)}}
+	nlb.BackendSets["preserved"] = preserved
+	f.must(f.emu.SeedState(seed))
+	f.node(f.ns+"-a", "10.0.37.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.node-a" })
+	f.node(f.ns+"-b", "10.0.37.2", func(n *corev1.Node) { n.Spec.ProviderID = "ocid1.instance.oc1.iad.node-b" })
+	f.node(f.ns+"-c", "10.0.37.3")
+	f.startManager(f.options())
+	obj := f.registrar("by-instance", networkLB, []v1beta1.Target{fixedPort("preserved", 31070)})
+
+	f.expectBackends(networkLB, "preserved", "10.0.37.1:31070/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	backends, err := f.emu.Backends(networkLB, "preserved")
+	f.must(err)
+	if !slices.ContainsFunc(backends, func(b ociemu.Backend) bool {
+		return b.IPAddress == "10.0.37.1" && b.TargetID == "ocid1.instance.oc1.iad.node-a"
+	}) {
+		t.Errorf("node a not registered by its instance: %+v", backends)
+	}
+	f.eventually(20*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		if c == nil || c.Reason != "NodeWithoutInstanceID" || !strings.Contains(c.Message, f.ns+"-c") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
 		return nil

@@ -166,8 +166,8 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	if len(lost) > 0 {
 		metrics.Conflicts.Add(float64(len(lost)))
 	}
-	// The backend sets are read first: which address of a node goes into
-	// one depends on the IP version it takes.
+	// The backend sets are read first: what of a node goes into one (which
+	// address, its instance) depends on the backend set.
 	turn.step(PhaseReading, "", "")
 	read := readBackendSets(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
 	out, jobs := decide(obj, cluster, lost, read, r.opts.desiredOptions())

@@ -68,17 +68,20 @@ func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string 
 	return slices.Compact(names)
 }
 
-// families are the IP families of the backend sets read: an NLB backend
-// set's ipVersion; a classic one, which has none, takes either.
-func families(read map[string]*oci.BackendSet) map[string]desired.Family {
-	out := make(map[string]desired.Family, len(read))
+// takes is what each backend set read takes of a node: addresses of its
+// NLB ipVersion (a classic one, which has none, takes either), and the
+// instance OCID too where it preserves the client's source address.
+func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
+	out := make(map[string]desired.Takes, len(read))
 	for name, bs := range read {
+		t := desired.Takes{Instance: bs.PreservesSource}
 		switch bs.IPVersion {
 		case "IPV4":
-			out[name] = desired.IPv4
+			t.Family = desired.IPv4
 		case "IPV6":
-			out[name] = desired.IPv6
+			t.Family = desired.IPv6
 		}
+		out[name] = t
 	}
 	return out
 }

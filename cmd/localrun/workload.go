@@ -45,7 +45,11 @@ var servicePorts = []corev1.ServicePort{
 // write (nothing here runs Pods).
 func createWorkload(ctx context.Context, c client.Client) error {
 	for _, n := range nodes {
-		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels}}
+		obj := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels},
+			// As OKE writes it: a source-preserving NLB backend set takes nodes by instance.
+			Spec: corev1.NodeSpec{ProviderID: "oci://ocid1.instance.oc1.ap-tokyo-1." + n.name},
+		}
 		if err := c.Create(ctx, obj); err != nil {
 			return err
 		}

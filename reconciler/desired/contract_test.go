@@ -68,8 +68,8 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 	fixed := v1beta1.Target{NodePort: 30080, BackendSetName: "bs", Weight: 1}
 	a, b := mkNode("a", "10.0.0.1"), mkNode("b", "10.0.0.2")
 	twoNodes := []*corev1.Node{a, b}
-	onA := Backend{"10.0.0.1", 30443, 1}
-	onB := Backend{"10.0.0.2", 30443, 1}
+	onA := Backend{IP: "10.0.0.1", Port: 30443, Weight: 1}
+	onB := Backend{IP: "10.0.0.2", Port: 30443, Weight: 1}
 
 	tests := []struct {
 		row     string
@@ -90,7 +90,7 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 		row:      "S2 a Service port by number registers its NodePort",
 		targets:  []v1beta1.Target{svcTarget(intstr.FromInt32(80), "bs", 1)},
 		cluster:  Cluster{Nodes: []*corev1.Node{a}, Services: services(gw())},
-		original: written(Backend{"10.0.0.1", 30080, 1}),
+		original: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 	}, {
 		row:         "S3 a Service of type LoadBalancer",
 		targets:     []v1beta1.Target{service},
@@ -179,21 +179,21 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 		row:      "N6 a node is registered by its first InternalIP",
 		targets:  []v1beta1.Target{fixed},
 		cluster:  Cluster{Nodes: []*corev1.Node{withAddresses(a, "ExternalIP 203.0.113.1", "InternalIP 10.0.0.1", "InternalIP 10.0.0.9")}},
-		original: written(Backend{"10.0.0.1", 30080, 1}),
+		original: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 	}, {
 		row:         "N7 a dual-stack node listing its IPv6 InternalIP first",
 		targets:     []v1beta1.Target{fixed},
 		cluster:     Cluster{Nodes: []*corev1.Node{withAddresses(a, "InternalIP fd00::1", "InternalIP 10.0.0.1")}},
-		original:    written(Backend{"fd00::1", 30080, 1}),
+		original:    written(Backend{IP: "fd00::1", Port: 30080, Weight: 1}),
 		why:         "one node, one address whatever order the kubelet lists them in; IPv4 when it has one",
-		lbregistrar: written(Backend{"10.0.0.1", 30080, 1}),
+		lbregistrar: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 	}, {
 		row:         "N8 a node without InternalIP",
 		targets:     []v1beta1.Target{fixed},
 		cluster:     Cluster{Nodes: []*corev1.Node{a, withAddresses(b, "ExternalIP 203.0.113.2")}},
-		original:    written(Backend{"", 30080, 1}, Backend{"10.0.0.1", 30080, 1}),
+		original:    written(Backend{IP: "", Port: 30080, Weight: 1}, Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 		why:         "a backend without an address is not one; the node is left out and named in Degraded",
-		lbregistrar: written(Backend{"10.0.0.1", 30080, 1}),
+		lbregistrar: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 	}, {
 		row:         "N9 no node at all",
 		targets:     []v1beta1.Target{fixed},
@@ -205,9 +205,9 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 		row:         "X1 two entries of one resource share a backend set",
 		targets:     []v1beta1.Target{service, svcTarget(intstr.FromString("http"), "bs", 1)},
 		cluster:     Cluster{Nodes: []*corev1.Node{a}, Services: services(gw())},
-		original:    written(Backend{"10.0.0.1", 30080, 1}),
+		original:    written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
 		why:         "the original wrote each entry's backends as the whole set, so the last entry's replaced the others; both entries are meant",
-		lbregistrar: written(Backend{"10.0.0.1", 30080, 1}, onA),
+		lbregistrar: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}, onA),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.row, func(t *testing.T) {

@@ -11,12 +11,15 @@
 // control-plane blip marks every node NotReady.
 //
 // A node is registered by an InternalIP of the family its backend set
-// takes (Options.Families): an NLB backend set's ipVersion, IPv4 or IPv6. A
+// takes (Options.BackendSets): an NLB backend set's ipVersion, IPv4 or IPv6. A
 // backend set that does not say (a classic load balancer's) takes a node's
 // first IPv4 InternalIP, else its first IPv6 one. A node with no InternalIP
 // of the family is left out of that backend set and reported; addresses are
 // written in canonical form, so IPv6 text written differently is the same
-// address.
+// address. In a backend set that preserves the client's source address, OCI
+// selects backends by instance, so a node's backend also names its instance
+// OCID (targetId), from spec.providerID as Oracle's cloud controller
+// manager reads it; a node without one is left out there and reported.
 //
 // A Service target registers the NodePort of the Service port it names (by
 // name or number). With filterByEndpoints, or when the Service has
@@ -37,6 +40,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -62,14 +66,17 @@ const (
 	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
 	ReasonNoReadyNodes           = "NoReadyNodes"
 	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
+	ReasonNodeWithoutInstanceID  = "NodeWithoutInstanceID"
 	ReasonDuplicateBackend       = "DuplicateBackend"
 )
 
-// Backend is one node address and port with the weight it is registered with.
+// Backend is one node address and port with the weight it is registered
+// with, and the node's instance OCID where the backend set takes it.
 type Backend struct {
-	IP     string
-	Port   int32
-	Weight int32
+	IP       string
+	Port     int32
+	Weight   int32
+	TargetID string
 }
 
 // Key identifies a backend inside a backend set, as OCI does: ip:port.
@@ -81,9 +88,18 @@ type Options struct {
 	// no eligible node is Ready the filter is dropped (and reported), so a
 	// cluster-wide NotReady never empties a backend set.
 	RequireReady bool
-	// Families is the IP family each backend set takes, by name; a backend
-	// set not in it takes Preferred.
-	Families map[string]Family
+	// BackendSets says what each backend set takes of a node, by name; a
+	// backend set not in it takes Preferred addresses.
+	BackendSets map[string]Takes
+}
+
+// Takes is what a backend set takes of a node.
+type Takes struct {
+	Family Family
+	// Instance is set for a backend set that preserves the client's source
+	// address: OCI selects its backends by instance, so each names the
+	// node's instance OCID too.
+	Instance bool
 }
 
 // Family is the IP family of the addresses a backend set takes.
@@ -130,11 +146,13 @@ type Result struct {
 }
 
 // node is an eligible node reduced to what registration needs: its first
-// InternalIP of each family, in canonical form, "" for none.
+// InternalIP of each family, in canonical form, and its instance OCID, ""
+// for none.
 type node struct {
-	name string
-	ipv4 string
-	ipv6 string
+	name     string
+	ipv4     string
+	ipv6     string
+	instance string
 }
 
 // address is the node's address for a backend set of family f, or "".
@@ -163,11 +181,12 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	// is one): they are used as they are. Only a second target into the same
 	// set needs the map that merges and checks duplicates.
 	type acc struct {
-		resolved bool
-		first    []Backend
-		backends map[key]Backend
-		held     *Issue
-		missing  map[string]bool // nodes with no address of the backend set's family
+		resolved   bool
+		first      []Backend
+		backends   map[key]Backend
+		held       *Issue
+		noAddress  map[string]bool // nodes with no address of the backend set's family
+		noInstance map[string]bool // nodes with no instance OCID, where the backend set takes one
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -177,13 +196,9 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
-		backends, missing, issue := targetBackends(i, t, nodes, c, o.Families[t.BackendSetName])
-		for _, name := range missing {
-			if a.missing == nil {
-				a.missing = map[string]bool{}
-			}
-			a.missing[name] = true
-		}
+		backends, left, issue := targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
+		a.noAddress = addNames(a.noAddress, left.noAddress)
+		a.noInstance = addNames(a.noInstance, left.noInstance)
 		if issue != nil {
 			r.Issues = append(r.Issues, *issue)
 			if a.held == nil {
@@ -217,10 +232,15 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 
 	for _, name := range slices.Sorted(maps.Keys(sets)) { // in order, so issues read the same every time
 		a := sets[name]
-		if len(a.missing) > 0 {
+		if len(a.noAddress) > 0 {
 			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf(
 				"backend set %q takes %s addresses; nodes without an InternalIP of that family are not registered there: %s",
-				name, o.Families[name], summarize(slices.Sorted(maps.Keys(a.missing))))})
+				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
+		}
+		if len(a.noInstance) > 0 {
+			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutInstanceID, fmt.Sprintf(
+				"backend set %q preserves the client's source address, so OCI takes its backends by instance; nodes whose spec.providerID names no OCI instance are not registered there: %s",
+				name, summarize(slices.Sorted(maps.Keys(a.noInstance))))})
 		}
 		bs := BackendSet{Name: name, Held: a.held}
 		if a.held == nil {
@@ -250,48 +270,70 @@ func compareBackends(a, b Backend) int {
 	return cmp.Compare(a.Port, b.Port)
 }
 
-// targetBackends resolves one spec.services entry into backends of the
-// family its backend set takes, and the nodes left out for having no
-// address of it, or the issue that prevents it.
-func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, family Family) ([]Backend, []string, *Issue) {
+// leftOut are the nodes a backend set could not take.
+type leftOut struct {
+	noAddress  []string // no address of the backend set's family
+	noInstance []string // no instance OCID, which the backend set takes
+}
+
+func addNames(set map[string]bool, names []string) map[string]bool {
+	for _, name := range names {
+		if set == nil {
+			set = map[string]bool{}
+		}
+		set[name] = true
+	}
+	return set
+}
+
+// targetBackends resolves one spec.services entry into backends as its
+// backend set takes them, and the nodes left out, or the issue that
+// prevents it.
+func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Takes) ([]Backend, leftOut, *Issue) {
 	port := t.NodePort
 	onlyNodes := map[string]bool(nil)
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc := c.Services[key]
 		if svc == nil {
-			return nil, nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			return nil, leftOut{}, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 		}
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+			return nil, leftOut{}, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
 		sp := servicePort(svc, t)
 		if sp == nil {
-			return nil, nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+			return nil, leftOut{}, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
 		}
 		if sp.NodePort == 0 {
-			return nil, nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return nil, leftOut{}, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			onlyNodes = ServingNodes(key, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
-				return nil, nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+				return nil, leftOut{}, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 			}
 		}
 	}
 	out := make([]Backend, 0, len(nodes))
-	var missing []string
+	var left leftOut
 	for _, n := range nodes {
 		if onlyNodes != nil && !onlyNodes[n.name] {
 			continue
 		}
-		ip := n.address(family)
-		if ip == "" {
-			missing = append(missing, n.name)
-			continue
+		b := Backend{IP: n.address(takes.Family), Port: port, Weight: t.Weight}
+		if takes.Instance {
+			b.TargetID = n.instance
 		}
-		out = append(out, Backend{IP: ip, Port: port, Weight: t.Weight})
+		switch {
+		case b.IP == "":
+			left.noAddress = append(left.noAddress, n.name)
+		case takes.Instance && b.TargetID == "":
+			left.noInstance = append(left.noInstance, n.name)
+		default:
+			out = append(out, b)
+		}
 	}
 	// Nodes are in the order of their preferred address; a backend set of
 	// another family may need sorting. Two nodes reporting one address make
@@ -300,7 +342,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, family Fa
 		slices.SortStableFunc(out, compareBackends)
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
-	return out, missing, nil
+	return out, left, nil
 }
 
 func servicePort(svc *corev1.Service, t *v1beta1.Target) *corev1.ServicePort {
@@ -405,7 +447,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 			noAddress = append(noAddress, n.Name)
 			continue
 		}
-		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6})
+		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6, instance: InstanceID(n)})
 	}
 	// Sorted by address, so each target's backends are usually in backend
 	// order already.
@@ -476,12 +518,24 @@ func InternalIPs(n *corev1.Node) (ipv4, ipv6 string) {
 }
 
 // NodeChanged reports whether an update to a node can change any desired
-// state: its eligibility, labels (for nodeSelector), address or readiness.
+// state: its eligibility, labels (for nodeSelector), addresses, instance or
+// readiness.
 func NodeChanged(old, cur *corev1.Node) bool {
 	return Eligible(old) != Eligible(cur) ||
 		!labels.Equals(old.Labels, cur.Labels) ||
-		!sameAddresses(old, cur) ||
+		!sameAddresses(old, cur) || InstanceID(old) != InstanceID(cur) ||
 		IsReady(old) != IsReady(cur)
+}
+
+// InstanceID is the OCI instance OCID of a node, from its spec.providerID,
+// which OKE and Oracle's cloud controller manager write as
+// oci://ocid1.instance... or the bare OCID; "" when it names none.
+func InstanceID(n *corev1.Node) string {
+	id := strings.TrimPrefix(n.Spec.ProviderID, "oci://")
+	if !strings.HasPrefix(id, "ocid1.instance.") {
+		return ""
+	}
+	return id
 }
 
 func sameAddresses(a, b *corev1.Node) bool {

@@ -88,13 +88,13 @@ func TestCompute(t *testing.T) {
 			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "bs", 2)}},
 			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
 			want: []BackendSet{{Name: "bs", Backends: []Backend{
-				{"10.0.0.1", 30443, 2}, {"10.0.0.2", 30443, 2}, {"10.0.0.3", 30443, 2}}}},
+				{"10.0.0.1", 30443, 2, ""}, {"10.0.0.2", 30443, 2, ""}, {"10.0.0.3", 30443, 2, ""}}}},
 		},
 		{
 			name:    "service port by number",
 			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(80), "bs", 1)}},
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
-			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}}}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}}},
 		},
 		{
 			name: "fixed node port",
@@ -102,7 +102,7 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: []*corev1.Node{
 				mkNode("a", "10.0.0.1"), mkNode("x", "10.0.0.9", excluded), mkNode("d", "10.0.0.8", deleting),
 				mkNode("s", "10.0.0.7", autoscaled), mkNode("nr", "10.0.0.6", notReady)}},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.6", 31000, 1}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.6", 31000, 1, ""}}}},
 		},
 		{
 			name: "require ready filters not ready nodes",
@@ -110,7 +110,7 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: []*corev1.Node{
 				mkNode("a", "10.0.0.1"), mkNode("nr", "10.0.0.6", notReady)}},
 			opts: Options{RequireReady: true},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
 		},
 		{
 			name: "require ready fails open when no node is ready",
@@ -118,7 +118,7 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: []*corev1.Node{
 				mkNode("a", "10.0.0.1", notReady), mkNode("b", "10.0.0.2", notReady)}},
 			opts:       Options{RequireReady: true},
-			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}}}},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.2", 31000, 1, ""}}}},
 			wantIssues: []string{ReasonNoReadyNodes},
 		},
 		{
@@ -128,7 +128,7 @@ func TestCompute(t *testing.T) {
 				Services:     []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}},
 			},
 			cluster: Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1", label("pool", "edge")), mkNode("b", "10.0.0.2")}},
-			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
 		},
 		{
 			name: "node without internal ip is skipped and reported",
@@ -136,7 +136,7 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1"), mkNode("b", "", func(n *corev1.Node) {
 				n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "1.2.3.4"}}
 			})}},
-			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}}}},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
 			wantIssues: []string{ReasonNodeWithoutAddress},
 		},
 		{
@@ -148,7 +148,7 @@ func TestCompute(t *testing.T) {
 				}),
 				mkNode("b", "fd00::2"),
 			}},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"fd00::2", 31000, 1}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"fd00::2", 31000, 1, ""}}}},
 		},
 		{
 			name: "a backend set takes the addresses of its family, in canonical form; nodes without one are reported",
@@ -161,18 +161,31 @@ func TestCompute(t *testing.T) {
 				mkNode("v4-only", "10.0.0.2"),
 				mkNode("v6-only", "FD00::3"),
 			}},
-			opts: Options{Families: map[string]Family{"v4": IPv4, "v6": IPv6}},
+			opts: Options{BackendSets: map[string]Takes{"v4": {Family: IPv4}, "v6": {Family: IPv6}}},
 			want: []BackendSet{
-				{Name: "v4", Backends: []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}}},
-				{Name: "v6", Backends: []Backend{{"fd00::1", 31000, 1}, {"fd00::3", 31000, 1}}},
+				{Name: "v4", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.2", 31000, 1, ""}}},
+				{Name: "v6", Backends: []Backend{{"fd00::1", 31000, 1, ""}, {"fd00::3", 31000, 1, ""}}},
 			},
 			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNodeWithoutAddress},
+		},
+		{
+			name: "a source-preserving backend set takes each node's instance OCID from spec.providerID",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "preserving", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("oke", "10.0.0.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.a" }),
+				mkNode("bare", "10.0.0.2", func(n *corev1.Node) { n.Spec.ProviderID = "ocid1.instance.oc1.iad.b" }),
+				mkNode("elsewhere", "10.0.0.3", func(n *corev1.Node) { n.Spec.ProviderID = "kind://docker/kind/node" }),
+			}},
+			opts: Options{BackendSets: map[string]Takes{"preserving": {Family: IPv4, Instance: true}}},
+			want: []BackendSet{{Name: "preserving", Backends: []Backend{
+				{"10.0.0.1", 31000, 1, "ocid1.instance.oc1.iad.a"}, {"10.0.0.2", 31000, 1, "ocid1.instance.oc1.iad.b"}}}},
+			wantIssues: []string{ReasonNodeWithoutInstanceID},
 		},
 		{
 			name:       "no node has an address of the family: held",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "v6", Weight: 1}}},
 			cluster:    Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}},
-			opts:       Options{Families: map[string]Family{"v6": IPv6}},
+			opts:       Options{BackendSets: map[string]Takes{"v6": {Family: IPv6}}},
 			want:       []BackendSet{{Name: "v6", Held: &Issue{Reason: ReasonNoEligibleNodes}}},
 			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNoEligibleNodes},
 		},
@@ -188,7 +201,7 @@ func TestCompute(t *testing.T) {
 					slice(map[string]*bool{"a": nil, "b": ptr.To(false)}),
 					slice(map[string]*bool{"c": ptr.To(true)}),
 				}}},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.3", 30080, 1}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}, {"10.0.0.3", 30080, 1, ""}}}},
 		},
 		{
 			name: "externalTrafficPolicy Local narrows like filterByEndpoints",
@@ -198,7 +211,7 @@ func TestCompute(t *testing.T) {
 				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 				return s
 			}()}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice(map[string]*bool{"b": nil})}}},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.2", 30080, 1}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.2", 30080, 1, ""}}}},
 		},
 		{
 			name: "zero ready endpoints holds the backend set",
@@ -216,7 +229,7 @@ func TestCompute(t *testing.T) {
 			name:    "two nodes reporting one address make one backend",
 			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 30080, BackendSetName: "bs", Weight: 1}}},
 			cluster: Cluster{Nodes: []*corev1.Node{mkNode("b", "10.0.0.2"), mkNode("a", "10.0.0.1"), mkNode("a2", "10.0.0.1")}},
-			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.2", 30080, 1}}}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}, {IP: "10.0.0.2", Port: 30080, Weight: 1}}}},
 		},
 		{
 			name:       "missing service holds",
@@ -265,8 +278,8 @@ func TestCompute(t *testing.T) {
 			}},
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
 			want: []BackendSet{
-				{Name: "plain", Backends: []Backend{{"10.0.0.1", 30080, 1}}},
-				{Name: "tls", Backends: []Backend{{"10.0.0.1", 30080, 1}, {"10.0.0.1", 30443, 1}}},
+				{Name: "plain", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}},
+				{Name: "tls", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}, {"10.0.0.1", 30443, 1, ""}}},
 			},
 			wantIssues: []string{ReasonDuplicateBackend},
 		},
@@ -280,7 +293,7 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
 			want: []BackendSet{
 				{Name: "a", Held: &Issue{Reason: ReasonServiceNotFound}},
-				{Name: "b", Backends: []Backend{{"10.0.0.1", 30080, 1}}},
+				{Name: "b", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}},
 			},
 			wantIssues: []string{ReasonServiceNotFound},
 		},

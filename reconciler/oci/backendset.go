@@ -16,16 +16,20 @@ import (
 type BackendSet struct {
 	LoadBalancerID string
 	Name           string
-	// Backends are the IP-addressed backends, in the order OCI returned them.
+	// Backends are the backends, in the order OCI returned them; an NLB's
+	// given by instance alone have no IP.
 	Backends []plan.Backend
 	ETag     string
 	// IPVersion is the IP version an NLB backend set takes, IPV4 or IPV6
 	// (IPV4 when it says none); "" for a classic one, which does not say.
 	IPVersion string
+	// PreservesSource is set for an NLB backend set that preserves the
+	// client's source address (isPreserveSource, true when unset as OCI
+	// documents): OCI selects its backends by instance.
+	PreservesSource bool
 
-	lb       *loadbalancer.BackendSet
-	nlb      *networkloadbalancer.BackendSet
-	byTarget []networkloadbalancer.Backend // NLB backends given by instance, never ours
+	lb  *loadbalancer.BackendSet
+	nlb *networkloadbalancer.BackendSet
 }
 
 // GetBackendSet reads one backend set.
@@ -43,15 +47,9 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		if bs.IPVersion == "" {
 			bs.IPVersion = string(networkloadbalancer.IpVersionIpv4)
 		}
+		bs.PreservesSource = resp.IsPreserveSource == nil || *resp.IsPreserveSource
 		for _, b := range resp.Backends {
-			if deref(b.IpAddress) == "" {
-				bs.byTarget = append(bs.byTarget, b)
-				continue
-			}
-			bs.Backends = append(bs.Backends, plan.Backend{
-				IP: *b.IpAddress, Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
-				Backup: derefBool(b.IsBackup), Drain: derefBool(b.IsDrain), Offline: derefBool(b.IsOffline),
-			})
+			bs.Backends = append(bs.Backends, networkBackend(b))
 		}
 		return bs, nil
 	}
@@ -88,28 +86,28 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		if err := carry(bs.nlb, &details); err != nil {
 			return "", err
 		}
-		// Backends keep their places: the ones given by instance where they
-		// were, the planned ones in plan order (which keeps the read order).
+		// Backends kept stay where they were, with their names; added ones
+		// follow in plan order.
 		planned := make(map[string]plan.Backend, len(backends))
 		for _, b := range backends {
 			planned[b.Key()] = b
 		}
 		detail := func(o networkloadbalancer.Backend, b plan.Backend) networkloadbalancer.BackendDetails {
-			return networkloadbalancer.BackendDetails{
-				Name: o.Name, TargetId: o.TargetId, IpAddress: common.String(b.IP), Port: common.Int(int(b.Port)),
+			d := networkloadbalancer.BackendDetails{
+				Name: o.Name, TargetId: o.TargetId, Port: common.Int(int(b.Port)),
 				Weight: common.Int(int(b.Weight)), IsBackup: common.Bool(b.Backup), IsDrain: common.Bool(b.Drain), IsOffline: common.Bool(b.Offline),
 			}
-		}
-		details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends)+len(bs.byTarget))
-		for _, o := range bs.nlb.Backends {
-			if deref(o.IpAddress) == "" {
-				details.Backends = append(details.Backends, networkloadbalancer.BackendDetails{
-					Name: o.Name, TargetId: o.TargetId, Port: o.Port, Weight: o.Weight,
-					IsBackup: o.IsBackup, IsDrain: o.IsDrain, IsOffline: o.IsOffline,
-				})
-				continue
+			if b.IP != "" {
+				d.IpAddress = common.String(b.IP)
 			}
-			key := plan.Key(*o.IpAddress, int32(derefInt(o.Port)))
+			if b.TargetID != "" {
+				d.TargetId = common.String(b.TargetID)
+			}
+			return d
+		}
+		details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends))
+		for _, o := range bs.nlb.Backends {
+			key := networkBackend(o).Key()
 			if b, kept := planned[key]; kept {
 				details.Backends = append(details.Backends, detail(o, b))
 				delete(planned, key)
@@ -189,6 +187,14 @@ func carry(read, write any) error {
 		return fmt.Errorf("copy backend set settings: %w", err)
 	}
 	return nil
+}
+
+// networkBackend is an NLB backend as planning sees it.
+func networkBackend(b networkloadbalancer.Backend) plan.Backend {
+	return plan.Backend{
+		IP: deref(b.IpAddress), TargetID: deref(b.TargetId), Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
+		Backup: derefBool(b.IsBackup), Drain: derefBool(b.IsDrain), Offline: derefBool(b.IsOffline),
+	}
 }
 
 func deref(s *string) string {

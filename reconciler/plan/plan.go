@@ -23,16 +23,30 @@ import (
 // Backend is one backend of a backend set, as far as planning is concerned.
 // Whoever writes the plan carries every other field of an existing backend.
 type Backend struct {
-	IP      string
-	Port    int32
-	Weight  int32
-	Backup  bool
-	Drain   bool
-	Offline bool
+	IP string
+	// TargetID is the instance OCID of an NLB backend given by instance;
+	// such a backend may have no IP.
+	TargetID string
+	Port     int32
+	Weight   int32
+	Backup   bool
+	Drain    bool
+	Offline  bool
 }
 
-// Key identifies a backend inside a backend set: ip:port.
-func (b Backend) Key() string { return Key(b.IP, b.Port) }
+// Key identifies a backend inside a backend set: ip:port, or, for one given
+// by instance alone, its instanceKey.
+func (b Backend) Key() string {
+	if b.IP == "" && b.TargetID != "" {
+		return instanceKey(b.TargetID, b.Port)
+	}
+	return Key(b.IP, b.Port)
+}
+
+// instanceKey is the instance:port identity of a backend given by instance.
+func instanceKey(targetID string, port int32) string {
+	return "instance " + targetID + ":" + strconv.Itoa(int(port))
+}
 
 // Key is the ip:port identity of a backend, the address in canonical form:
 // IPv6 text varies ("fd00:0::1", "FD00::1"), the address does not.
@@ -104,7 +118,7 @@ func Compute(in Input) Plan {
 		present[k] = true
 		_, mine := owned[k]
 		switch d, wanted := want[k]; {
-		case wanted: // adopt when foreign, reweigh when needed
+		case wanted: // adopt when foreign, reweigh when needed; a backend OCI took by address stays so
 			if cur.Weight != d.Weight {
 				cur.Weight = d.Weight
 				p.Updated = append(p.Updated, k)
@@ -129,9 +143,18 @@ func Compute(in Input) Plan {
 		p.Backends = append(p.Backends, cur)
 	}
 
+	// A node registered by instance alone, by someone else or long ago, is
+	// there already: another backend of that instance and port would be a
+	// duplicate OCI refuses.
+	instances := map[string]bool{}
+	for _, b := range p.Backends {
+		if b.TargetID != "" {
+			instances[instanceKey(b.TargetID, b.Port)] = true
+		}
+	}
 	added := make([]desired.Backend, 0, len(want))
 	for k, d := range want {
-		if !present[k] {
+		if !present[k] && (d.TargetID == "" || !instances[instanceKey(d.TargetID, d.Port)]) {
 			added = append(added, d)
 		}
 	}
@@ -139,7 +162,7 @@ func Compute(in Input) Plan {
 		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
 	})
 	for _, d := range added {
-		p.Backends = append(p.Backends, Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
+		p.Backends = append(p.Backends, Backend{IP: d.IP, TargetID: d.TargetID, Port: d.Port, Weight: d.Weight})
 		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
 		p.Added = append(p.Added, Key(d.IP, d.Port))
 	}

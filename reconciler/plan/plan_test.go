@@ -110,6 +110,29 @@ func TestCompute(t *testing.T) {
 			backends: []Backend{a}, owned: nil, changed: true,
 		},
 		{
+			// In a source-preserving NLB backend set: someone registered the
+			// node's instance; another backend of it would be a duplicate.
+			name: "a node registered by instance alone is there already",
+			in: Input{Current: []Backend{{TargetID: "ocid1.instance.a", Port: 30080, Weight: 2}},
+				Desired: []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1, TargetID: "ocid1.instance.a"}}},
+			backends: []Backend{{TargetID: "ocid1.instance.a", Port: 30080, Weight: 2}},
+		},
+		{
+			// Registered before the set preserved the source, or by the
+			// original operator: OCI took it, and rewriting it would be a
+			// write for nothing.
+			name:     "a backend registered by address is found by its address and left so",
+			in:       Input{Current: []Backend{a}, Desired: []desired.Backend{{IP: a.IP, Port: a.Port, Weight: a.Weight, TargetID: "ocid1.instance.a"}}},
+			backends: []Backend{a}, owned: rec(a),
+		},
+		{
+			name: "a new backend names its instance; one by instance alone stays as it is",
+			in: Input{Current: []Backend{{TargetID: "ocid1.instance.other", Port: 30080, Weight: 1}, a}, Owned: rec(a),
+				Desired: []desired.Backend{{IP: b.IP, Port: b.Port, Weight: b.Weight, TargetID: "ocid1.instance.b"}}},
+			backends: []Backend{{TargetID: "ocid1.instance.other", Port: 30080, Weight: 1}, {IP: b.IP, TargetID: "ocid1.instance.b", Port: b.Port, Weight: b.Weight}},
+			owned:    rec(b), changed: true,
+		},
+		{
 			name:     "protected backend is not drained",
 			in:       Input{Mode: Drain, Current: []Backend{a}, Owned: rec(a), Protected: map[string]bool{a.Key(): true}},
 			backends: []Backend{a}, owned: nil,

@@ -204,7 +204,8 @@ func createWorkload(t *testing.T, c *kube.Cluster) {
 func addNode(t *testing.T, c *kube.Cluster, name, ip string) {
 	t.Helper()
 	ctx := testContext(t)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.NodeSpec{ProviderID: "oci://ocid1.instance.oc1.ap-tokyo-1." + name}} // as OKE writes it
 	if err := c.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
