@@ -1,9 +1,9 @@
 package reconciler
 
 import (
-	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
 // decide is what a reconcile of obj decides from the cluster and the
