@@ -29,48 +29,68 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
 	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy()}
-	deleted := obj.DeletionTimestamp.Time
-	giveUp := time.Now().After(deleted.Add(r.opts.CleanupTimeout))
 
 	var out outcome
-	if ownsBackends(obj) {
-		ociClient, err := r.ociClientFor(ctx, obj)
-		if err != nil {
-			out.fail("*", err)
-		} else {
-			turn, err := r.lanes.acquire(ctx, recordedLoadBalancer(obj), obj.Name)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			defer turn.release()
-			drainUntil := deleted.Add(r.opts.DrainPeriod)
-			mode := plan.Remove
-			if time.Now().Before(drainUntil) {
-				mode = plan.Drain
-			}
-			var jobs []syncJob
-			var names []string
-			for _, rec := range obj.Status.BackendSets {
-				jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
-				names = append(names, rec.Name)
-			}
-			if mode == plan.Drain {
-				logger.Info("deleted: draining this resource's backends before removing them", "backendSets", names, "until", drainUntil.UTC().Format(time.RFC3339))
-			} else {
-				logger.Info("deleted: removing this resource's backends", "backendSets", names)
-			}
-			r.syncAll(ctx, ociClient, st, &out, turn, jobs)
-			// What another resource now records, or OCI no longer holds,
-			// left the record in the sync: only backends still owned wait.
-			if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
-				setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
-					fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
-				return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
-			}
-		}
+	if !ownsBackends(obj) {
+		return r.deregistered(ctx, st, &out)
 	}
+	ociClient, err := r.ociClientFor(ctx, obj)
+	if err != nil {
+		out.fail("*", err)
+		return r.deregistered(ctx, st, &out)
+	}
+	turn, ok := r.lanes.tryAcquire(recordedLoadBalancer(obj), obj.Name, r.wakeFunc(obj.Name))
+	if !ok {
+		logger.V(1).Info("deleted, and the load balancer is busy with another write; parked until it is done")
+		return ctrl.Result{}, nil // enqueued again when the lane is free
+	}
+	r.flights.launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+		return r.deregister(ctx, ociClient, st, turn)
+	})
+	return ctrl.Result{}, nil
+}
+
+// deregister drains obj's owned backends for the drain period, then removes
+// them, on its turn of the lane.
+func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn) (ctrl.Result, error) {
+	obj := st.obj
+	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.loadBalancerID)
+	drainUntil := obj.DeletionTimestamp.Add(r.opts.DrainPeriod)
+	mode := plan.Remove
+	if time.Now().Before(drainUntil) {
+		mode = plan.Drain
+	}
+	var jobs []syncJob
+	var names []string
+	for _, rec := range obj.Status.BackendSets {
+		jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
+		names = append(names, rec.Name)
+	}
+	if mode == plan.Drain {
+		logger.Info("deleted: draining this resource's backends before removing them", "backendSets", names, "until", drainUntil.UTC().Format(time.RFC3339))
+	} else {
+		logger.Info("deleted: removing this resource's backends", "backendSets", names)
+	}
+	var out outcome
+	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
+	// What another resource now records, or OCI no longer holds, left the
+	// record in the sync: only backends still owned wait.
+	if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
+			fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
+		return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
+	}
+	return r.deregistered(ctx, st, &out)
+}
+
+// deregistered removes the finalizer once nothing owned is left, or once
+// the cleanup timeout has passed; until then a failed cleanup is retried.
+func (r *Reconciler) deregistered(ctx context.Context, st *statusWriter, out *outcome) (ctrl.Result, error) {
+	obj := st.obj
+	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
+	deleted := obj.DeletionTimestamp.Time
 	if out.err != nil {
-		if !giveUp {
+		if time.Now().Before(deleted.Add(r.opts.CleanupTimeout)) {
 			logger.Error(out.err, "cleanup failed; retrying until the cleanup timeout",
 				"failures", out.failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
 			setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.failures, "; "))

@@ -176,9 +176,14 @@ func (w *wakeups) Start(_ context.Context, queue workqueue.TypedRateLimitingInte
 }
 
 func (w *wakeups) wake(name string) {
+	w.after(name, 0)
+}
+
+// after enqueues the named resource once d has passed.
+func (w *wakeups) after(name string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	w.queue.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, d)
 }
 
 // LaneStep is what the holder of a lane is doing.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,15 +85,19 @@ func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
 }
 
 // panickingAPI panics on a write, as a bug in a reconcile would.
-type panickingAPI struct{ scriptedAPI }
+type panickingAPI struct {
+	scriptedAPI
+	reached atomic.Bool
+}
 
-func (*panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan.Backend, string) (string, error) {
+func (p *panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan.Backend, string) (string, error) {
+	p.reached.Store(true)
 	panic("write")
 }
 
 // A reconcile that panics while it holds a load balancer's lane, registering
-// or deregistering, releases it: controller-runtime recovers the panic and
-// the process goes on, so a lane kept would block that load balancer forever.
+// (in its flight) or deregistering (in the reconcile), releases it, and the
+// resource is retried: a lane kept would block that load balancer forever.
 func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 	backend := v1beta1.Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
 	deleted := metav1.Now()
@@ -108,15 +114,22 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 				APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 				Services:       []v1beta1.Target{{NodePort: backend.Port, BackendSetName: "api", Weight: 1}},
 			}
-			ociClient := &panickingAPI{scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
+			ociClient := &panickingAPI{scriptedAPI: scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
 			r := unitReconciler(t, ociClient, obj,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}},
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}, Status: corev1.NodeStatus{
 					Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}},
 				}})
+			var requeued []string
+			r.flights.requeue = func(name string, _ time.Duration) { requeued = append(requeued, name) }
 
-			if recovered := reconcileRecovering(r, obj.Name); recovered == nil {
+			recovered := reconcileRecovering(r, obj.Name)
+			r.flights.wait()
+			if !ociClient.reached.Load() {
 				t.Fatal("the reconcile did not reach the write")
+			}
+			if recovered == nil && !slices.Equal(requeued, []string{obj.Name}) {
+				t.Fatalf("the flight's panic was recovered, but the resource was requeued %v", requeued)
 			}
 			if busy := r.lanes.snapshot(); len(busy) != 0 {
 				t.Fatalf("lanes after the panic: %+v", busy)
@@ -149,6 +162,7 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		events:    events.NewFakeRecorder(100),
 		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
 		lanes:     newLanes(),
+		flights:   newFlights(func(string, time.Duration) {}),
 		pending:   newPendingWrites(),
 		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second},
 	}

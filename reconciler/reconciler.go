@@ -6,6 +6,8 @@
 //  1. credentials from the API key's Secrets (a bad key is a condition);
 //  2. the load balancer's lane is taken (or the resource parks until it is
 //     free), so writes to one load balancer are serialized across resources;
+//     the rest goes on as a flight (flights.go), which holds the lane but no
+//     reconcile worker while it waits for OCI;
 //  3. decide, only then, so changes that arrived while waiting are folded
 //     into this write: a backend set another live resource keeps
 //     (validation.Precedes) is left alone and the Conflict condition says
@@ -37,6 +39,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +73,7 @@ type Reconciler struct {
 	clientFor  func(oci.Credentials) (backendSetAPI, error)
 	lanes      *lanes
 	wakeups    *wakeups
+	flights    *flights
 	pending    *pendingWrites // held back by DryRun
 	rejections rejections
 	elected    <-chan struct{} // closed once this replica leads
@@ -83,6 +87,10 @@ func (r *Reconciler) wakeFunc(name string) func() {
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.flights.parkBehind(req.Name, r.wakeFunc(req.Name)) {
+		log.FromContext(ctx).V(1).Info("a write of this resource is under way; parked until it is done")
+		return ctrl.Result{}, nil
+	}
 	var obj v1beta1.LBRegistrar
 	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -153,8 +161,21 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		logger.V(1).Info("load balancer busy with another write; parked until it is done")
 		return ctrl.Result{}, nil // enqueued again when the lane is free
 	}
-	defer turn.release()
+	// From here on the lane is held, and the reconcile goes on as a flight,
+	// without this worker.
+	r.flights.launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+		return r.converge(ctx, ociClient, st, turn, claimants, before)
+	})
+	return ctrl.Result{}, nil
+}
 
+// converge brings obj's backend sets in line on its turn of the lane: it
+// decides from the cluster as it is now, so changes that arrived while the
+// resource waited for the lane go into this write, then syncs and records
+// the status.
+func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
+	obj := st.obj
+	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	cluster, err := readView(ctx, r.client, obj)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -578,6 +578,43 @@ func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
 	}
 }
 
+// A reconcile waiting for work requests holds no worker: with one worker,
+// two load balancers whose work requests OCI keeps in progress do not keep
+// a third from being written, and each is written once when they finish.
+func TestWaitingForWorkRequestsHoldsNoWorker(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	lbs := f.seedBench(3, 1)
+	f.node(f.ns+"-a", "10.0.17.1")
+	var stuck []int
+	for _, lb := range lbs[:2] {
+		stuck = append(stuck, f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: lb, StuckUpdating: true, Times: 1}))
+	}
+	o := f.options()
+	o.Workers = 1
+	f.startManager(o)
+	for i, lb := range lbs[:2] {
+		f.registrar(fmt.Sprintf("stuck-%d", i), lb, []v1beta1.Target{fixedPort("bs-0", 30800)})
+	}
+	f.eventually(10*time.Second, func() error {
+		if w := f.writes(lbs[:2]); w != 2 {
+			return fmt.Errorf("%d of the 2 stuck load balancers written", w)
+		}
+		return nil
+	})
+	f.registrar("free", lbs[2], []v1beta1.Target{fixedPort("bs-0", 30800)})
+	f.waitHolds(lbs[2:], 1, "10.0.17.1", true)
+	if f.holds(lbs[:2], 1, "10.0.17.1", true) {
+		t.Fatal("the stuck work requests finished before the fault was removed")
+	}
+	for _, id := range stuck {
+		f.emu.RemoveFault(id)
+	}
+	f.waitHolds(lbs, 1, "10.0.17.1", true)
+	if w, c := f.writes(lbs), f.emu.Counters().Conflicts; w != 3 || c != 0 {
+		t.Fatalf("%d writes, %d answered 409; want 3 and 0", w, c)
+	}
+}
+
 // Node events that arrive while a work request runs go into one next write.
 func TestChangesDuringAWorkRequestAreCoalesced(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: time.Hour}) // finished by hand

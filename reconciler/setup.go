@@ -33,6 +33,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	wakeups := &wakeups{}
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -40,7 +41,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		events:    mgr.GetEventRecorder("lbregistrar"),
 		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
 		lanes:     newLanes(),
-		wakeups:   &wakeups{},
+		wakeups:   wakeups,
+		flights:   newFlights(wakeups.after),
 		pending:   newPendingWrites(),
 		elected:   mgr.Elected(),
 		opts:      o,
@@ -57,6 +59,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 
+	if err := mgr.Add(r.flights); err != nil {
+		return err
+	}
 	if err := mgr.AddMetricsServerExtraHandler(DebugLanesPath, http.HandlerFunc(r.serveLanes)); err != nil {
 		return err
 	}

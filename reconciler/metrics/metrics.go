@@ -40,6 +40,14 @@ var (
 		Help: "LBRegistrars waiting for another write to the same load balancer to finish; their changes go into the next write.",
 	})
 
+	// Flights is the number of load balancers being written: reconciles
+	// that hold a lane and go on without a worker (reads, writes, waits for
+	// work requests).
+	Flights = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lbregistrar_flights",
+		Help: "Load balancers whose backend sets are being read, written and waited for, each by one resource holding its lane, without holding a reconcile worker.",
+	})
+
 	// PendingWrites counts, under serve --dry-run, the writes held back per
 	// load balancer and backend set: 0 once a reconcile finds nothing to write.
 	PendingWrites = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -55,5 +63,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, PendingWrites, BackendsRegistered)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, Flights, PendingWrites, BackendsRegistered)
 }

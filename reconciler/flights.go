@@ -1,0 +1,145 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+)
+
+// flights runs the part of a reconcile that holds a load balancer's lane
+// (reading its backend sets, writing them, waiting for each work request,
+// recording the outcome) in a goroutine of its own, so the reconcile worker
+// is free as soon as the lane is taken. OCI work requests take tens of
+// seconds; a worker held through them would make --reconcile-workers, not
+// the OCI rate limit, the bound on how many load balancers converge at once.
+// A flight holds one lane, so there are never more flights than load
+// balancers being written.
+//
+// A resource has at most one flight: a reconcile of a resource whose flight
+// is in the air parks and is woken when it lands, as a reconcile parks on a
+// busy lane, so one resource still has one actor at a time. What a flight
+// ends with is what its reconcile would have returned: a requeue after the
+// resync period, or after a backoff that grows while flights of the resource
+// keep failing (the workqueue's own backoff is reset each time a reconcile
+// hands over to a flight).
+//
+// At shutdown (or loss of leadership) the flights' context is cancelled and
+// the manager waits for them: a write under way is still waited for and
+// recorded (ShutdownWait), as when it ran in the reconcile.
+type flights struct {
+	ctx    context.Context // outlives reconciles; cancelled at shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	airborne map[string][]func() // resource -> wakes of reconciles parked behind its flight
+
+	backoff workqueue.TypedRateLimiter[string]
+	requeue func(name string, after time.Duration)
+}
+
+// newFlights returns flights whose landing schedules the resource's next
+// reconcile with requeue.
+func newFlights(requeue func(name string, after time.Duration)) *flights {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &flights{
+		ctx: ctx, cancel: cancel, airborne: map[string][]func(){},
+		// The controller's own per-item backoff, which a flight's failure
+		// would otherwise not reach.
+		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](failureBackoffBase, failureBackoffMax),
+		requeue: requeue,
+	}
+}
+
+// The workqueue's per-resource backoff after failed reconciles.
+const (
+	failureBackoffBase = 200 * time.Millisecond
+	failureBackoffMax  = 5 * time.Minute
+)
+
+// parkBehind reports whether name has a flight in the air; if so, wake is
+// called when it lands.
+func (f *flights) parkBehind(name string, wake func()) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wakes, flying := f.airborne[name]
+	if flying {
+		f.airborne[name] = append(wakes, wake)
+	}
+	return flying
+}
+
+// launch runs fly for name on its turn of the lane, which it releases when
+// done. ctx carries the reconcile's logger; its cancellation does not reach
+// the flight, which ends with the flights' context.
+func (f *flights) launch(ctx context.Context, name string, turn *turn, fly func(context.Context) (ctrl.Result, error)) {
+	logger := log.FromContext(ctx)
+	f.mu.Lock()
+	f.airborne[name] = nil
+	f.mu.Unlock()
+	metrics.Flights.Inc()
+	f.wg.Go(func() {
+		var res ctrl.Result
+		var err error
+		defer func() {
+			// A panic ends the flight as it would a reconcile, which
+			// controller-runtime recovers: the lane is released and the
+			// resource retried, not the process lost.
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+				logger.Error(err, "flight panicked", "stack", string(debug.Stack()))
+			}
+			turn.release()
+			f.land(logger, name, res, err)
+			metrics.Flights.Dec()
+		}()
+		res, err = fly(log.IntoContext(f.ctx, logger))
+	})
+}
+
+// land schedules name's next reconcile by how its flight ended, and wakes
+// the reconciles parked behind it.
+func (f *flights) land(logger logr.Logger, name string, res ctrl.Result, err error) {
+	f.mu.Lock()
+	wakes := f.airborne[name]
+	delete(f.airborne, name)
+	f.mu.Unlock()
+	switch {
+	case err != nil:
+		logger.Error(err, "Reconciler error")
+		f.requeue(name, f.backoff.When(name))
+	default:
+		f.backoff.Forget(name)
+		if res.RequeueAfter > 0 {
+			f.requeue(name, res.RequeueAfter)
+		}
+	}
+	for _, wake := range wakes {
+		wake()
+	}
+}
+
+// wait blocks until every flight has landed.
+func (f *flights) wait() { f.wg.Wait() }
+
+// Start implements manager.Runnable: it keeps the manager from stopping
+// until the flights have landed, after cancelling them when ctx ends.
+func (f *flights) Start(ctx context.Context) error {
+	<-ctx.Done()
+	f.cancel()
+	f.wait()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: flights
+// exist only on the leader, and the lease is released after they land.
+func (f *flights) NeedLeaderElection() bool { return true }
