@@ -182,13 +182,24 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []by
 // webhook configuration with every webhook pointed at url, trusting
 // caBundle (none: the bundle already there).
 func (c *Cluster) InstallValidatingWebhook(ctx context.Context, url string, caBundle []byte) error {
+	return c.InstallValidatingWebhookAtPath(ctx, url, "", caBundle)
+}
+
+// InstallValidatingWebhookAtPath is InstallValidatingWebhook with every
+// webhook calling path on url instead of its own path (kept when path is
+// empty): the same rules, failure policy and timeouts in front of another
+// handler, such as a benchmark's admit-everything one.
+func (c *Cluster) InstallValidatingWebhookAtPath(ctx context.Context, url, path string, caBundle []byte) error {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := readYAML(c.Root+"/config/webhook/manifests.yaml", vwc); err != nil {
 		return err
 	}
 	for i := range vwc.Webhooks {
-		cc := vwc.Webhooks[i].ClientConfig
-		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + *cc.Service.Path), CABundle: caBundle}
+		hookPath := path
+		if hookPath == "" {
+			hookPath = *vwc.Webhooks[i].ClientConfig.Service.Path
+		}
+		vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + hookPath), CABundle: caBundle}
 	}
 	err := createOrReplace(ctx, c.Client, vwc, &admissionregistrationv1.ValidatingWebhookConfiguration{}, func(existing *admissionregistrationv1.ValidatingWebhookConfiguration) {
 		webhooks := slices.Clone(vwc.Webhooks)
