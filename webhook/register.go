@@ -16,9 +16,9 @@ const (
 // They find other claimants through the manager's cache, with the index
 // claims.AddIndex registers. secretNamespaces are the namespaces API keys
 // are read from (serve --secret-namespaces; any when empty), see
-// SecretPolicy.
+// SecretPolicy; grants are remembered for GrantTTL.
 func Register(mgr manager.Manager, secretNamespaces []string) {
-	secrets := SecretPolicy{Namespaces: secretNamespaces, Reviewer: mgr.GetClient()}
+	secrets := SecretPolicy{Namespaces: secretNamespaces, Reviewer: mgr.GetClient(), Grants: NewGrantCache(GrantTTL)}
 	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), secrets))
 	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), secrets))
 }

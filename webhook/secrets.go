@@ -2,7 +2,12 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -25,6 +30,69 @@ type SecretPolicy struct {
 	// Reviewer creates the SubjectAccessReviews that ask whether the writer
 	// may get each Secret the object names.
 	Reviewer client.Writer
+
+	// Grants, when set, remembers the answers that allowed, so a burst of
+	// writes naming the same key by the same writer asks the API server
+	// once (a SubjectAccessReview is a round trip through a server that may
+	// be busy with the very writes being admitted). Refusals are never
+	// remembered: a right just granted counts at once.
+	Grants *GrantCache
+}
+
+// GrantTTL is how long Register's webhooks remember that a writer may get a
+// Secret: a revoked right stops counting within it. kube-apiserver's own
+// cache of webhook authorization decisions keeps allowed ones five minutes.
+const GrantTTL = 10 * time.Second
+
+// GrantCache remembers, for a while, which writers may get which Secrets.
+// It is safe for concurrent use.
+type GrantCache struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	expires map[string]time.Time // by grantKey
+}
+
+// maxGrants bounds a GrantCache: when full, expired entries go, and if none
+// had, everything does. Writers and key Secrets are few in practice.
+const maxGrants = 10000
+
+// NewGrantCache remembers grants for ttl.
+func NewGrantCache(ttl time.Duration) *GrantCache {
+	return &GrantCache{ttl: ttl, now: time.Now, expires: map[string]time.Time{}}
+}
+
+func (c *GrantCache) granted(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp, ok := c.expires[key]
+	return ok && c.now().Before(exp)
+}
+
+func (c *GrantCache) grant(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.expires) >= maxGrants {
+		maps.DeleteFunc(c.expires, func(_ string, exp time.Time) bool { return !now.Before(exp) })
+		if len(c.expires) >= maxGrants {
+			clear(c.expires)
+		}
+	}
+	c.expires[key] = now.Add(c.ttl)
+}
+
+// grantKey names a writer, everything authorization may look at of it
+// (name, UID, groups, extra), and a Secret, unambiguously.
+func grantKey(writer authenticationv1.UserInfo, ref validation.SecretReference) string {
+	extraKeys := slices.Sorted(maps.Keys(writer.Extra))
+	extra := make([][]string, len(extraKeys))
+	for i, k := range extraKeys {
+		extra[i] = append([]string{k}, writer.Extra[k]...)
+	}
+	key, _ := json.Marshal([]any{writer.Username, writer.UID, writer.Groups, extra, ref.Namespace, ref.Name})
+	return string(key)
 }
 
 // check refuses the Secrets of spec that lie outside p.Namespaces, and those
@@ -49,6 +117,13 @@ func (p SecretPolicy) check(ctx context.Context, writer authenticationv1.UserInf
 }
 
 func (p SecretPolicy) mayGet(ctx context.Context, writer authenticationv1.UserInfo, ref validation.SecretReference) (bool, error) {
+	var key string
+	if p.Grants != nil {
+		key = grantKey(writer, ref)
+		if p.Grants.granted(key) {
+			return true, nil
+		}
+	}
 	extra := make(map[string]authorizationv1.ExtraValue, len(writer.Extra))
 	for k, v := range writer.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
@@ -61,6 +136,9 @@ func (p SecretPolicy) mayGet(ctx context.Context, writer authenticationv1.UserIn
 	}}
 	if err := p.Reviewer.Create(ctx, review); err != nil {
 		return false, fmt.Errorf("asking whether %s may get Secret %s/%s: %w", writer.Username, ref.Namespace, ref.Name, err)
+	}
+	if review.Status.Allowed && p.Grants != nil {
+		p.Grants.grant(key)
 	}
 	return review.Status.Allowed, nil
 }

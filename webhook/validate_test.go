@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -516,4 +517,48 @@ func TestSecretPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A grant is remembered for the cache's time to live, per writer (groups
+// included) and Secret; a refusal is asked again every time, so a right
+// just granted counts at once.
+func TestSecretPolicyRemembersGrants(t *testing.T) {
+	readers := map[string][]string{"alice": {"lbregistrar-system/oci-api-key"}}
+	var asked int
+	reviewer := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			asked++
+			return secretReaders(readers).Create(ctx, obj, opts...)
+		},
+	}).Build()
+	now := time.Unix(0, 0)
+	grants := NewGrantCache(time.Minute)
+	grants.now = func() time.Time { return now }
+	p := SecretPolicy{Reviewer: reviewer, Grants: grants}
+	spec := &hubObject("a", testNLB, "ingress").Spec
+
+	check := func(user authenticationv1.UserInfo, wantAllowed bool, wantAsked int) {
+		t.Helper()
+		asked = 0
+		errs, err := p.check(context.Background(), user, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allowed := len(errs) == 0; allowed != wantAllowed || asked != wantAsked {
+			t.Errorf("%s: allowed %v after %d reviews, want %v after %d", user.Username, allowed, asked, wantAllowed, wantAsked)
+		}
+	}
+	alice := authenticationv1.UserInfo{Username: "alice"}
+	check(alice, true, 1)
+	check(alice, true, 0)
+	check(authenticationv1.UserInfo{Username: "alice", Groups: []string{"other"}}, true, 1)
+
+	mallory := authenticationv1.UserInfo{Username: "mallory"}
+	check(mallory, false, 1)
+	readers["mallory"] = readers["alice"]
+	check(mallory, true, 1)
+
+	now = now.Add(time.Minute)
+	delete(readers, "alice")
+	check(alice, false, 1)
 }
