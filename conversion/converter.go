@@ -1,6 +1,7 @@
 // Package conversion serves the CRD's conversion webhook: controller-runtime's
 // hub-and-spoke converter over the pure conversion functions of api/v1alpha1
-// (ToHub, FromHub), and the path the API server calls.
+// (ToHub, FromHub), the handler that answers ConversionReviews with it
+// (NewHandler), and the path the API server calls.
 package conversion
 
 import (
@@ -35,16 +36,13 @@ func NewConverter(scheme *runtime.Scheme) (crconversion.Converter, error) {
 	)(scheme)
 }
 
-// Register registers the converter with the manager and serves the
-// conversion webhook at Path on its webhook server.
+// Register serves the conversion webhook at Path on the manager's webhook
+// server.
 func Register(mgr manager.Manager) error {
 	converter, err := NewConverter(mgr.GetScheme())
 	if err != nil {
 		return err
 	}
-	if err := mgr.GetConverterRegistry().RegisterConverter(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), converter); err != nil {
-		return err
-	}
-	mgr.GetWebhookServer().Register(Path, crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
+	mgr.GetWebhookServer().Register(Path, NewHandler(mgr.GetScheme(), converter))
 	return nil
 }

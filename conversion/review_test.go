@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,11 +80,81 @@ func newReviewHandler(t testing.TB) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return NewHandler(scheme, converter)
+}
+
+// controllerRuntimeHandler is controller-runtime's conversion webhook
+// handler over the same converter, which NewHandler answers like.
+func controllerRuntimeHandler(t testing.TB) http.Handler {
+	scheme := api.NewScheme()
+	converter, err := NewConverter(scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
 	registry := crconversion.NewRegistry()
 	if err := registry.RegisterConverter(v1beta1.GroupVersion.WithKind("LBRegistrar").GroupKind(), converter); err != nil {
 		t.Fatal(err)
 	}
 	return crconversion.NewWebhookHandler(scheme, registry)
+}
+
+// NewHandler answers every review as controller-runtime's handler does: the
+// same status code and the same JSON, converted objects, UID and errors
+// alike.
+func TestHandlerAnswersAsControllerRuntime(t *testing.T) {
+	ours, theirs := newReviewHandler(t), controllerRuntimeHandler(t)
+	alpha, err := json.Marshal(seedSingleService(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewOf := func(to string, objects ...string) string {
+		return `{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{"uid":"u-1","desiredAPIVersion":"` + to +
+			`","objects":[` + strings.Join(objects, ",") + `]}}`
+	}
+	toBeta, toAlpha := v1beta1.GroupVersion.String(), v1alpha1.GroupVersion.String()
+	converted := string(review(t, ours, toBeta, []*v1alpha1.LBRegistrar{seedSingleService(t)})[0].Raw)
+	bodies := map[string]string{
+		"to v1beta1":                     reviewOf(toBeta, string(alpha), string(alpha)),
+		"to v1alpha1":                    reviewOf(toAlpha, converted),
+		"no type meta on the review":     `{"request":{"uid":"u-2","desiredAPIVersion":"` + toBeta + `","objects":[` + string(alpha) + `]}}`,
+		"already in the desired version": reviewOf(toBeta, converted),
+		"unknown kind":                   reviewOf(toBeta, `{"apiVersion":"nodes.peppy-ratio.dev/v1alpha1","kind":"Other"}`),
+		"no kind":                        reviewOf(toBeta, `{"apiVersion":"nodes.peppy-ratio.dev/v1alpha1"}`),
+		"wrong field type":               reviewOf(toBeta, `{"apiVersion":"nodes.peppy-ratio.dev/v1alpha1","kind":"LBRegistrar","spec":{"nodePort":"x"}}`),
+		"unknown desired version":        reviewOf("nodes.peppy-ratio.dev/v9", string(alpha)),
+		"other group":                    reviewOf("apps/v1", string(alpha)),
+		"no request":                     `{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}`,
+		"not JSON":                       `{"request":`,
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			got, want := post(ours, body), post(theirs, body)
+			if got.Code != want.Code {
+				t.Fatalf("status %d, controller-runtime's %d", got.Code, want.Code)
+			}
+			if diff := cmp.Diff(jsonValue(t, want.Body.Bytes()), jsonValue(t, got.Body.Bytes())); diff != "" {
+				t.Errorf("body differs from controller-runtime's (-theirs +ours):\n%s", diff)
+			}
+		})
+	}
+}
+
+func post(h http.Handler, body string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, strings.NewReader(body)))
+	return rec
+}
+
+func jsonValue(t *testing.T, data []byte) any {
+	t.Helper()
+	if len(data) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	return v
 }
 
 // review posts a ConversionReview of objects to handler and returns the converted objects.
