@@ -33,9 +33,11 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedCluster != nil {
-		if err := sharedCluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the shared API server:", err)
+	for _, c := range []*kube.Cluster{sharedCluster, memoryCluster} {
+		if c != nil {
+			if err := c.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stopping an API server:", err)
+			}
 		}
 	}
 	for _, p := range []*program{&lbregistrarBinary, &manifestsBinary} {
