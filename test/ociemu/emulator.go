@@ -12,6 +12,7 @@
 package ociemu
 
 import (
+	"context"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
@@ -48,6 +49,11 @@ type Options struct {
 	// Region appears in generated OCIDs and in the configuration providers
 	// NewUser returns. Defaults to "us-ashburn-1".
 	Region string
+
+	// Dial connects health checks and forwarders to backends; defaults to
+	// a net.Dialer's. It is only ever asked for loopback addresses: a
+	// backend anywhere else is not connected to (see dialBackend).
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Region == "" {
 		o.Region = "us-ashburn-1"
+	}
+	if o.Dial == nil {
+		o.Dial = (&net.Dialer{}).DialContext
 	}
 	return o
 }
@@ -91,6 +100,9 @@ type Emulator struct {
 	calls         []Call
 	counters      Counters
 	forwarders    []*forwarder
+	health        map[healthKey]*backendHealth
+	stopHealth    context.CancelFunc
+	probes        sync.WaitGroup // the health check loop and its checks
 	closed        bool
 	pendingTimers map[*time.Timer]struct{}
 }
@@ -125,6 +137,9 @@ func Start(opts Options) (*Emulator, error) {
 	}
 	go e.server.Serve(e.httpListener)
 	go e.tlsServer.ServeTLS(e.httpsListener, "", "")
+	var healthCtx context.Context
+	healthCtx, e.stopHealth = context.WithCancel(context.Background())
+	e.probes.Go(func() { e.runHealthChecks(healthCtx) })
 	return e, nil
 }
 
@@ -137,6 +152,7 @@ func newEmulator(opts Options) *Emulator {
 		retryTokens:   map[string]retryEntry{},
 		counters:      newCounters(),
 		pendingTimers: map[*time.Timer]struct{}{},
+		health:        map[healthKey]*backendHealth{},
 	}
 }
 
@@ -165,8 +181,8 @@ func (e *Emulator) HTTPClient() *http.Client {
 	}
 }
 
-// Close stops serving, stops pending work request timers and closes
-// forwarders. Work requests still in flight stay as they are.
+// Close stops serving, stops pending work request timers and health
+// checks, and closes forwarders. Work requests still in flight stay as they are.
 func (e *Emulator) Close() error {
 	e.mu.Lock()
 	e.closed = true
@@ -179,6 +195,10 @@ func (e *Emulator) Close() error {
 	e.mu.Unlock()
 	for _, f := range forwarders {
 		f.close()
+	}
+	if e.stopHealth != nil {
+		e.stopHealth()
+		e.probes.Wait()
 	}
 	var errs []error
 	if e.server != nil {

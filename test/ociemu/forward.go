@@ -1,10 +1,10 @@
 package ociemu
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 )
 
@@ -12,6 +12,7 @@ import (
 // connection goes to the next registered backend of one backend set that is
 // neither drained nor offline (backup backends only when no other is left),
 // so an end-to-end test can prove traffic reaches a registered address.
+// Backends at addresses other than loopback are passed over, never dialed.
 type forwarder struct {
 	e              *Emulator
 	listener       net.Listener
@@ -64,33 +65,34 @@ func (f *forwarder) serve() {
 	}
 }
 
-func (f *forwarder) target() (string, bool) {
+// target is the backend the next connection goes to.
+func (f *forwarder) target() (ip string, port int, ok bool) {
 	backends, err := f.e.Backends(f.loadBalancerID, f.backendSet)
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
-	var primary, backup []string
+	var primary, backup []Backend
 	for _, b := range backends {
-		if b.Drain || b.Offline || b.IPAddress == "" {
+		if b.Drain || b.Offline || !isLoopback(b.IPAddress) {
 			continue
 		}
-		addr := net.JoinHostPort(b.IPAddress, strconv.Itoa(b.Port))
 		if b.Backup {
-			backup = append(backup, addr)
+			backup = append(backup, b)
 		} else {
-			primary = append(primary, addr)
+			primary = append(primary, b)
 		}
 	}
 	if len(primary) == 0 {
 		primary = backup
 	}
 	if len(primary) == 0 {
-		return "", false
+		return "", 0, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
-	return primary[f.next%len(primary)], true
+	b := primary[f.next%len(primary)]
+	return b.IPAddress, b.Port, true
 }
 
 func (f *forwarder) track(c net.Conn, add bool) bool {
@@ -109,11 +111,11 @@ func (f *forwarder) track(c net.Conn, add bool) bool {
 
 func (f *forwarder) handle(client net.Conn) {
 	defer client.Close()
-	addr, ok := f.target()
+	ip, port, ok := f.target()
 	if !ok {
 		return
 	}
-	backend, err := net.Dial("tcp", addr)
+	backend, err := f.e.dialBackend(context.Background(), ip, port)
 	if err != nil {
 		return
 	}
