@@ -121,7 +121,10 @@ type outcome struct {
 	pending  []string          // writes DryRun held back
 	lost     map[string]string // backend set -> resource that keeps it
 	failures []string
-	err      error
+	// unhealthy says, per backend set, which own backends OCI reports
+	// unhealthy; it makes Degraded True but fails nothing.
+	unhealthy []string
+	err       error
 }
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {

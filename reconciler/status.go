@@ -31,12 +31,16 @@ func setConditions(obj *v1beta1.LBRegistrar, out *outcome, ce *credentialError) 
 		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, ReasonAsExpected, "no other LBRegistrar claims these backend sets")
 	}
 
-	if len(out.issues) > 0 {
+	if len(out.issues) > 0 || len(out.unhealthy) > 0 {
+		reason := ReasonBackendsUnhealthy
+		if len(out.issues) > 0 {
+			reason = out.issues[0].Reason
+		}
 		var msgs []string
 		for _, is := range out.issues {
 			msgs = append(msgs, is.Message)
 		}
-		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, out.issues[0].Reason, strings.Join(msgs, "; "))
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, reason, strings.Join(append(msgs, out.unhealthy...), "; "))
 	} else {
 		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "every target resolved")
 	}

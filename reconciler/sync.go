@@ -178,15 +178,22 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		out.fail("*", err)
 		return
 	}
+	// Health is read for the backend sets that now hold what this resource
+	// owns: one whose write failed may lack backends the record names, which
+	// OCI's health, listing only the backends it has, would count as OK.
+	var inLine []string
 	for i := range jobs {
-		if !jobs[i].skip {
-			r.syncOne(ctx, ociClient, st, out, turn, &jobs[i])
+		j := &jobs[i]
+		if !j.skip && r.syncOne(ctx, ociClient, st, out, turn, j) && j.mode != plan.Remove {
+			inLine = append(inLine, j.name)
 		}
 	}
+	recordHealth(ctx, ociClient, obj, lb, inLine, out)
 }
 
-// syncOne syncs one backend set and folds the result into the status and outcome.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob) {
+// syncOne syncs one backend set and folds the result into the status and
+// outcome. It reports whether the backend set now holds what the record says.
+func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob) bool {
 	obj, name, mode, lb := st.obj, j.name, j.mode, turn.loadBalancerID
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := syncBackendSet(ctx, ociClient, r.opts.Backoff, syncRequest{
@@ -215,6 +222,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 			"backend set %q: %d added, %d removed, %d updated (work request %s)",
 			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
 	}
+	inLine := false
 	switch {
 	case oci.IsRejected(err) && obj.DeletionTimestamp.IsZero():
 		// Final for this spec: Ready says why, and no error backoff sends it
@@ -245,12 +253,14 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		dropRecord(obj, name)
 	default:
 		record(obj, name).Backends = res.Plan.Owned
+		inLine = true
 	}
 	if rec := findRecord(obj, name); rec != nil {
 		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(len(rec.Backends)))
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 	}
+	return inLine
 }
 
 // rejected says a backend set's write was rejected for good, and until when.

@@ -19,6 +19,7 @@ type backendSetAPI interface {
 	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
 	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error)
 	WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error
+	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
 }
 
 // Backoff spaces the retries of one backend-set write.

@@ -56,6 +56,10 @@ func (s *scriptedAPI) WaitWorkRequest(context.Context, string, string) error {
 	return nil
 }
 
+func (s *scriptedAPI) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
+	return &oci.BackendSetHealth{Status: "OK"}, nil
+}
+
 func TestSyncBackendSetRetries(t *testing.T) {
 	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Reason: "conflict", Err: errors.New("busy")}
 	stale := &oci.Error{Op: "UpdateBackendSet", Status: 412, Code: "NoEtagMatch", Reason: "precondition", Err: errors.New("etag")}

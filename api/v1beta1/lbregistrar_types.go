@@ -109,7 +109,8 @@ const (
 	// ConditionReady is True when every backend set holds what this resource should own.
 	ConditionReady = "Ready"
 	// ConditionDegraded is True when some of the desired state cannot be computed
-	// or applied and what is registered was kept as it was.
+	// or applied and what is registered was kept as it was, or when OCI
+	// reports backends this resource owns unhealthy.
 	ConditionDegraded = "Degraded"
 	// ConditionConflict is True when another LBRegistrar claimed one of this
 	// resource's backend sets first.
@@ -158,6 +159,39 @@ type BackendSetStatus struct {
 	// LastWorkRequest is the last write this resource made there.
 	// +optional
 	LastWorkRequest *WorkRequest `json:"lastWorkRequest,omitempty"`
+
+	// Health is what OCI's health checks last said of the backends this
+	// resource owns there, read after each write and on each resync;
+	// absent when it could not be read.
+	// +optional
+	Health *BackendSetHealth `json:"health,omitempty"`
+}
+
+// MaxUnhealthyNamed bounds BackendSetHealth.Unhealthy.
+const MaxUnhealthyNamed = 10
+
+// BackendSetHealth counts this resource's own backends in one backend set
+// by the health OCI reports for each; backends others registered are left
+// out of the counts.
+type BackendSetHealth struct {
+	// Status is OCI's overall status of the backend set, over all of its
+	// backends, others' too: OK, WARNING, CRITICAL or UNKNOWN.
+	Status string `json:"status"`
+	// OK is how many own backends OCI reports OK.
+	OK int32 `json:"ok"`
+	// Warning is how many own backends OCI reports WARNING.
+	Warning int32 `json:"warning"`
+	// Critical is how many own backends OCI reports CRITICAL.
+	Critical int32 `json:"critical"`
+	// Unknown is how many own backends OCI reports UNKNOWN: not checked yet,
+	// or no health data.
+	Unknown int32 `json:"unknown"`
+	// Unhealthy names (ip:port) the own backends OCI reports CRITICAL, then
+	// those it reports WARNING, at most 10 of them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Unhealthy []string `json:"unhealthy,omitempty"`
 }
 
 // LBRegistrarStatus is the observed state.
@@ -171,8 +205,9 @@ type LBRegistrarStatus struct {
 	Targets int32 `json:"targets,omitempty"`
 
 	// Conditions: Ready (every backend set holds what this resource should
-	// own), Degraded (a target could not be resolved) and Conflict (another
-	// LBRegistrar keeps one of its backend sets).
+	// own), Degraded (a target could not be resolved, or OCI reports own
+	// backends unhealthy) and Conflict (another LBRegistrar keeps one of its
+	// backend sets).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -190,6 +225,11 @@ type LBRegistrarStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	BackendSets []BackendSetStatus `json:"backendSets,omitempty"`
+
+	// Healthy is how many of the own backends whose health was read OCI
+	// reports OK, of how many, over every backend set, e.g. "3/4".
+	// +optional
+	Healthy string `json:"healthy,omitempty"`
 }
 
 // LBRegistrar registers Kubernetes nodes into OCI load balancer backend sets.
@@ -202,6 +242,7 @@ type LBRegistrarStatus struct {
 // +kubebuilder:printcolumn:name="Backend Sets",type=string,JSONPath=`.spec.services[*].backendSetName`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.healthy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LBRegistrar struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -377,5 +379,32 @@ func TestFailedCallsKeepTheirRequestID(t *testing.T) {
 				t.Fatalf("error %v (request id %q): want opc-request-id %q in it", err, oci.RequestID(err), want)
 			}
 		})
+	}
+}
+
+// Both APIs' health reads come back in one shape; the seeded backends are
+// outside loopback, which the emulator never checks, so OCI reports them
+// UNKNOWN by ip:port or instance:port.
+func TestGetBackendSetHealth(t *testing.T) {
+	_, c := emulatorClient(t, true)
+	for _, tc := range []struct {
+		lb, set string
+		want    oci.BackendSetHealth
+	}{
+		{"ocid1.loadbalancer.oc1.iad.ingress", "health", oci.BackendSetHealth{Status: "UNKNOWN",
+			Warning: []string{}, Critical: []string{}, Unknown: []string{"192.168.9.9:30999"}}},
+		{"ocid1.networkloadbalancer.oc1.iad.tcp", "tcp", oci.BackendSetHealth{Status: "UNKNOWN",
+			Warning: []string{}, Critical: []string{}, Unknown: []string{"192.168.9.9:30080", "ocid1.instance.oc1.iad.someoneelse:30080"}}},
+	} {
+		got, err := c.GetBackendSetHealth(context.Background(), tc.lb, tc.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(&tc.want, got); d != "" {
+			t.Errorf("%s %s (-want +got):\n%s", tc.lb, tc.set, d)
+		}
+	}
+	if _, err := c.GetBackendSetHealth(context.Background(), "ocid1.loadbalancer.oc1.iad.ingress", "missing"); !oci.IsNotFound(err) {
+		t.Errorf("missing backend set: %v, want not found", err)
 	}
 }

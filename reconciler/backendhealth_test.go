@@ -1,0 +1,111 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// listen accepts and closes connections at addr until the test ends or
+// the returned func is called.
+func listen(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return func() { l.Close() }
+}
+
+// OCI's health checks of the node ports this resource registered show in
+// its status and follow the nodes: a node port that does not answer is
+// CRITICAL and makes Degraded True, one that starts answering turns OK, and
+// one that stops answering turns CRITICAL again. Ready stays True: the
+// registration itself is what it should be. The foreign backend in the set,
+// which OCI reports UNKNOWN, is not counted.
+func TestHealthInStatus(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	f.must(err)
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	listen(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	f.node(f.ns+"-up", "127.0.0.1")
+	f.node(f.ns+"-down", "127.0.0.2")
+	down := "127.0.0.2:" + strconv.Itoa(port)
+
+	o := f.options()
+	o.Resync = 100 * time.Millisecond // health is read on each resync
+	f.startManager(o)
+	obj := f.registrar("health", classicLB, []v1beta1.Target{fixedPort("health", int32(port))})
+
+	expect := func(healthy string, unhealthy ...string) {
+		t.Helper()
+		f.eventually(20*time.Second, func() error {
+			cur := f.get(obj)
+			var rec *v1beta1.BackendSetStatus
+			for i := range cur.Status.BackendSets {
+				if cur.Status.BackendSets[i].Name == "health" {
+					rec = &cur.Status.BackendSets[i]
+				}
+			}
+			if rec == nil || rec.Health == nil {
+				return fmt.Errorf("no health recorded: %+v", cur.Status.BackendSets)
+			}
+			h := rec.Health
+			if cur.Status.Healthy != healthy || !slices.Equal(h.Unhealthy, unhealthy) || int(h.Critical) != len(unhealthy) || h.Unknown != 0 {
+				return fmt.Errorf("healthy %q, health %+v; want %s with %v critical", cur.Status.Healthy, *h, healthy, unhealthy)
+			}
+			if r := condition(cur, v1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
+				return fmt.Errorf("Ready: %+v", r)
+			}
+			d := condition(cur, v1beta1.ConditionDegraded)
+			switch {
+			case d == nil:
+				return fmt.Errorf("no Degraded condition")
+			case len(unhealthy) > 0 && (d.Status != metav1.ConditionTrue || d.Reason != reconciler.ReasonBackendsUnhealthy || !strings.Contains(d.Message, down)):
+				return fmt.Errorf("Degraded: %+v, want True naming %s", d, down)
+			case len(unhealthy) == 0 && d.Status != metav1.ConditionFalse:
+				return fmt.Errorf("Degraded: %+v, want False", d)
+			}
+			return nil
+		})
+	}
+
+	expect("1/2", down)
+	f.expectBackends(classicLB, "health", "127.0.0.1:"+strconv.Itoa(port)+"/1", down+"/1", "192.168.9.9:30999/1")
+	stop := listen(t, down)
+	expect("2/2")
+	stop()
+	expect("1/2", down)
+	// Health changes wrote nothing: the one write registered both nodes.
+	writes := 0
+	for _, c := range f.emu.Calls() {
+		if c.Operation == "UpdateBackendSet" && c.LoadBalancerID == classicLB {
+			writes++
+		}
+	}
+	if writes != 1 {
+		t.Errorf("%d backend set writes, want the one that registered the nodes", writes)
+	}
+}

@@ -1,0 +1,135 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+)
+
+// ReasonBackendsUnhealthy is the Degraded reason when OCI reports backends
+// this resource owns WARNING or CRITICAL. Registration itself succeeded, so
+// Ready stays as it is.
+const ReasonBackendsUnhealthy = "BackendsUnhealthy"
+
+// recordHealth reads the health of each named backend set, one read each,
+// all at once, into its ownership record, and adds the backend sets with
+// unhealthy own backends to out; other records are left without health,
+// which this reconcile did not learn. Health only informs: a failed read
+// leaves the record without health and is logged, nothing more.
+func recordHealth(ctx context.Context, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, lb string, names []string, out *outcome) {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
+	read := make(map[string]*oci.BackendSetHealth, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			h, err := ociClient.GetBackendSetHealth(ctx, lb, name)
+			if err != nil {
+				logger.Info("could not read the backend set's health; its status shows none", "backendSet", name, "error", err.Error())
+				return
+			}
+			mu.Lock()
+			read[name] = h
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for i := range obj.Status.BackendSets {
+		rec := &obj.Status.BackendSets[i]
+		rec.Health = nil
+		if h := read[rec.Name]; h != nil {
+			rec.Health = summarizeHealth(rec.Backends, h)
+			if len(rec.Health.Unhealthy) > 0 {
+				out.unhealthy = append(out.unhealthy, unhealthyMessage(rec.Name, rec.Health))
+			}
+		}
+	}
+	obj.Status.Healthy = healthyCount(obj.Status.BackendSets)
+}
+
+// summarizeHealth counts the owned backends by the state OCI reports each
+// in. OCI lists every backend that is not OK, so an owned one it does not
+// list is OK; names in OCI's lists that are not owned are someone else's
+// and not counted.
+func summarizeHealth(owned []v1beta1.Backend, h *oci.BackendSetHealth) *v1beta1.BackendSetHealth {
+	state := map[string]string{}
+	for status, names := range map[string][]string{"WARNING": h.Warning, "CRITICAL": h.Critical, "UNKNOWN": h.Unknown} {
+		for _, n := range names {
+			state[nameKey(n)] = status
+		}
+	}
+	out := &v1beta1.BackendSetHealth{Status: h.Status}
+	var critical, warning []string
+	for _, b := range owned {
+		key := plan.Key(b.IP, b.Port)
+		switch state[key] {
+		case "WARNING":
+			out.Warning++
+			warning = append(warning, key)
+		case "CRITICAL":
+			out.Critical++
+			critical = append(critical, key)
+		case "UNKNOWN":
+			out.Unknown++
+		default:
+			out.OK++
+		}
+	}
+	slices.Sort(critical)
+	slices.Sort(warning)
+	if named := append(critical, warning...); len(named) > 0 {
+		out.Unhealthy = named[:min(len(named), v1beta1.MaxUnhealthyNamed)]
+	}
+	return out
+}
+
+// nameKey is the plan key of a backend name OCI reports, ip:port; an IPv6
+// address may come without brackets, so the port follows the last colon.
+func nameKey(name string) string {
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return name
+	}
+	port, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil {
+		return name
+	}
+	return plan.Key(strings.Trim(name[:i], "[]"), int32(port))
+}
+
+// unhealthyMessage names a backend set's unhealthy own backends for Degraded.
+func unhealthyMessage(name string, h *v1beta1.BackendSetHealth) string {
+	msg := fmt.Sprintf("backend set %q: OCI reports %d of this resource's backends unhealthy (%d critical, %d warning): %s",
+		name, h.Critical+h.Warning, h.Critical, h.Warning, strings.Join(h.Unhealthy, ", "))
+	if more := int(h.Critical+h.Warning) - len(h.Unhealthy); more > 0 {
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	return msg
+}
+
+// healthyCount is status.healthy: OK own backends of all those whose
+// health was read, "" when none was.
+func healthyCount(sets []v1beta1.BackendSetStatus) string {
+	var ok, total int32
+	read := false
+	for _, s := range sets {
+		if h := s.Health; h != nil {
+			read = true
+			ok += h.OK
+			total += h.OK + h.Warning + h.Critical + h.Unknown
+		}
+	}
+	if !read {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", ok, total)
+}
