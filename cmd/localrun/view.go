@@ -90,7 +90,7 @@ func render(ctx context.Context, c client.Client, emu *ociemu.Emulator, resource
 		return "", false, err
 	}
 	allReady := len(list.Items) == resources
-	b.WriteString("\nLBRegistrar                 Ready  Degraded  Conflict  registered\n")
+	b.WriteString("\nLBRegistrar                 Ready  Degraded  Conflict  registered   healthy\n")
 	for _, r := range list.Items {
 		ready := meta.IsStatusConditionTrue(r.Status.Conditions, v1beta1.ConditionReady) && r.Status.ObservedGeneration == r.Generation
 		count := 0
@@ -106,8 +106,18 @@ func render(ctx context.Context, c client.Client, emu *ociemu.Emulator, resource
 			ready = false
 		}
 		allReady = allReady && ready
-		fmt.Fprintf(&b, "%-27s %-6s %-9s %-9s %d backends\n", r.Name, condition(r, v1beta1.ConditionReady),
-			condition(r, v1beta1.ConditionDegraded), condition(r, v1beta1.ConditionConflict), count)
+		healthy := r.Status.Healthy
+		if healthy == "" {
+			healthy = "-"
+		}
+		fmt.Fprintf(&b, "%-27s %-6s %-9s %-9s %-11s %s\n", r.Name, condition(r, v1beta1.ConditionReady),
+			condition(r, v1beta1.ConditionDegraded), condition(r, v1beta1.ConditionConflict), fmt.Sprintf("%d backends", count), healthy)
+		for _, bs := range r.Status.BackendSets {
+			if h := bs.Health; h != nil {
+				fmt.Fprintf(&b, "    %s: %d OK, %d warning, %d critical, %d unknown of its own; OCI says the set is %s\n",
+					bs.Name, h.OK, h.Warning, h.Critical, h.Unknown, h.Status)
+			}
+		}
 		for _, cond := range r.Status.Conditions {
 			if cond.Status == metav1.ConditionTrue && cond.Type != v1beta1.ConditionReady || cond.Type == v1beta1.ConditionReady && cond.Status != metav1.ConditionTrue {
 				fmt.Fprintf(&b, "    %s %s: %s\n", cond.Type, cond.Reason, cond.Message)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,5 +55,12 @@ func TestKubectlWait(t *testing.T) {
 		if !strings.Contains(strings.Join(registered, " "), want) {
 			t.Errorf("kubectl wait returned with %s not registered: %v", want, registered)
 		}
+	}
+	// The nodes' addresses are outside loopback, which the emulator never
+	// health-checks: OCI has no health data, so none of the two is OK.
+	wide, _ := kubectl(t, c, "", "get", "lbr", "legit", "-o", "wide")
+	if lines := strings.Split(strings.TrimSpace(wide), "\n"); len(lines) != 2 ||
+		!slices.Contains(strings.Fields(lines[0]), "HEALTHY") || !slices.Contains(strings.Fields(lines[1]), "0/2") {
+		t.Errorf("kubectl get lbr -o wide shows no Healthy column with 0/2:\n%s", wide)
 	}
 }
