@@ -109,3 +109,40 @@ func TestHealthInStatus(t *testing.T) {
 		t.Errorf("%d backend set writes, want the one that registered the nodes", writes)
 	}
 }
+
+// A health read that fails fails nothing else: the resource is Ready and
+// not Degraded, and the backend set shows no health.
+func TestHealthReadFailureIsNoFailure(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSetHealth", Status: 500})
+	f.node(f.ns+"-a", "10.0.3.1")
+	f.startManager(f.options())
+	obj := f.registrar("health-fails", classicLB, []v1beta1.Target{fixedPort("health", 30123)})
+	f.eventually(20*time.Second, func() error {
+		cur := f.get(obj)
+		if r := condition(cur, v1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || cur.Status.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("Ready: %+v", r)
+		}
+		if d := condition(cur, v1beta1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Degraded: %+v", d)
+		}
+		if cur.Status.Healthy != "" || len(cur.Status.BackendSets) != 1 || cur.Status.BackendSets[0].Health != nil {
+			return fmt.Errorf("health shown although it could not be read: %q %+v", cur.Status.Healthy, cur.Status.BackendSets)
+		}
+		return nil
+	})
+	// Each reconcile reads the backend set before anything else, and its
+	// health at most once, failed or not.
+	reads, healthReads := 0, 0
+	for _, c := range f.emu.Calls() {
+		switch c.Operation {
+		case "GetBackendSet":
+			reads++
+		case "GetBackendSetHealth":
+			healthReads++
+		}
+	}
+	if healthReads == 0 || healthReads > reads {
+		t.Errorf("%d health reads in %d reconciles' worth of backend set reads, want 1 to %d", healthReads, reads, reads)
+	}
+}

@@ -81,6 +81,9 @@ func logDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 	for _, is := range out.issues {
 		at(v1beta1.ConditionDegraded).Info("target not resolved", "reason", is.Reason, "detail", is.Message)
 	}
+	for _, msg := range out.unhealthy {
+		at(v1beta1.ConditionDegraded).Info("OCI reports own backends unhealthy", "reason", ReasonBackendsUnhealthy, "detail", msg)
+	}
 	for _, name := range out.held {
 		at(v1beta1.ConditionReady).Info("backend set held: its registered backends stay until the Degraded condition clears", "backendSet", name)
 	}

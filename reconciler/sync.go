@@ -179,12 +179,13 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		return
 	}
 	// Health is read for the backend sets that now hold what this resource
-	// owns: one whose write failed may lack backends the record names, which
-	// OCI's health, listing only the backends it has, would count as OK.
+	// keeps registered: one whose write failed may lack backends the record
+	// names, which OCI's health, listing only the backends it has, would
+	// count as OK; and backends being drained or removed are on their way out.
 	var inLine []string
 	for i := range jobs {
 		j := &jobs[i]
-		if !j.skip && r.syncOne(ctx, ociClient, st, out, turn, j) && j.mode != plan.Remove {
+		if !j.skip && r.syncOne(ctx, ociClient, st, out, turn, j) && (j.mode == plan.Apply || j.mode == plan.Hold) {
 			inLine = append(inLine, j.name)
 		}
 	}
