@@ -90,7 +90,7 @@ func render(ctx context.Context, c client.Client, emu *ociemu.Emulator, resource
 		return "", false, err
 	}
 	allReady := len(list.Items) == resources
-	b.WriteString("\nLBRegistrar                 Ready  Degraded  Conflict  registered   healthy\n")
+	b.WriteString("\nLBRegistrar                 Ready  Degraded  Conflict  registered  healthy\n")
 	for _, r := range list.Items {
 		ready := meta.IsStatusConditionTrue(r.Status.Conditions, v1beta1.ConditionReady) && r.Status.ObservedGeneration == r.Generation
 		count := 0
