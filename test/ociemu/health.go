@@ -157,8 +157,9 @@ func (t probeTarget) probes() bool {
 	return isLoopback(t.ip) && (t.checker.protocol == "TCP" || t.checker.protocol == "HTTP")
 }
 
-// runHealthChecks checks every backend on its backend set's interval until
-// stop is closed, and forgets backends that are gone.
+// runHealthChecks checks every backend it may check on its backend set's
+// interval until ctx ends, and forgets backends that are gone or no longer
+// checked.
 func (e *Emulator) runHealthChecks(ctx context.Context) {
 	tick := time.NewTicker(healthTick)
 	defer tick.Stop()
@@ -177,13 +178,16 @@ func (e *Emulator) startDueChecks(ctx context.Context, now time.Time) {
 	defer e.mu.Unlock()
 	seen := map[healthKey]bool{}
 	for _, t := range e.probeTargets() {
+		if !t.probes() {
+			continue // UNKNOWN, as a backend without an entry is
+		}
 		seen[t.key] = true
 		h := e.health[t.key]
 		if h == nil {
 			h = &backendHealth{status: healthUnknown, result: healthUnknown}
 			e.health[t.key] = h
 		}
-		if !t.probes() || h.probing || now.Before(h.next) {
+		if h.probing || now.Before(h.next) {
 			continue
 		}
 		h.probing = true
