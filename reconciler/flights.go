@@ -42,6 +42,7 @@ type flights struct {
 
 	mu       sync.Mutex
 	airborne map[string][]func() // resource -> wakes of reconciles parked behind its flight
+	grounded bool                // shutting down: no flight starts
 
 	backoff workqueue.TypedRateLimiter[string]
 	requeue func(name string, after time.Duration)
@@ -84,8 +85,14 @@ func (f *flights) parkBehind(name string, wake func()) bool {
 func (f *flights) launch(ctx context.Context, name string, turn *turn, fly func(context.Context) (ctrl.Result, error)) {
 	logger := log.FromContext(ctx)
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.grounded {
+		// The manager is stopping: the next leader does this reconcile.
+		logger.V(1).Info("shutting down; the write is left to the next leader")
+		turn.release()
+		return
+	}
 	f.airborne[name] = nil
-	f.mu.Unlock()
 	metrics.Flights.Inc()
 	f.wg.Go(func() {
 		var res ctrl.Result
@@ -135,6 +142,9 @@ func (f *flights) wait() { f.wg.Wait() }
 // until the flights have landed, after cancelling them when ctx ends.
 func (f *flights) Start(ctx context.Context) error {
 	<-ctx.Done()
+	f.mu.Lock()
+	f.grounded = true // before waiting, so no flight starts while the manager waits
+	f.mu.Unlock()
 	f.cancel()
 	f.wait()
 	return nil
