@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -20,16 +21,18 @@ import (
 
 // A classic load balancer has one ETag for everything it holds. A resource
 // changing three of its backend sets writes each once and is never refused
-// with 412 for its own writes; another tool changing the load balancer
-// between a read and its write costs a read and a write again, not the
-// reconcile, even beyond what Attempts would allow.
+// with 412 for its own writes: the first write goes out on the read that
+// planned it, each later one on a read after the write before it. Another
+// tool changing the load balancer between a read and its write costs a read
+// and a write again, not the reconcile, even beyond what Attempts would
+// allow.
 func TestClassicLoadBalancerETagIsPerLoadBalancer(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	f.node(f.ns+"-a", "10.0.30.1")
 	o := f.options()
 	o.Backoff.Attempts = 1
-	// The first three reads of "admin" (the one before planning, then two
-	// before writes) are each followed by someone else's change.
+	// The first three reads of "admin" (the one that plans its write, then
+	// the two after 412s) are each followed by someone else's change.
 	f.emu.AddFault(ociemu.Fault{Operation: "GetBackendSet", LoadBalancerID: classicLB, BackendSet: "admin", ForeignChange: true, Times: 3})
 	f.startManager(o)
 	obj := f.registrar("etag", classicLB, []v1beta1.Target{fixedPort("admin", 31001), fixedPort("api", 31002), fixedPort("web", 31003)})
@@ -45,8 +48,21 @@ func TestClassicLoadBalancerETagIsPerLoadBalancer(t *testing.T) {
 	f.expectBackends(classicLB, "api", "10.0.30.1:31002/1")
 	f.expectBackends(classicLB, "web", "192.168.9.9:8080/3,backup", "10.0.30.1:31003/1")
 	c := f.emu.Counters()
-	if c.Writes[classicLB] != 3 || c.PreconditionFailed != 2 {
-		t.Errorf("%d writes and %d 412s; want 3 writes, and 412s only for the 2 writes another tool raced", c.Writes[classicLB], c.PreconditionFailed)
+	if c.Writes[classicLB] != 3 || c.PreconditionFailed != 3 {
+		t.Errorf("%d writes and %d 412s; want 3 writes, and 412s only for the 3 writes another tool raced", c.Writes[classicLB], c.PreconditionFailed)
+	}
+	reads := map[string]int{}
+	for _, call := range f.emu.Calls() {
+		if call.Operation == "GetBackendSet" && call.LoadBalancerID == classicLB {
+			reads[call.Path[strings.LastIndex(call.Path, "/")+1:]]++
+		}
+	}
+	// Two reconciles (the first gives admin up at its second 412, as
+	// Attempts = 1 allows one): each reads every set to plan, admin once
+	// more after each 412 that is retried, api and web once more after the
+	// write before theirs in the first.
+	if want := map[string]int{"admin": 4, "api": 3, "web": 3}; !maps.Equal(reads, want) {
+		t.Errorf("backend sets read %v times, want %v", reads, want)
 	}
 	for _, set := range []string{"admin", "api", "web"} {
 		if n := f.writesTo(classicLB, set); n != 1 {

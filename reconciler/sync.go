@@ -183,24 +183,30 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 	// names, which OCI's health, listing only the backends it has, would
 	// count as OK; and backends being drained or removed are on their way out.
 	var inLine []string
+	current := true // no write since the reads above
 	for i := range jobs {
 		j := &jobs[i]
-		if !j.skip && r.syncOne(ctx, ociClient, st, out, turn, j) && (j.mode == plan.Apply || j.mode == plan.Hold) {
+		if j.skip {
+			continue
+		}
+		if r.syncOne(ctx, ociClient, st, out, turn, j, current) && (j.mode == plan.Apply || j.mode == plan.Hold) {
 			inLine = append(inLine, j.name)
 		}
+		current = current && !slices.Contains(changing, j.name)
 	}
 	recordHealth(ctx, ociClient, obj, lb, inLine, out)
 }
 
 // syncOne syncs one backend set and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob) bool {
+func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob, current bool) bool {
 	obj, name, mode, lb := st.obj, j.name, j.mode, turn.loadBalancerID
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := syncBackendSet(ctx, ociClient, r.opts.Backoff, syncRequest{
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
+		Current:        current,
 		Last:           lastWorkRequest(obj, name),
 		WaitTimeout:    r.opts.WorkRequestTimeout,
 		ShutdownWait:   r.opts.ShutdownWait,

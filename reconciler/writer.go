@@ -60,10 +60,14 @@ type syncRequest struct {
 	// failed makes the next write a new one, not a replay of that failure
 	// under its retry token.
 	Last *v1beta1.WorkRequest
-	// Prefetched, when set, decides whether anything must be written; a
-	// write always follows a read of its own, because a classic load
-	// balancer's ETag changes with every write to any of its backend sets.
+	// Prefetched, when set, decides whether anything must be written. A
+	// write follows a read of its own, because a classic load balancer's
+	// ETag changes with every write to any of its backend sets, unless
+	// Current says Prefetched was read on this turn of the lane with no
+	// write to the load balancer since: then its ETag still holds, and a
+	// writer outside this process meanwhile gets a 412 and a fresh read.
 	Prefetched *oci.BackendSet
+	Current    bool
 	// WaitTimeout bounds the wait for one work request; the wait goes on
 	// for up to ShutdownWait after ctx is cancelled (shutdown), so an
 	// accepted write is recorded.
@@ -114,14 +118,21 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", modeNames[in.Mode])
 		return in, false
 	}
+	var current *oci.BackendSet
 	if req.Prefetched != nil {
 		if _, changed := changes(req.Prefetched); !changed {
 			return res, nil
 		}
+		if req.Current {
+			current = req.Prefetched
+		}
 	}
 	for attempt, refused := 0, 0; ; {
-		req.Turn.step(PhaseReading, req.Name, "")
-		bs, err := ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+		bs, err := current, error(nil)
+		if current = nil; bs == nil {
+			req.Turn.step(PhaseReading, req.Name, "")
+			bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+		}
 		if err == nil {
 			in, changed := changes(bs)
 			if !changed {

@@ -20,13 +20,14 @@ import (
 // write itself was wrong or hit a limit (IsRejected).
 //
 // Polling adapts to how long work requests of this kind have been taking:
-// the first poll comes just before the expected end, later ones at a
-// sixteenth of it, within [PollMin, PollMax], so the wait ends close to the real
-// finish without polling a slow work request every few milliseconds.
+// the first poll comes just before the expected end, later ones at a sixteenth of it,
+// within [PollMin, PollMax], so the wait ends close to the real finish
+// without polling a slow work request every few milliseconds.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
 	est := c.polls[k]
 	start := time.Now()
+	var unfinished time.Duration // when the last poll that found it running was sent
 	delay := est.first()
 	for {
 		t := time.NewTimer(delay)
@@ -36,6 +37,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			return ctx.Err()
 		case <-t.C:
 		}
+		sent := time.Since(start)
 		wr, err := c.workRequest(ctx, loadBalancerID, id)
 		if err != nil {
 			if _, _, retry := Retryable(err); !retry {
@@ -46,14 +48,14 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 		}
 		switch wr.state {
 		case "SUCCEEDED":
-			d := time.Since(start)
-			est.observe(d)
-			metrics.WorkRequestDuration.WithLabelValues(string(k), "succeeded").Observe(d.Seconds())
+			est.observe(unfinished, sent)
+			metrics.WorkRequestDuration.WithLabelValues(string(k), "succeeded").Observe(time.Since(start).Seconds())
 			return nil
 		case "FAILED", "CANCELED":
 			metrics.WorkRequestDuration.WithLabelValues(string(k), strings.ToLower(wr.state)).Observe(time.Since(start).Seconds())
 			return c.failure(ctx, loadBalancerID, id, wr)
 		}
+		unfinished = sent
 		delay = est.next()
 	}
 }
@@ -159,7 +161,7 @@ type estimator struct {
 func (e *estimator) first() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.clamp(e.avg * 9 / 10)
+	return e.clamp(e.avg * 15 / 16)
 }
 
 func (e *estimator) next() time.Duration {
@@ -168,9 +170,20 @@ func (e *estimator) next() time.Duration {
 	return e.clamp(e.avg / 16)
 }
 
-func (e *estimator) observe(d time.Duration) {
+// observe records a work request found finished by the poll sent at done,
+// and found running by the one sent at unfinished (zero if none was). It
+// finished in between, so the estimate is the midpoint: taking done alone
+// would count the polls' lateness as the work request's own time and place
+// the next polls later and later. Found finished by its first poll, it ended
+// some time before: half a step is taken off, so the estimate comes down
+// until a first poll finds one running.
+func (e *estimator) observe(unfinished, done time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	d := done - e.avg/32
+	if unfinished > 0 {
+		d = (unfinished + done) / 2
+	}
 	if !e.seen {
 		e.avg, e.seen = d, true
 		return
