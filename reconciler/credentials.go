@@ -153,17 +153,6 @@ func valueRef(src *v1beta1.SecretKeySource) string {
 	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
-// secretRefs lists the Secrets an API key reads, as namespace/name.
-func secretRefs(key *v1beta1.APIKey) []string {
-	refs := []string{key.PrivateKey.Namespace + "/" + key.PrivateKey.SecretKeyRef.Name}
-	if p := key.Passphrase; p != nil {
-		if ref := p.Namespace + "/" + p.SecretKeyRef.Name; ref != refs[0] {
-			refs = append(refs, ref)
-		}
-	}
-	return refs
-}
-
 // ociClientFor returns the OCI client for obj's credentials.
 func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
 	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)

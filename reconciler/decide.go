@@ -1,6 +1,10 @@
 package reconciler
 
 import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -22,4 +26,26 @@ func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]s
 // desiredOptions are the options of the desired state the reconciler computes.
 func (o Options) desiredOptions() desired.Options {
 	return desired.Options{RequireReady: o.RequireReadyNodes}
+}
+
+// assess gathers what decide needs and decides: the cluster as reader sees
+// it, the backend sets obj loses to claimants, and its backend sets as OCI
+// has them, read with ociClient (nil when obj's credentials cannot be used:
+// nothing is read, and the desired state is decided without them). The
+// controller's turn and lbregistrar plan both start here.
+func assess(ctx context.Context, reader client.Reader, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts desired.Options) (outcome, []syncJob, error) {
+	cluster, err := readView(ctx, reader, obj)
+	if err != nil {
+		return outcome{}, nil, err
+	}
+	lost, err := lostClaims(obj, claimants)
+	if err != nil {
+		return outcome{}, nil, err
+	}
+	var read map[string]*oci.BackendSet
+	if ociClient != nil {
+		read = readBackendSets(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
+	}
+	out, jobs := decide(obj, cluster, lost, read, opts)
+	return out, jobs, nil
 }

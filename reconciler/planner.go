@@ -59,25 +59,16 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	obj = obj.DeepCopy()
 	lb := obj.Spec.LoadBalancerID
 	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []BackendSetChange{}}
-	cluster, err := readView(ctx, p.reader, obj)
-	if err != nil {
-		return rp, err
-	}
 	claimants := claimantsAmong(all, obj.Name)
-	lost, err := lostClaims(obj, claimants)
-	if err != nil {
-		return rp, err
-	}
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentialError
 	if err != nil && !errors.As(err, &ce) {
 		return rp, err
 	}
-	var read map[string]*oci.BackendSet
-	if ce == nil {
-		read = readBackendSets(ctx, ociClient, lb, backendSetNames(obj, lost))
+	out, jobs, err := assess(ctx, p.reader, ociClient, obj, claimants, p.opts.desiredOptions())
+	if err != nil {
+		return rp, err
 	}
-	out, jobs := decide(obj, cluster, lost, read, p.opts.desiredOptions())
 	if ce != nil {
 		rp.Error = ce.message
 	} else {

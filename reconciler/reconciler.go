@@ -179,22 +179,16 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	cluster, err := readView(ctx, r.client, obj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	lost, err := lostClaims(obj, claimants)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(lost) > 0 {
-		metrics.Conflicts.Add(float64(len(lost)))
-	}
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
 	turn.step(PhaseReading, "", "")
-	read := readBackendSets(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
-	out, jobs := decide(obj, cluster, lost, read, r.opts.desiredOptions())
+	out, jobs, err := assess(ctx, r.client, ociClient, obj, claimants, r.opts.desiredOptions())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(out.lost) > 0 {
+		metrics.Conflicts.Add(float64(len(out.lost)))
+	}
 
 	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
 

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -76,7 +77,13 @@ func indexSecrets(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	return secretRefs(&lbr.Spec.APIKey)
+	var keys []string
+	for _, ref := range validation.SecretReferences(&lbr.Spec) {
+		if key := ref.Namespace + "/" + ref.Name; !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // deletionStarted passes the update that sets deletionTimestamp.
