@@ -146,3 +146,43 @@ func TestHealthReadFailureIsNoFailure(t *testing.T) {
 		t.Errorf("%d health reads in %d reconciles' worth of backend set reads, want 1 to %d", healthReads, reads, reads)
 	}
 }
+
+// With --backend-health=false nothing but the backend sets is read, and
+// the status shows no health, also none an earlier run recorded.
+func TestBackendHealthOff(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.3.2")
+	_, stop := f.startManager(f.options())
+	obj := f.registrar("health-off", classicLB, []v1beta1.Target{fixedPort("health", 30124)})
+	f.eventually(20*time.Second, func() error {
+		if cur := f.get(obj); cur.Status.Healthy == "" {
+			return fmt.Errorf("no health in status yet: %+v", cur.Status)
+		}
+		return nil
+	})
+	stop()
+	o := f.options()
+	o.BackendHealth = false
+	f.startManager(o)
+	healthReads := func() int {
+		n := 0
+		for _, c := range f.emu.Calls() {
+			if c.Operation == "GetBackendSetHealth" {
+				n++
+			}
+		}
+		return n
+	}
+	before := healthReads()
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": "1"} })
+	f.eventually(20*time.Second, func() error {
+		cur := f.get(obj)
+		if cur.Status.Healthy != "" || len(cur.Status.BackendSets) != 1 || cur.Status.BackendSets[0].Health != nil {
+			return fmt.Errorf("health still shown: %q %+v", cur.Status.Healthy, cur.Status.BackendSets)
+		}
+		return nil
+	})
+	if n := healthReads() - before; n != 0 {
+		t.Errorf("%d health reads with --backend-health=false", n)
+	}
+}

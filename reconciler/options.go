@@ -38,6 +38,11 @@ type Options struct {
 	// the manager's graceful shutdown time to record it (see
 	// docs/operations.md, "Shutdown").
 	ShutdownWait time.Duration
+	// BackendHealth reads the health of each backend set kept registered,
+	// one GetBackendSetHealth after each sync, into the status. Off, a
+	// reconcile where nothing changed reads each backend set once, nothing
+	// more, and the status shows no health.
+	BackendHealth bool
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
 	Backoff           Backoff
@@ -64,6 +69,7 @@ func DefaultOptions() Options {
 		CleanupTimeout:     30 * time.Minute,
 		WorkRequestTimeout: 10 * time.Minute,
 		ShutdownWait:       85 * time.Second,
+		BackendHealth:      true,
 		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
 	// In a cluster, API keys are read from the controller's own namespace
@@ -91,6 +97,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
+	fs.BoolVar(&o.BackendHealth, "backend-health", o.BackendHealth,
+		"Read each backend set's health after syncing it (one more OCI read per backend set per reconcile) into status and the Healthy column")
 }
 
 // BindPlanFlags registers the flags lbregistrar plan shares with serve:

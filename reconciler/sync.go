@@ -194,6 +194,9 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		}
 		current = current && !slices.Contains(changing, j.name)
 	}
+	if !r.opts.BackendHealth {
+		inLine = nil // nothing read; health an earlier run recorded is cleared
+	}
 	recordHealth(ctx, ociClient, obj, lb, inLine, out)
 }
 
