@@ -106,7 +106,7 @@ func protectedBy(claimants claimantsFunc, lb, name string) (map[string]bool, err
 			continue
 		}
 		if rec := findRecord(&others[i], name); rec != nil {
-			for _, b := range rec.Backends {
+			for _, b := range rec.Owned() {
 				keys[plan.Key(b.IP, b.Port)] = true
 			}
 		}

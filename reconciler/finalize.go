@@ -119,7 +119,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *statusWriter, out *ou
 
 // ownsBackends reports whether obj's ownership record lists any backend.
 func ownsBackends(obj *v1beta1.LBRegistrar) bool {
-	return slices.ContainsFunc(obj.Status.BackendSets, func(bs v1beta1.BackendSetStatus) bool { return len(bs.Backends) > 0 })
+	return slices.ContainsFunc(obj.Status.BackendSets, func(bs v1beta1.BackendSetStatus) bool { return bs.OwnedCount() > 0 })
 }
 
 // recordedLoadBalancer is the load balancer obj's ownership record refers

@@ -47,7 +47,7 @@ func recordHealth(ctx context.Context, ociClient backendSetAPI, obj *v1beta1.LBR
 		rec := &obj.Status.BackendSets[i]
 		rec.Health = nil
 		if h := read[rec.Name]; h != nil {
-			rec.Health = summarizeHealth(rec.Backends, h)
+			rec.Health = summarizeHealth(rec.Owned(), h)
 			if len(rec.Health.Unhealthy) > 0 {
 				out.unhealthy = append(out.unhealthy, unhealthyMessage(rec.Name, rec.Health))
 			}

@@ -105,7 +105,7 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 		"registering": {ObjectMeta: metav1.ObjectMeta{Name: "res", Finalizers: []string{Finalizer}}},
 		"deleting": {
 			ObjectMeta: metav1.ObjectMeta{Name: "res", Finalizers: []string{Finalizer}, DeletionTimestamp: &deleted},
-			Status:     v1beta1.LBRegistrarStatus{LoadBalancerID: "lb", BackendSets: []v1beta1.BackendSetStatus{{Name: "api", Backends: []v1beta1.Backend{backend}}}},
+			Status:     v1beta1.LBRegistrarStatus{LoadBalancerID: "lb", BackendSets: []v1beta1.BackendSetStatus{{Name: "api", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend})}}},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

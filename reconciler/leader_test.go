@@ -83,7 +83,7 @@ func TestLeaderStoppedMidWriteNoDuplicateWrite(t *testing.T) {
 	f.expectBackends(classicLB, "api", "10.0.9.1:30100/1", "10.0.9.2:30100/1")
 	f.eventually(10*time.Second, func() error {
 		o := f.get(obj)
-		if len(o.Status.BackendSets) != 1 || len(o.Status.BackendSets[0].Backends) != 2 ||
+		if len(o.Status.BackendSets) != 1 || o.Status.BackendSets[0].OwnedCount() != 2 ||
 			o.Status.BackendSets[0].LastWorkRequest == nil || o.Status.BackendSets[0].LastWorkRequest.Status != "SUCCEEDED" {
 			return fmt.Errorf("record: %+v", o.Status.BackendSets)
 		}
@@ -146,7 +146,7 @@ func TestLeaderKilledMidWriteNoDuplicateWrite(t *testing.T) {
 	f.eventually(15*time.Second, func() error {
 		o := f.get(obj)
 		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 ||
-			len(o.Status.BackendSets[0].Backends) != 2 {
+			o.Status.BackendSets[0].OwnedCount() != 2 {
 			return fmt.Errorf("status: %+v", o.Status)
 		}
 		return nil

@@ -134,7 +134,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{
 			{NodePort: 30080, BackendSetName: "api", Weight: 1}, {NodePort: 30443, BackendSetName: "web", Weight: 2}}},
 		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
-			{Name: "dropped", Backends: []v1beta1.Backend{{IP: "10.0.0.1", Port: 31000, Weight: 1}}}}},
+			{Name: "dropped", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 31000, Weight: 1}})}}},
 	}
 	newer := &v1beta1.LBRegistrar{
 		ObjectMeta: metav1.ObjectMeta{Name: "newer", CreationTimestamp: metav1.NewTime(time.Unix(20, 0))},

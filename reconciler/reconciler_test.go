@@ -62,7 +62,7 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || o.Status.ObservedGeneration != o.Generation {
 			return fmt.Errorf("status: %+v", o.Status)
 		}
-		if len(o.Status.BackendSets) != 1 || len(o.Status.BackendSets[0].Backends) != 2 || o.Status.BackendSets[0].LastWorkRequest == nil {
+		if len(o.Status.BackendSets) != 1 || o.Status.BackendSets[0].OwnedCount() != 2 || o.Status.BackendSets[0].LastWorkRequest == nil {
 			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
@@ -202,7 +202,7 @@ func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	})
 	// Pretend it had registered there before the backend set went away.
 	cur := f.get(obj)
-	cur.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "no-such-set", Backends: []v1beta1.Backend{{IP: "10.0.3.1", Port: 30080, Weight: 1}}}}
+	cur.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "no-such-set", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.3.1", Port: 30080, Weight: 1}})}}
 	f.must(k8s.Status().Update(f.ctx, cur))
 	f.must(k8s.Delete(f.ctx, obj))
 	f.eventually(10*time.Second, func() error {

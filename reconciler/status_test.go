@@ -29,16 +29,16 @@ func TestStatusConflictKeepsNewerRecord(t *testing.T) {
 
 	stale := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "res"}, Status: v1beta1.LBRegistrarStatus{
 		BackendSets: []v1beta1.BackendSetStatus{
-			{Name: "api", Backends: []v1beta1.Backend{backend("10.0.0.1")}},
-			{Name: "old", Backends: []v1beta1.Backend{backend("10.0.0.1")}},
-			{Name: "web", Backends: []v1beta1.Backend{backend("10.0.0.1")}},
+			{Name: "api", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.1")})},
+			{Name: "old", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.1")})},
+			{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.1")})},
 		},
 	}}
 	// What another writer recorded meanwhile: api has a second backend, old
 	// was emptied and dropped, web was written again later.
 	newer := v1beta1.LBRegistrarStatus{BackendSets: []v1beta1.BackendSetStatus{
-		{Name: "api", Backends: []v1beta1.Backend{backend("10.0.0.1"), backend("10.0.0.2")}},
-		{Name: "web", Backends: []v1beta1.Backend{backend("10.0.0.3")}, LastWorkRequest: wr("wr-web-newer", 30)},
+		{Name: "api", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.1"), backend("10.0.0.2")})},
+		{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.3")}), LastWorkRequest: wr("wr-web-newer", 30)},
 	}}
 
 	scheme := runtime.NewScheme()

@@ -29,7 +29,7 @@ type syncJob struct {
 }
 
 func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Backends, Desired: j.want, Protected: j.protected}
+	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Owned(), Desired: j.want, Protected: j.protected}
 }
 
 // readBackendSets reads the named backend sets of a load balancer at once.
@@ -166,7 +166,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		}
 		changing = append(changing, j.name)
 		if len(p.Added) > 0 {
-			record(obj, j.name).Backends = plan.Intent(in.Owned, &p)
+			record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
 		}
 	}
 	if len(changing) > 0 && obj.DeletionTimestamp.IsZero() {
@@ -217,10 +217,10 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
 			rec := record(obj, name)
-			if slices.Equal(rec.Backends, owned) {
+			if slices.Equal(rec.Owned(), owned) {
 				return nil // recorded ahead, by syncAll
 			}
-			rec.Backends = owned
+			rec.SetOwned(owned)
 			return st.flush(ctx)
 		},
 	})
@@ -262,11 +262,11 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		dropRecord(obj, name)
 	default:
-		record(obj, name).Backends = res.Plan.Owned
+		record(obj, name).SetOwned(res.Plan.Owned)
 		inLine = true
 	}
 	if rec := findRecord(obj, name); rec != nil {
-		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(len(rec.Backends)))
+		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(rec.OwnedCount()))
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 	}

@@ -227,13 +227,13 @@ func TestValidatingWebhooks(t *testing.T) {
 			},
 		},
 		"status": v1beta1.LBRegistrarStatus{BackendSets: []v1beta1.BackendSetStatus{
-			{Name: "ingress", Backends: []v1beta1.Backend{{IP: "10.0.0.99", Port: 30443, Weight: 1}}},
+			{Name: "ingress", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.99", Port: 30443, Weight: 1}})},
 		}},
 	}))}
 	// What a v1alpha1 client reads of a stored object with a status, and
 	// the same object edited as kubectl edit or apply would.
 	stored := hubObject("stored", testNLB, "kept")
-	stored.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "kept", Backends: []v1beta1.Backend{{IP: "10.0.0.1", Port: 30000, Weight: 1}}}}
+	stored.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "kept", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30000, Weight: 1}})}}
 	read := &v1alpha1.LBRegistrar{}
 	v1alpha1.FromHub(stored, read)
 	edited := read.DeepCopy()

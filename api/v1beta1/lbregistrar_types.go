@@ -134,6 +134,26 @@ type Backend struct {
 	Weight int32 `json:"weight"`
 }
 
+// BackendGroup is the backends of one port and weight in an ownership
+// record. Grouped, a record of 5,000 nodes is an address per node rather
+// than an object per node: a fraction of the size for the API server to
+// store, cache and send to every watcher, and far below the object size
+// limit.
+type BackendGroup struct {
+	// Port is the node port.
+	Port int32 `json:"port"`
+	// Weight is the weight the backends were registered with.
+	Weight int32 `json:"weight"`
+	// IPs are the nodes' addresses.
+	// +optional
+	// +listType=atomic
+	IPs []string `json:"ips,omitempty"`
+	// IP is one node's address, as records written before grouping kept
+	// each backend; read, never written.
+	// +optional
+	IP string `json:"ip,omitempty"`
+}
+
 // WorkRequest is the last OCI work request written for a backend set.
 type WorkRequest struct {
 	// ID is the work request's OCID.
@@ -150,11 +170,12 @@ type BackendSetStatus struct {
 	// Name of the backend set.
 	Name string `json:"name"`
 
-	// Backends this resource registered there and owns: the only ones it
-	// ever changes or removes.
+	// Backends this resource registered there and owns, grouped by port
+	// and weight: the only ones it ever changes or removes. Read and write
+	// them with Owned and SetOwned.
 	// +optional
 	// +listType=atomic
-	Backends []Backend `json:"backends,omitempty"`
+	Backends []BackendGroup `json:"backends,omitempty"`
 
 	// LastWorkRequest is the last write this resource made there.
 	// +optional

@@ -95,7 +95,7 @@ func render(ctx context.Context, c client.Client, emu *ociemu.Emulator, resource
 		ready := meta.IsStatusConditionTrue(r.Status.Conditions, v1beta1.ConditionReady) && r.Status.ObservedGeneration == r.Generation
 		count := 0
 		for _, bs := range r.Status.BackendSets {
-			for _, be := range bs.Backends {
+			for _, be := range bs.Owned() {
 				count++
 				if !registered[r.Spec.LoadBalancerID+"/"+bs.Name+"/"+net.JoinHostPort(be.IP, strconv.Itoa(int(be.Port)))] {
 					ready = false

@@ -75,7 +75,7 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	if bs := obj.Status.BackendSets; len(bs) != 1 || bs[0].LastWorkRequest == nil ||
-		bs[0].LastWorkRequest.ID != wr.ID || bs[0].LastWorkRequest.Status != "SUCCEEDED" || len(bs[0].Backends) != 2 {
+		bs[0].LastWorkRequest.ID != wr.ID || bs[0].LastWorkRequest.Status != "SUCCEEDED" || bs[0].OwnedCount() != 2 {
 		t.Fatalf("the leader did not record its write: %+v", obj.Status.BackendSets)
 	}
 

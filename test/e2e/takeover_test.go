@@ -215,7 +215,7 @@ func assertOwns(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, name string
 	}
 	for _, rec := range r.Status.BackendSets {
 		backends := []string{}
-		for _, b := range rec.Backends {
+		for _, b := range rec.Owned() {
 			backends = append(backends, fmt.Sprintf("%s/%d", net.JoinHostPort(b.IP, strconv.Itoa(int(b.Port))), b.Weight))
 		}
 		slices.Sort(backends)

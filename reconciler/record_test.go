@@ -1,0 +1,52 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// An ownership record written before records were grouped (an object per
+// backend) is read as it was meant: the backend it names whose node is
+// gone is removed, the one still wanted is kept, and the record is written
+// back grouped.
+func TestUngroupedRecordIsRead(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.42.1")
+	f.node(f.ns+"-b", "10.0.42.2")
+	_, stop := f.startManager(f.options())
+	obj := f.registrar("ungrouped", classicLB, []v1beta1.Target{fixedPort("admin", 31042)})
+	f.eventually(20*time.Second, func() error {
+		if got := f.backends(classicLB, "admin"); len(got) != 2 {
+			return fmt.Errorf("admin holds %v", got)
+		}
+		return nil
+	})
+	stop()
+
+	legacy := `{"status":{"backendSets":[{"name":"admin","backends":[` +
+		`{"ip":"10.0.42.1","port":31042,"weight":1},{"ip":"10.0.42.2","port":31042,"weight":1}]}]}}`
+	f.must(k8s.Status().Patch(f.ctx, f.get(obj), client.RawPatch(types.MergePatchType, []byte(legacy))))
+	if rec := f.get(obj).Status.BackendSets[0]; len(rec.Backends) != 2 || rec.Backends[0].IP == "" {
+		t.Fatalf("the API server did not keep the ungrouped record: %+v", rec)
+	}
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-b"}}))
+	f.startManager(f.options())
+	f.expectBackends(classicLB, "admin", "10.0.42.1:31042/1")
+	f.eventually(20*time.Second, func() error {
+		rec := f.get(obj).Status.BackendSets[0]
+		if len(rec.Backends) != 1 || rec.Backends[0].IP != "" || strings.Join(rec.Backends[0].IPs, ",") != "10.0.42.1" {
+			return fmt.Errorf("record %+v, want one group of 10.0.42.1", rec.Backends)
+		}
+		return nil
+	})
+}
