@@ -76,6 +76,7 @@ type Reconciler struct {
 	flights    *flights
 	pending    *pendingWrites // held back by DryRun
 	rejections rejections
+	ownWrites  ownWrites
 	elected    <-chan struct{} // closed once this replica leads
 	opts       Options
 }
@@ -92,11 +93,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	var obj v1beta1.LBRegistrar
-	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
+	err := r.client.Get(ctx, req.NamespacedName, &obj)
+	if err == nil && r.ownWrites.behind(&obj) {
+		err = r.apiReader.Get(ctx, req.NamespacedName, &obj)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.secrets.forget(req.Name)
 			r.pending.forget(req.Name)
 			r.rejections.forget(req.Name)
+			r.ownWrites.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -129,7 +135,7 @@ type outcome struct {
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy()}
+	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites}
 	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 

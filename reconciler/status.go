@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -145,6 +146,46 @@ type statusWriter struct {
 	reader client.Reader
 	obj    *v1beta1.LBRegistrar
 	base   *v1beta1.LBRegistrar
+	// written, when set, learns the version each write leaves.
+	written *ownWrites
+}
+
+// ownWrites remembers the resourceVersion each resource's last status write
+// by this process left. The cache learns of a write only from its watch, a
+// moment later; a reconcile starting meanwhile (the one woken as a flight
+// lands) would compute its patch from the version before and be refused
+// with a conflict, which costs a backoff. Reconcile reads past the cache
+// while the cache shows another version than the last write.
+type ownWrites struct {
+	mu       sync.Mutex
+	versions map[string]string
+}
+
+func (w *ownWrites) wrote(obj *v1beta1.LBRegistrar) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[string]string{}
+	}
+	w.versions[obj.Name] = obj.ResourceVersion
+}
+
+// behind reports whether obj, as the cache has it, is not the version this
+// process last wrote (an older one, or one written since by someone else).
+func (w *ownWrites) behind(obj *v1beta1.LBRegistrar) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rv, ok := w.versions[obj.Name]
+	return ok && rv != obj.ResourceVersion
+}
+
+func (w *ownWrites) forget(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.versions, name)
 }
 
 func (s *statusWriter) flush(ctx context.Context) error {
@@ -163,6 +204,7 @@ func (s *statusWriter) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.written.wrote(s.obj)
 	s.base = s.obj.DeepCopy()
 	return nil
 }
@@ -190,7 +232,11 @@ func (s *statusWriter) rebase(ctx context.Context) error {
 		if !mergeWorkRequests(cur, seen) {
 			return nil
 		}
-		return s.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if err := s.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		s.written.wrote(cur)
+		return nil
 	})
 }
 
