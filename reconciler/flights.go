@@ -79,6 +79,14 @@ func (f *flights) parkBehind(name string, wake func()) bool {
 	return flying
 }
 
+// awaited reports whether a reconcile of name is parked behind its flight:
+// one will run as soon as the flight lands.
+func (f *flights) awaited(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.airborne[name]) > 0
+}
+
 // launch runs fly for name on its turn of the lane, which it releases when
 // done. ctx carries the reconcile's logger; its cancellation does not reach
 // the flight, which ends with the flights' context.

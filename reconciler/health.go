@@ -56,6 +56,16 @@ func recordHealth(ctx context.Context, ociClient backendSetAPI, obj *v1beta1.LBR
 	obj.Status.Healthy = healthyCount(obj.Status.BackendSets)
 }
 
+// keepHealth adds to out the unhealthy own backends that the health
+// recorded before names, when this reconcile does not read it again.
+func keepHealth(obj *v1beta1.LBRegistrar, out *outcome) {
+	for _, rec := range obj.Status.BackendSets {
+		if rec.Health != nil && len(rec.Health.Unhealthy) > 0 {
+			out.unhealthy = append(out.unhealthy, unhealthyMessage(rec.Name, rec.Health))
+		}
+	}
+}
+
 // summarizeHealth counts the owned backends by the state OCI reports each
 // in. OCI lists every backend that is not OK, so an owned one it does not
 // list is OK; names in OCI's lists that are not owned are someone else's

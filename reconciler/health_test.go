@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,5 +112,21 @@ func TestUnhealthyMessage(t *testing.T) {
 	want := `backend set "web": OCI reports 12 of this resource's backends unhealthy (11 critical, 1 warning): 10.0.0.1:30080, 10.0.0.2:30080 and 10 more`
 	if got := unhealthyMessage("web", h); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// A flight that leaves health unread (a reconcile is parked behind it)
+// keeps Degraded as the health recorded before says.
+func TestKeepHealth(t *testing.T) {
+	obj := &v1beta1.LBRegistrar{Status: v1beta1.LBRegistrarStatus{BackendSets: []v1beta1.BackendSetStatus{
+		{Name: "api", Health: &v1beta1.BackendSetHealth{Status: "OK", OK: 2}},
+		{Name: "web", Health: &v1beta1.BackendSetHealth{Status: "CRITICAL", Critical: 1, Unhealthy: []string{"10.0.0.1:30080"}}},
+		{Name: "new"},
+	}}}
+	var out outcome
+	keepHealth(obj, &out)
+	want := []string{unhealthyMessage("web", obj.Status.BackendSets[1].Health)}
+	if !slices.Equal(out.unhealthy, want) {
+		t.Errorf("unhealthy %q, want %q", out.unhealthy, want)
 	}
 }

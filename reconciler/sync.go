@@ -194,10 +194,17 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		}
 		current = current && !slices.Contains(changing, j.name)
 	}
-	if !r.opts.BackendHealth {
-		inLine = nil // nothing read; health an earlier run recorded is cleared
+	switch {
+	case !r.opts.BackendHealth:
+		recordHealth(ctx, ociClient, obj, lb, nil, out) // nothing read; health an earlier run recorded is cleared
+	case r.flights.awaited(obj.Name):
+		// A reconcile is parked behind this one (a change came in during
+		// the writes): it reads health after its own writes, moments from
+		// now, and the status keeps what was read before until then.
+		keepHealth(obj, out)
+	default:
+		recordHealth(ctx, ociClient, obj, lb, inLine, out)
 	}
-	recordHealth(ctx, ociClient, obj, lb, inLine, out)
 }
 
 // syncOne syncs one backend set and folds the result into the status and

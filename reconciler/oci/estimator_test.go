@@ -8,21 +8,26 @@ import (
 // TestPollsEndCloseToTheWorkRequest simulates work requests of a fixed
 // duration whose polls OCI answers after a round trip, and checks that once
 // the estimator has seen a few, a wait ends within one poll step (a
-// sixteenth of the duration) and a round trip of the real end, also after
-// work requests get slower or faster.
+// sixteenth of the duration) and a round trip of the real end, on average
+// well within it, also after work requests get slower or faster; and that
+// a long one is polled every PollMax until just before its expected end,
+// not every step from the first PollMax on.
 func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 	const rtt = 3 * time.Millisecond
+	const pollMax = 10 * time.Second
 	// wait polls a work request that takes took and returns when it is seen
-	// finished: a poll sent at t finds it finished if it was at t + rtt/2.
-	wait := func(e *estimator, took time.Duration) time.Duration {
+	// finished, and the polls it took: a poll sent at t finds it finished if
+	// it was at t + rtt/2.
+	wait := func(e *estimator, took time.Duration) (time.Duration, int) {
 		var unfinished time.Duration
-		sent := e.first()
+		sent, polls := e.delay(0), 1
 		for sent+rtt/2 < took {
 			unfinished = sent
-			sent += rtt + e.next()
+			sent += rtt + e.delay(sent+rtt)
+			polls++
 		}
 		e.observe(unfinished, sent)
-		return sent + rtt
+		return sent + rtt, polls
 	}
 	for _, tc := range []struct {
 		name     string
@@ -35,7 +40,7 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 		{"real OCI", 30 * time.Second, 30 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &estimator{min: 5 * time.Millisecond, max: 10 * time.Second}
+			e := &estimator{min: 5 * time.Millisecond, max: pollMax}
 			for range 20 {
 				wait(e, tc.from)
 			}
@@ -43,19 +48,22 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 				wait(e, tc.to)
 			}
 			bound := min(tc.to/16, e.max) + 2*rtt
+			maxPolls := int(tc.to/pollMax) + 5
 			var total time.Duration
 			for i := range 20 {
-				late := wait(e, tc.to) - tc.to
-				if late < 0 || late > bound {
+				seen, polls := wait(e, tc.to)
+				if late := seen - tc.to; late < 0 || late > bound {
 					t.Fatalf("work request %d of %v: seen finished %v after its end, want at most %v", i, tc.to, late, bound)
 				}
-				total += late
+				if polls > maxPolls {
+					t.Fatalf("work request %d of %v: %d polls, want at most %d", i, tc.to, polls, maxPolls)
+				}
+				total += seen - tc.to
 			}
-			// On average well under a step: the old estimate (the time the
-			// finish was seen) put the first poll just before the end and
-			// the second a step after it.
-			if mean := total / 20; mean > bound/2 {
-				t.Errorf("seen finished %v after the end on average, want at most %v", mean, bound/2)
+			// The estimate before (the time the finish was seen) put the
+			// first poll just before the end and the second a step after it.
+			if mean := total / 20; mean > bound*6/10 {
+				t.Errorf("seen finished %v after the end on average, want at most %v", mean, bound*6/10)
 			}
 		})
 	}

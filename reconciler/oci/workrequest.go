@@ -20,15 +20,16 @@ import (
 // write itself was wrong or hit a limit (IsRejected).
 //
 // Polling adapts to how long work requests of this kind have been taking:
-// the first poll comes just before the expected end, later ones at a sixteenth of it,
+// the first poll comes just before the expected end (or PollMax after the
+// write, and every PollMax until then), later ones at a sixteenth of it,
 // within [PollMin, PollMax], so the wait ends close to the real finish
-// without polling a slow work request every few milliseconds.
+// without polling a slow work request every few seconds.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
 	est := c.polls[k]
 	start := time.Now()
 	var unfinished time.Duration // when the last poll that found it running was sent
-	delay := est.first()
+	delay := est.delay(0)
 	for {
 		t := time.NewTimer(delay)
 		select {
@@ -43,7 +44,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			if _, _, retry := Retryable(err); !retry {
 				return err
 			}
-			delay = est.next() // a failed poll is not a failed work request
+			delay = est.delay(time.Since(start)) // a failed poll is not a failed work request
 			continue
 		}
 		switch wr.state {
@@ -56,7 +57,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			return c.failure(ctx, loadBalancerID, id, wr)
 		}
 		unfinished = sent
-		delay = est.next()
+		delay = est.delay(time.Since(start))
 	}
 }
 
@@ -158,15 +159,15 @@ type estimator struct {
 	seen bool
 }
 
-func (e *estimator) first() time.Duration {
+// delay is how long to wait before polling a work request written elapsed
+// ago: until just before the expected end, as long as PollMax allows; from
+// there, a sixteenth of the expected duration.
+func (e *estimator) delay(elapsed time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.clamp(e.avg * 15 / 16)
-}
-
-func (e *estimator) next() time.Duration {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if due := e.avg*15/16 - elapsed; due > 0 {
+		return e.clamp(due)
+	}
 	return e.clamp(e.avg / 16)
 }
 
