@@ -1,22 +1,17 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -27,6 +22,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/scale"
 )
 
 // The cluster BenchmarkCacheMemory fills: node objects as kubelets write
@@ -102,7 +98,7 @@ func measureCache(b *testing.B, cfg *rest.Config, opts cache.Options) float64 {
 	b.StopTimer()
 	heap := float64(liveHeap()-before) / (1 << 20)
 	b.ReportMetric(heap, "heap-MiB")
-	if rss, ok := residentMiB(); ok {
+	if rss, ok := scale.ResidentMiB(0); ok {
 		b.ReportMetric(rss, "rss-MiB")
 	}
 	var nodes corev1.NodeList
@@ -126,25 +122,6 @@ func liveHeap() uint64 {
 	return m.HeapInuse
 }
 
-// residentMiB is the process's VmRSS from /proc/self/status, where there is one.
-func residentMiB() (float64, bool) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmRSS:")); ok {
-			var kib float64
-			if _, err := fmt.Sscanf(string(rest), "%f kB", &kib); err == nil {
-				return kib / 1024, true
-			}
-		}
-	}
-	return 0, false
-}
-
 // populatedCluster is an API server of its own holding the objects, filled
 // once per test binary, since that takes a while.
 func populatedCluster(b *testing.B) *kube.Cluster {
@@ -162,20 +139,10 @@ func populatedCluster(b *testing.B) *kube.Cluster {
 	return memoryCluster
 }
 
-// fill creates the nodes, Services and EndpointSlices, a few at a time,
-// without a client-side rate limit and in protobuf, as the components that
-// write them do.
+// fill creates the nodes, Services and EndpointSlices as the components
+// that write them do (scale.Create).
 func fill(ctx context.Context, cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.ContentType = -1, "application/vnd.kubernetes.protobuf"
-	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
-	if err != nil {
-		return err
-	}
-	var objects []client.Object
-	for i := range memoryNodes {
-		objects = append(objects, realisticNode(i))
-	}
+	objects := scale.Nodes(memoryNodes)
 	for i := range memoryServices {
 		svc, slices := realisticService(i)
 		objects = append(objects, svc)
@@ -183,134 +150,22 @@ func fill(ctx context.Context, cfg *rest.Config) error {
 			objects = append(objects, s)
 		}
 	}
-	work := make(chan client.Object)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range cap(errs) {
-		wg.Go(func() {
-			for obj := range work {
-				// Each writer is named, as in a cluster, in managedFields.
-				if err := c.Create(ctx, obj, client.FieldOwner(writerOf(obj))); err != nil {
-					errs <- fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
-					return
-				}
-			}
-		})
-	}
-	var failed error
-feed:
-	for _, obj := range objects {
-		select {
-		case work <- obj:
-		case failed = <-errs:
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if failed != nil {
-		return failed
-	}
-	select {
-	case err := <-errs:
+	if err := scale.Create(ctx, cfg, objects); err != nil {
 		return err
-	default:
 	}
 	// Node status is kept on create, as kubelets register; make sure.
+	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+	if err != nil {
+		return err
+	}
 	var node corev1.Node
-	if err := c.Get(ctx, client.ObjectKey{Name: "node-0000"}, &node); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: scale.NodeName(0)}, &node); err != nil {
 		return err
 	}
 	if len(node.Status.Images) == 0 || len(node.ManagedFields) == 0 {
-		return fmt.Errorf("node-0000 was stored without its status or managed fields: %d images, %d managed fields", len(node.Status.Images), len(node.ManagedFields))
+		return fmt.Errorf("%s was stored without its status or managed fields: %d images, %d managed fields", node.Name, len(node.Status.Images), len(node.ManagedFields))
 	}
 	return nil
-}
-
-func writerOf(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Node:
-		return "kubelet"
-	case *discoveryv1.EndpointSlice:
-		return "endpointslice-controller"
-	default:
-		return "kubectl-client-side-apply"
-	}
-}
-
-// realisticNode is a node as a cloud kubelet registers it: a dozen labels,
-// a dozen conditions (kubelet's and a node problem detector's), 50 images,
-// capacity and system info.
-func realisticNode(i int) *corev1.Node {
-	name := fmt.Sprintf("node-%04d", i)
-	zone := "ap-tokyo-1-ad-" + strconv.Itoa(i%3+1)
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-				"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-				"node.kubernetes.io/instance-type": "VM.Standard.E4.Flex", "beta.kubernetes.io/instance-type": "VM.Standard.E4.Flex",
-				"topology.kubernetes.io/region": "ap-tokyo-1", "topology.kubernetes.io/zone": zone,
-				"failure-domain.beta.kubernetes.io/zone": zone, "oke.oraclecloud.com/pool.name": "pool-" + strconv.Itoa(i%10),
-				"node.info/compartment.id_prefix": "ocid1.compartment.oc1",
-			},
-			Annotations: map[string]string{
-				"node.alpha.kubernetes.io/ttl":                           "0",
-				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
-				"csi.volume.kubernetes.io/nodeid":                        `{"blockvolume.csi.oraclecloud.com":"` + name + `"}`,
-			},
-		},
-		Spec: corev1.NodeSpec{
-			ProviderID: "ocid1.instance.oc1.ap-tokyo-1.anxhiljr" + fmt.Sprintf("%052d", i),
-			PodCIDR:    fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256), PodCIDRs: []string{fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256)},
-		},
-		Status: corev1.NodeStatus{
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+2)},
-				{Type: corev1.NodeExternalIP, Address: fmt.Sprintf("192.0.%d.%d", i/250, i%250+2)},
-				{Type: corev1.NodeHostName, Address: name},
-			},
-			Capacity:    resourceList("64", "263504348Ki", "110", "47227284Ki"),
-			Allocatable: resourceList("63800m", "252018652Ki", "110", "43524605Ki"),
-			NodeInfo: corev1.NodeSystemInfo{
-				MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i), BootID: fmt.Sprintf("%08x-1111-1111-1111-111111111111", i),
-				KernelVersion: "5.15.0-208.159.3.2.el8uek.x86_64", OSImage: "Oracle Linux Server 8.10", ContainerRuntimeVersion: "cri-o://1.31.1",
-				KubeletVersion: "v1.31.1", KubeProxyVersion: "v1.31.1", OperatingSystem: "linux", Architecture: "amd64",
-			},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
-		},
-	}
-	since := metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for j, t := range []string{
-		"Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable",
-		"KernelDeadlock", "ReadonlyFilesystem", "FrequentKubeletRestart", "FrequentContainerdRestart",
-		"FrequentDockerRestart", "CorruptDockerOverlay2", "FilesystemCorruptionProblem",
-	} {
-		status, reason := corev1.ConditionFalse, "No"+t
-		if j == 0 {
-			status, reason = corev1.ConditionTrue, "KubeletReady"
-		}
-		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{
-			Type: corev1.NodeConditionType(t), Status: status, Reason: reason,
-			Message: "the node problem detector found no " + t + " on " + name, LastHeartbeatTime: since, LastTransitionTime: since,
-		})
-	}
-	for j := range 50 {
-		repo := fmt.Sprintf("ap-tokyo-1.ocir.io/tenancy/team-%d/service-%02d", j%7, j)
-		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{
-			Names:     []string{repo + "@sha256:" + fmt.Sprintf("%064x", j), repo + ":v1." + strconv.Itoa(j) + ".0"},
-			SizeBytes: int64(50_000_000 + j*1_000_000),
-		})
-	}
-	return n
-}
-
-func resourceList(cpu, memory, pods, storage string) corev1.ResourceList {
-	return corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-		corev1.ResourcePods: resource.MustParse(pods), corev1.ResourceEphemeralStorage: resource.MustParse(storage),
-	}
 }
 
 // realisticService is a Service applied with kubectl (its last applied
@@ -353,7 +208,7 @@ func realisticService(i int) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 		}
 		for e := range memoryEndpointsPerSlice {
 			k := (i*memorySlicesPerService+s)*memoryEndpointsPerSlice + e
-			node := fmt.Sprintf("node-%04d", k%memoryNodes)
+			node := scale.NodeName(k % memoryNodes)
 			pod := fmt.Sprintf("%s-%08x", name, k)
 			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
 				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 100+k/65536, k/256%256, k%256)},

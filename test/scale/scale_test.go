@@ -1,0 +1,43 @@
+package scale_test
+
+import (
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peppy-ratio/lbregistrar/test/scale"
+)
+
+func TestNodesAreDistinctKubeletNodes(t *testing.T) {
+	names, ips := map[string]bool{}, map[string]bool{}
+	for _, obj := range scale.Nodes(5000) {
+		n := obj.(*corev1.Node)
+		names[n.Name], ips[n.Status.Addresses[0].Address] = true, true
+		if n.Status.Addresses[0].Type != corev1.NodeInternalIP || n.Spec.ProviderID == "" || len(n.Status.Images) != 50 {
+			t.Fatalf("%s: %v, provider %q, %d images", n.Name, n.Status.Addresses[0], n.Spec.ProviderID, len(n.Status.Images))
+		}
+	}
+	if len(names) != 5000 || len(ips) != 5000 {
+		t.Errorf("%d names and %d InternalIPs for 5000 nodes", len(names), len(ips))
+	}
+	if n := scale.Node(7); n.Name != scale.NodeName(7) || n.Status.Addresses[0].Address != scale.NodeIP(7) || n.Spec.ProviderID != scale.NodeInstance(7) {
+		t.Errorf("Node(7) is %s at %s, %s", n.Name, n.Status.Addresses[0].Address, n.Spec.ProviderID)
+	}
+}
+
+func TestProcessCosts(t *testing.T) {
+	for _, pid := range []int{0, os.Getpid()} {
+		rss, ok := scale.ResidentMiB(pid)
+		if !ok {
+			t.Skip("no /proc here")
+		}
+		cpu, ok := scale.CPUSeconds(pid)
+		if !ok || rss <= 0 || cpu < 0 {
+			t.Errorf("process %d: %v MiB resident, %v s of CPU (%v)", pid, rss, cpu, ok)
+		}
+	}
+	if _, ok := scale.ResidentMiB(-1); ok {
+		t.Error("a process that does not exist has a resident size")
+	}
+}
