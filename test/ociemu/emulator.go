@@ -101,6 +101,7 @@ type Emulator struct {
 	counters      Counters
 	forwarders    []*forwarder
 	health        map[healthKey]*backendHealth
+	probed        probeList // the backends health checks reach, per backend set
 	stopHealth    context.CancelFunc
 	probes        sync.WaitGroup // the health check loop and its checks
 	closed        bool
