@@ -119,9 +119,14 @@ func serviceSpecChanged() predicate.Predicate {
 	}
 }
 
+// requests are the resources opts select, as reconcile requests. They are
+// listed in place from the cache (read, never changed): a copy of each
+// resource, whose status records every backend it registered, for every
+// node event would cost ~20 ms at 100 resources of 3 x 5,000 backends, and
+// a controller starting gets an event for each of 5,000 nodes.
 func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list v1beta1.LBRegistrarList
-	if err := r.client.List(ctx, &list, opts...); err != nil {
+	if err := r.client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for a watch event")
 		return nil
 	}
@@ -150,8 +155,8 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 		return nil
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-	var list v1beta1.LBRegistrarList
-	if err := r.client.List(ctx, &list, client.MatchingFields{serviceIndex: key.String()}); err != nil {
+	var list v1beta1.LBRegistrarList // in place, as requests lists them
+	if err := r.client.List(ctx, &list, client.MatchingFields{serviceIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for an EndpointSlice event")
 		return nil
 	}

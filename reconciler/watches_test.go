@@ -1,0 +1,74 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/claims"
+)
+
+// Watch events map to resources listed in place from the cache, never
+// copied: a resource's status records every backend it registered, so a
+// copy of every resource for every node event does not scale (at 5,000
+// nodes, a controller starting maps 5,000 node events; BenchmarkScale).
+func TestWatchEventsListResourcesInPlace(t *testing.T) {
+	obj := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "ingress"},
+		Spec: v1beta1.LBRegistrarSpec{
+			LoadBalancerID: "ocid1.loadbalancer.oc1.iad.watches",
+			APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
+			Services: []v1beta1.Target{{Namespace: "web", Name: "gateway", Port: &intstr.IntOrString{IntVal: 443},
+				BackendSetName: "https", Weight: 1, FilterByEndpoints: true}},
+		},
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var lists, copied int
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(obj).
+		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
+		WithIndex(&v1beta1.LBRegistrar{}, serviceIndex, indexServices).
+		WithIndex(&v1beta1.LBRegistrar{}, secretIndex, indexSecrets).Build(),
+		interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*v1beta1.LBRegistrarList); ok {
+				lists++
+				if o := (&client.ListOptions{}).ApplyOptions(opts); o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
+					copied++
+				}
+			}
+			return c.List(ctx, list, opts...)
+		}})
+	r := &Reconciler{client: c}
+	ctx := context.Background()
+	other := obj.DeepCopy()
+	other.Name = "other"
+	for event, mapped := range map[string]int{
+		"node":          len(r.everyResource(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})),
+		"Service":       len(r.byService(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "gateway"}})),
+		"EndpointSlice": len(r.byEndpointSlice(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "gateway-1", Labels: map[string]string{discoveryv1.LabelServiceName: "gateway"}}})),
+		"Secret":        len(r.bySecret(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}})),
+		"claim sibling": len(r.claimSiblings(ctx, other)),
+	} {
+		if mapped != 1 {
+			t.Errorf("a %s event maps to %d resources, want 1", event, mapped)
+		}
+	}
+	if lists == 0 || copied > 0 {
+		t.Errorf("%d of %d lists of LBRegistrars copied every resource", copied, lists)
+	}
+}
