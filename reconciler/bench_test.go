@@ -8,6 +8,7 @@ import (
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -18,22 +19,70 @@ import (
 // seedBench adds lbs classic load balancers with sets empty backend sets each.
 func (f *fixture) seedBench(lbs, sets int) []string {
 	f.t.Helper()
+	return f.seedBalancers("bench", lbs, sets, false, nil)
+}
+
+// benchSet is the name of the s-th backend set seedBalancers gives a load
+// balancer; benchTargets registers node port 31000+s into it.
+func benchSet(s int) string { return fmt.Sprintf("bs-%d", s) }
+
+// benchTargets are fixed ports 31000, 31001, ... into backend sets bs-0,
+// bs-1, ..., one per backend set.
+func benchTargets(sets int) []v1beta1.Target {
+	var targets []v1beta1.Target
+	for s := range sets {
+		targets = append(targets, fixedPort(benchSet(s), int32(31000+s)))
+	}
+	return targets
+}
+
+// seedBalancers adds lbs load balancers, named after name, with sets backend
+// sets each (benchSet) checked by TCP every 10 s; with mixed, every other
+// one is a network load balancer (not preserving the source, so nodes go in
+// by address). Each backend set holds a backend of weight 1 for every IP in
+// ips, at the node port benchTargets gives it.
+func (f *fixture) seedBalancers(name string, lbs, sets int, mixed bool, ips []string) []string {
+	f.t.Helper()
 	var seed ociemu.Seed
 	var ids []string
 	for l := range lbs {
-		id := fmt.Sprintf("ocid1.loadbalancer.oc1.iad.%s-bench-%d", f.ns, l)
+		network := mixed && l%2 == 1
+		kind := "loadbalancer"
+		if network {
+			kind = "networkloadbalancer"
+		}
+		id := fmt.Sprintf("ocid1.%s.oc1.iad.%s-%s-%d", kind, f.ns, name, l)
 		ids = append(ids, id)
-		lb := loadbalancer.LoadBalancer{Id: common.String(id), BackendSets: map[string]loadbalancer.BackendSet{}}
+		classic := loadbalancer.LoadBalancer{Id: common.String(id), BackendSets: map[string]loadbalancer.BackendSet{}}
+		nlb := networkloadbalancer.NetworkLoadBalancer{Id: common.String(id), BackendSets: map[string]networkloadbalancer.BackendSet{}}
 		for s := range sets {
-			name := fmt.Sprintf("bs-%d", s)
-			lb.BackendSets[name] = loadbalancer.BackendSet{
-				Name: common.String(name), Policy: common.String("ROUND_ROBIN"), Backends: []loadbalancer.Backend{},
+			port, weight := common.Int(31000+s), common.Int(1)
+			classicBackends, nlbBackends := []loadbalancer.Backend{}, []networkloadbalancer.Backend{}
+			for _, ip := range ips {
+				if network {
+					nlbBackends = append(nlbBackends, networkloadbalancer.Backend{IpAddress: common.String(ip), Port: port, Weight: weight})
+				} else {
+					classicBackends = append(classicBackends, loadbalancer.Backend{IpAddress: common.String(ip), Port: port, Weight: weight})
+				}
+			}
+			classic.BackendSets[benchSet(s)] = loadbalancer.BackendSet{
+				Name: common.String(benchSet(s)), Policy: common.String("ROUND_ROBIN"), Backends: classicBackends,
 				HealthChecker: &loadbalancer.HealthChecker{Protocol: common.String("TCP"), Port: common.Int(443),
 					ReturnCode: common.Int(200), ResponseBodyRegex: common.String(""), Retries: common.Int(3),
 					TimeoutInMillis: common.Int(3000), IntervalInMillis: common.Int(10000)},
 			}
+			nlb.BackendSets[benchSet(s)] = networkloadbalancer.BackendSet{
+				Policy: networkloadbalancer.NetworkLoadBalancingPolicyFiveTuple, IsPreserveSource: common.Bool(false),
+				IpVersion: networkloadbalancer.IpVersionIpv4, Backends: nlbBackends,
+				HealthChecker: &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp, Port: common.Int(443),
+					Retries: common.Int(3), TimeoutInMillis: common.Int(3000), IntervalInMillis: common.Int(10000)},
+			}
 		}
-		seed.LoadBalancers = append(seed.LoadBalancers, lb)
+		if network {
+			seed.NetworkLoadBalancers = append(seed.NetworkLoadBalancers, nlb)
+		} else {
+			seed.LoadBalancers = append(seed.LoadBalancers, classic)
+		}
 	}
 	f.must(f.emu.SeedState(seed))
 	return ids
@@ -43,7 +92,7 @@ func (f *fixture) seedBench(lbs, sets int) []string {
 func (f *fixture) holds(lbs []string, sets int, ip string, want bool) bool {
 	for _, lb := range lbs {
 		for s := range sets {
-			bs, err := f.emu.Backends(lb, fmt.Sprintf("bs-%d", s))
+			bs, err := f.emu.Backends(lb, benchSet(s))
 			f.must(err)
 			if slices.ContainsFunc(bs, func(b ociemu.Backend) bool { return b.IPAddress == ip }) != want {
 				return false
@@ -80,11 +129,7 @@ func (f *fixture) benchRegistrars(lbs []string, sets int) {
 	f.node(f.ns+"-base", "10.1.0.1")
 	f.startManager(f.options())
 	for i, lb := range lbs {
-		var targets []v1beta1.Target
-		for s := range sets {
-			targets = append(targets, fixedPort(fmt.Sprintf("bs-%d", s), int32(31000+s)))
-		}
-		f.registrar(fmt.Sprintf("bench-%d", i), lb, targets)
+		f.registrar(fmt.Sprintf("bench-%d", i), lb, benchTargets(sets))
 	}
 	f.waitHolds(lbs, sets, "10.1.0.1", true)
 }
@@ -184,7 +229,7 @@ func BenchmarkNoChange(b *testing.B) {
 		lbs := f.seedBench(1, 4)
 		f.benchRegistrars(lbs, 4)
 		var list v1beta1.LBRegistrarList
-		f.must(k8s.List(f.ctx, &list))
+		f.must(f.api.List(f.ctx, &list))
 		var obj *v1beta1.LBRegistrar
 		for i := range list.Items {
 			if list.Items[i].Spec.LoadBalancerID == lbs[0] {

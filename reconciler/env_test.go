@@ -86,6 +86,11 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	if scaleCluster != nil {
+		if err := scaleCluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the scale API server:", err)
+		}
+	}
 	if env != nil {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
@@ -104,6 +109,12 @@ type fixture struct {
 	key    v1beta1.APIKey
 	keyPEM []byte
 	stop   []func()
+	// cfg and api reach the fixture's API server: the package's (k8s),
+	// unless newFixtureOn was given another.
+	cfg *rest.Config
+	api client.Client
+	// cleanupNodes select the nodes cleanup deletes; none means every node.
+	cleanupNodes []client.DeleteAllOfOption
 }
 
 var fixtureSeq atomic.Int32
@@ -127,9 +138,20 @@ func (f *fixture) options() reconciler.Options {
 
 func newFixture(t testing.TB, emuOpts ociemu.Options) *fixture {
 	t.Helper()
+	skipWithoutAPIServer(t)
+	return newFixtureOn(t, emuOpts, restConfig, k8s)
+}
+
+func skipWithoutAPIServer(t testing.TB) {
+	t.Helper()
 	if restConfig == nil {
 		t.Skip("no test API server binaries in KUBEBUILDER_ASSETS; run make test-assets")
 	}
+}
+
+// newFixtureOn is newFixture on the API server cfg reaches, through api.
+func newFixtureOn(t testing.TB, emuOpts ociemu.Options, cfg *rest.Config, api client.Client) *fixture {
+	t.Helper()
 	emu, err := ociemu.Start(emuOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -142,13 +164,13 @@ func newFixture(t testing.TB, emuOpts ociemu.Options) *fixture {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	f := &fixture{t: t, ctx: ctx, emu: emu, ns: fmt.Sprintf("lbr-%d", fixtureSeq.Add(1))}
+	f := &fixture{t: t, ctx: ctx, emu: emu, ns: fmt.Sprintf("lbr-%d", fixtureSeq.Add(1)), cfg: cfg, api: api}
 	t.Cleanup(func() {
 		f.cleanup()
 		cancel()
 		emu.Close()
 	})
-	f.must(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
+	f.must(f.api.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
 	f.key, f.keyPEM = f.newKey("oci-key")
 	return f
 }
@@ -186,7 +208,7 @@ func (f *fixture) unregisteredKey(secret string) (key v1beta1.APIKey, keyPEM []b
 
 func (f *fixture) applySecret(name string, keyPEM []byte) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, k8s, s, func() error {
+	_, err := ctrl.CreateOrUpdate(f.ctx, f.api, s, func() error {
 		s.Data = map[string][]byte{"key.pem": keyPEM}
 		return nil
 	})
@@ -196,7 +218,7 @@ func (f *fixture) applySecret(name string, keyPEM []byte) {
 // startManager runs the reconciler in a manager until the test ends or stop is called.
 func (f *fixture) startManager(o reconciler.Options, mutate ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
 	f.t.Helper()
-	return f.startManagerOn(restConfig, false, o, mutate...)
+	return f.startManagerOn(f.cfg, false, o, mutate...)
 }
 
 // startManagerOn is startManager reaching the API server through cfg; with
@@ -242,13 +264,13 @@ func (f *fixture) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var list v1beta1.LBRegistrarList
-	if err := k8s.List(ctx, &list); err == nil {
+	if err := f.api.List(ctx, &list); err == nil {
 		for i := range list.Items {
-			_ = k8s.Delete(ctx, &list.Items[i])
+			_ = f.api.Delete(ctx, &list.Items[i])
 		}
 	}
 	for ctx.Err() == nil {
-		if err := k8s.List(ctx, &list); err != nil || len(list.Items) == 0 {
+		if err := f.api.List(ctx, &list); err != nil || len(list.Items) == 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -257,10 +279,10 @@ func (f *fixture) cleanup() {
 		for i := range list.Items {
 			o := &list.Items[i]
 			o.Finalizers = nil
-			_ = k8s.Update(ctx, o)
+			_ = f.api.Update(ctx, o)
 		}
 	}
-	_ = k8s.DeleteAllOf(ctx, &corev1.Node{})
+	_ = f.api.DeleteAllOf(ctx, &corev1.Node{}, f.cleanupNodes...)
 	for _, stop := range slices.Backward(f.stop) {
 		stop()
 	}
@@ -289,7 +311,7 @@ func (f *fixture) node(name, ip string, mutate ...func(*corev1.Node)) *corev1.No
 	// Created with its status in one call, as a kubelet registers a node.
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	f.must(k8s.Create(f.ctx, n))
+	f.must(f.api.Create(f.ctx, n))
 	return n
 }
 
@@ -297,12 +319,12 @@ func (f *fixture) node(name, ip string, mutate ...func(*corev1.Node)) *corev1.No
 func (f *fixture) updateNode(name string, change func(*corev1.Node)) {
 	f.t.Helper()
 	var n corev1.Node
-	f.must(k8s.Get(f.ctx, client.ObjectKey{Name: name}, &n))
+	f.must(f.api.Get(f.ctx, client.ObjectKey{Name: name}, &n))
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
 	change(&n)
-	f.must(k8s.Update(f.ctx, &n))
+	f.must(f.api.Update(f.ctx, &n))
 }
 
 // service creates a NodePort Service; the API server allocates node ports.
@@ -312,7 +334,7 @@ func (f *fixture) service(name string, ports ...corev1.ServicePort) *corev1.Serv
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports, Selector: map[string]string{"app": name}},
 	}
-	f.must(k8s.Create(f.ctx, s))
+	f.must(f.api.Create(f.ctx, s))
 	return s
 }
 
@@ -331,7 +353,7 @@ func (f *fixture) endpoints(service string, readyOn ...string) {
 func (f *fixture) endpointSlice(service string, eps ...discoveryv1.Endpoint) {
 	f.t.Helper()
 	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-slice"}}
-	_, err := ctrl.CreateOrUpdate(f.ctx, k8s, s, func() error {
+	_, err := ctrl.CreateOrUpdate(f.ctx, f.api, s, func() error {
 		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
 		s.AddressType = discoveryv1.AddressTypeIPv4
 		s.Endpoints = eps
@@ -354,7 +376,7 @@ func (f *fixture) registrar(name, lb string, targets []v1beta1.Target, mutate ..
 	for _, m := range mutate {
 		m(o)
 	}
-	f.must(k8s.Create(f.ctx, o))
+	f.must(f.api.Create(f.ctx, o))
 	return o
 }
 
@@ -365,7 +387,7 @@ func (f *fixture) waitServerClockPast(t metav1.Time) {
 	f.t.Helper()
 	f.eventually(10*time.Second, func() error {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clock"}}
-		f.must(k8s.Create(f.ctx, probe, client.DryRunAll))
+		f.must(f.api.Create(f.ctx, probe, client.DryRunAll))
 		if !t.Before(&probe.CreationTimestamp) {
 			return fmt.Errorf("the API server still stamps %s", probe.CreationTimestamp)
 		}
@@ -376,7 +398,7 @@ func (f *fixture) waitServerClockPast(t metav1.Time) {
 func (f *fixture) get(o *v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 	f.t.Helper()
 	var cur v1beta1.LBRegistrar
-	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(o), &cur))
+	f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(o), &cur))
 	return &cur
 }
 
@@ -438,7 +460,7 @@ func (f *fixture) updateRegistrar(o *v1beta1.LBRegistrar, change func(*v1beta1.L
 	f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := f.get(o)
 		change(cur)
-		return k8s.Update(f.ctx, cur)
+		return f.api.Update(f.ctx, cur)
 	}))
 }
 

@@ -450,11 +450,15 @@ func TestConvergesUnderFaults(t *testing.T) {
 	}
 }
 
-func counter(t *testing.T, c prometheus.Counter) float64 {
+// counter is the value of a counter, or of a gauge.
+func counter(t testing.TB, c prometheus.Metric) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
 		t.Fatal(err)
+	}
+	if m.Gauge != nil {
+		return m.GetGauge().GetValue()
 	}
 	return m.GetCounter().GetValue()
 }

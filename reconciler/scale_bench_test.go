@@ -1,0 +1,783 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+	"github.com/peppy-ratio/lbregistrar/test/scale"
+)
+
+// What BenchmarkScale runs against.
+const (
+	// scaleLatency is L, how long the emulator's work requests take.
+	scaleLatency = 2 * time.Second
+	// scaleSets is the number of backend sets of every load balancer.
+	scaleSets = 3
+	// scaleRate and scaleBurst pace OCI calls in "converge": at 100 load
+	// balancers the rate limit, not L, bounds the convergence, so every
+	// load balancer's flight waits on the one shared limiter.
+	scaleRate, scaleBurst = 50, 10
+	// scaleConvergeNodes are the nodes "converge" registers.
+	scaleConvergeNodes = 10
+	// scaleNodes are the nodes of the cluster of "node-added" and
+	// "steady-state", in an API server of their own.
+	scaleNodes = 5000
+	// scaleResync is the resync period of "steady-state", and
+	// scaleResyncs how many resyncs of every resource it watches.
+	scaleResync, scaleResyncs = 5 * time.Second, 3
+	// scaleAddedLabel marks the nodes "node-added" adds, the only ones its
+	// fixtures delete.
+	scaleAddedLabel = "lbregistrar.test/added"
+	// scaleAdoptBatch is how many resources are created at a time when
+	// they adopt 5,000 nodes.
+	scaleAdoptBatch = 5
+	// scaleAPIServerMiB and scaleNodeAddedLimit are when "node-added"
+	// gives up: the scale API server's resident memory, and the time.
+	scaleAPIServerMiB   = 5 << 10
+	scaleNodeAddedLimit = 3 * time.Minute
+	// scaleAPIServerKillMiB is when the scale API server is killed, whatever runs.
+	scaleAPIServerKillMiB = 10 << 10
+)
+
+// BenchmarkScale measures the controller at the scale of many load
+// balancers, against the real API server and the emulator, with work
+// requests taking L = 2 s. Every other load balancer is a network load
+// balancer (not preserving the source: nodes go in by address); each has 3
+// backend sets and one resource registering a fixed port into each. Work
+// requests are polled as serve polls them by default but from 100 ms on
+// (PollMin 100 ms, PollMax 10 s: the first poll just before the typical
+// duration, later ones every sixteenth of it), and writes back off as by
+// default. ns/op is the time measured, as said below.
+//
+// "converge": K = 1 (baseline), 10 and 100 load balancers whose resources
+// exist when the controller starts, 10 nodes; the time until every backend
+// set holds every node (when the last work request finished), with OCI
+// calls paced at 50/s (burst 10), so that at K = 100 the shared rate limit,
+// not L, bounds it. The floor is max(3 x L, calls / 50/s), calls counting
+// every OCI call the emulator answered until then; x-floor is the time over
+// it, and x-baseline-floor x-floor over the baseline's in the same run
+// (goal: at most 1.3). lb-p50-x-all is when half of the load balancers were
+// done, over the whole time: a limiter that served some load balancers
+// first would bring it well below 1.
+//
+// "node-added": 5,000 kubelet-like nodes (test/scale) in an API server of
+// their own, every backend set already holding every node (seeded; the
+// controller, started first, adopts them as the resources are created a
+// few at a time, which is not timed), then one node more: the time from
+// its creation until all 3 x K backend sets hold it, K = 1 (baseline) and
+// 100 (goal: within 1.3 x the baseline); the writes (goal 1) and OCI calls
+// per backend set; when the first write was accepted (first-write-s); the
+// controller's status writes per resource, and those that failed (timed
+// out); the API server's CPU time and peak resident memory meanwhile.
+// OCI calls are paced at 1000/s, so that L and the
+// machine bound it, not the rate limit (at serve's default 10/s, 300
+// backend sets take at least calls/backend-set x 300 / 10 s). It gives up
+// when the API server holds more than 5 GiB, or after 3 minutes: converged
+// is 0 then, and the figures are those when it gave up.
+//
+// "steady-state": the same with nothing changing, baseline 2 load
+// balancers (one of each kind) and 100, the controller restarted with a
+// resync period of 5 s instead of serve's 10 minutes, so that 3 resyncs of
+// every resource stand for half an hour. Per
+// backend set and resync: writes (goal 0), reads of the backend set
+// (GetBackendSet, or any other read of its backends; goal at most 1) and of
+// its health (GetBackendSetHealth, read after every sync), classic and
+// network load balancers apart, and any other call; per resource and
+// resync, status writes (goal 0); the CPU time of this process (the
+// controller and the emulator both) per resync of all resources, and the
+// API server's CPU time and peak memory, these over the whole time from
+// the controller's start (ns/op) until every resource has resynced 3 times
+// after its first reconcile.
+func BenchmarkScale(b *testing.B) {
+	var baselineFloor float64
+	converge := func(b *testing.B, lbs int) {
+		xFloor := benchConverge(b, lbs)
+		if lbs == 1 {
+			baselineFloor = xFloor
+		} else if baselineFloor > 0 {
+			b.ReportMetric(xFloor/baselineFloor, "x-baseline-floor")
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		lbs  int
+		run  func(*testing.B, int)
+	}{
+		{"converge/baseline", 1, converge},
+		{"converge/10-load-balancers", 10, converge},
+		{"converge/100-load-balancers", 100, converge},
+		{"node-added/baseline", 1, benchNodeAdded},
+		{"node-added/100-load-balancers", 100, benchNodeAdded},
+		{"steady-state/baseline", 2, benchSteadyState},
+		{"steady-state/100-load-balancers", 100, benchSteadyState},
+	} {
+		b.Run(tc.name, func(b *testing.B) { tc.run(b, tc.lbs) })
+	}
+}
+
+// benchConverge runs "converge" with lbs load balancers and returns its x-floor.
+func benchConverge(b *testing.B, lbs int) float64 {
+	var took, floor time.Duration
+	var calls, halfDone float64
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		n++
+		f := newScaleFixture(b, restConfig, k8s)
+		ids := f.seedBalancers("scale", lbs, scaleSets, true, nil)
+		var ips []string
+		for i := range scaleConvergeNodes {
+			ips = append(ips, fmt.Sprintf("10.3.0.%d", i+1))
+			f.node(fmt.Sprintf("%s-n%d", f.ns, i), ips[i])
+		}
+		for i, lb := range ids {
+			f.registrar(fmt.Sprintf("scale-%d", i), lb, benchTargets(scaleSets))
+		}
+		f.emu.ResetCalls()
+		start := time.Now()
+		b.StartTimer()
+		f.startManager(f.scaleOptions(scaleRate, scaleBurst))
+		end, done, err := f.awaitWritten(ids, scaleSets, start, nil)
+		b.StopTimer()
+		f.must(err)
+		for _, ip := range ips {
+			if !f.holds(ids, scaleSets, ip, true) {
+				b.Fatalf("the work requests succeeded, yet not every backend set holds %s", ip)
+			}
+		}
+		f.awaitQuiet()
+		c := 0
+		for _, call := range f.callLog() {
+			if !call.Time.After(end) {
+				c++
+			}
+		}
+		d := end.Sub(start)
+		took += d
+		calls += float64(c)
+		floor += max(scaleSets*scaleLatency, time.Duration(float64(c)/scaleRate*float64(time.Second)))
+		halfDone += float64(median(done).Sub(start)) / float64(d)
+		f.discard()
+		b.StartTimer() // as b.Loop wants it
+	}
+	b.ReportMetric(float64(took)/float64(n), "ns/op")
+	b.ReportMetric(calls/float64(n), "calls")
+	b.ReportMetric(halfDone/float64(n), "lb-p50-x-all")
+	xFloor := float64(took) / float64(floor)
+	b.ReportMetric(xFloor, "x-floor")
+	return xFloor
+}
+
+// benchNodeAdded runs "node-added" with lbs load balancers. It gives up
+// (converged 0, the time until then) when the scale API server grows past
+// scaleAPIServerMiB or the backend sets do not all hold the node within
+// scaleNodeAddedLimit.
+func benchNodeAdded(b *testing.B, lbs int) {
+	var took time.Duration
+	var writes, calls, converged int
+	var patches, failedPatches, apiCPU, apiPeak float64
+	var firstWrites time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		n++
+		f, ids, _ := setUpScale(b, lbs)
+		f.emu.ResetCalls()
+		api := watchAPIServer(b, f.cfg)
+		patches0, failed0 := f.statusWrites.counts()
+		added := scale.Node(scaleNodes + n)
+		added.Labels[scaleAddedLabel] = ""
+		ip := scale.NodeIP(scaleNodes + n)
+		start := time.Now()
+		b.StartTimer()
+		f.must(f.api.Create(f.ctx, added))
+		end, _, err := f.awaitWritten(ids, scaleSets, start, func() error {
+			if rss := api.peakMiB(); rss > scaleAPIServerMiB {
+				return fmt.Errorf("the API server holds %.0f MiB, more than the %d MiB this benchmark allows it", rss, scaleAPIServerMiB)
+			}
+			if time.Since(start) > scaleNodeAddedLimit {
+				return fmt.Errorf("not every backend set holds the node after %s", scaleNodeAddedLimit)
+			}
+			return nil
+		})
+		b.StopTimer()
+		if err == nil {
+			if !f.holds(ids, scaleSets, ip, true) {
+				b.Fatalf("the work requests succeeded, yet not every backend set holds %s", ip)
+			}
+			f.awaitQuiet() // a second write would come before
+			converged++
+		} else {
+			end = time.Now()
+		}
+		took += end.Sub(start)
+		if first, ok := firstWrite(f.emu, start); ok {
+			firstWrites += first.Sub(start)
+		}
+		writes += f.writes(ids)
+		calls += f.emu.Counters().Requests
+		p, failed := f.statusWrites.counts()
+		patches, failedPatches = patches+p-patches0, failedPatches+failed-failed0
+		cpu, peak := api.stop()
+		apiCPU, apiPeak = apiCPU+cpu, max(apiPeak, peak)
+		if err != nil {
+			b.Logf("gave up after %s: %v; by then %d of %d backend sets written, %d OCI calls, %.0f status writes (%.0f failed)",
+				end.Sub(start).Round(time.Second), err, f.writes(ids), lbs*scaleSets, f.emu.Counters().Requests, p-patches0, failed-failed0)
+		}
+		f.dropScale(lbs)
+		b.StartTimer() // as b.Loop wants it
+	}
+	sets, resources := float64(n*lbs*scaleSets), float64(n*lbs)
+	b.ReportMetric(float64(took)/float64(n), "ns/op")
+	b.ReportMetric(float64(converged)/float64(n), "converged")
+	b.ReportMetric(firstWrites.Seconds()/float64(n), "first-write-s")
+	b.ReportMetric(float64(writes)/sets, "writes/backend-set")
+	b.ReportMetric(float64(calls)/sets, "calls/backend-set")
+	b.ReportMetric(patches/resources, "status-writes/resource")
+	b.ReportMetric(failedPatches/resources, "failed-status-writes/resource")
+	b.ReportMetric(apiCPU/float64(n), "apiserver-cpu-s")
+	b.ReportMetric(apiPeak, "apiserver-MiB")
+}
+
+// benchSteadyState runs "steady-state" with lbs load balancers.
+func benchSteadyState(b *testing.B, lbs int) {
+	var took time.Duration
+	var patches, apiCPU, apiPeak, processCPU float64
+	counts := map[string]int{}
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		n++
+		f, ids, stop := setUpScale(b, lbs)
+		// Again with the short resync period. The first reconcile of each
+		// resource, that of a controller starting, is not a resync.
+		stop()
+		o := f.scaleOptions(1000, 1000)
+		o.Resync = scaleResync
+		f.emu.ResetCalls()
+		api := watchAPIServer(b, f.cfg)
+		patches0, _ := f.statusWrites.counts()
+		cpu0, _ := scale.CPUSeconds(0)
+		start := time.Now()
+		b.StartTimer()
+		f.startManagerOn(f.cfg, true, o)
+		var resyncs map[string][][]ociemu.Call
+		eventually.Passes(b, 10*time.Minute, 200*time.Millisecond, func() error {
+			resyncs = resyncsOf(f.callLog())
+			for _, lb := range ids {
+				if got := len(resyncs[lb]); got < 1+scaleResyncs {
+					return fmt.Errorf("%s reconciled %d times of %d", lb, got, 1+scaleResyncs)
+				}
+			}
+			return nil
+		})
+		b.StopTimer()
+		took += time.Since(start)
+		cpu1, _ := scale.CPUSeconds(0)
+		processCPU += cpu1 - cpu0
+		p, _ := f.statusWrites.counts()
+		patches += p - patches0
+		cpu, peak := api.stop()
+		apiCPU, apiPeak = apiCPU+cpu, max(apiPeak, peak)
+		for _, lb := range ids {
+			for _, calls := range resyncs[lb][1 : 1+scaleResyncs] {
+				for _, call := range calls {
+					counts[kindOf(lb)+" "+readOf(call.Operation)]++
+				}
+			}
+		}
+		f.dropScale(lbs)
+		b.StartTimer() // as b.Loop wants it
+	}
+	classic, network := float64(lbs-lbs/2), float64(lbs/2) // every other one is a network load balancer
+	per := func(count int, lbs float64) float64 {
+		return float64(count) / (float64(n) * lbs * scaleSets * scaleResyncs)
+	}
+	b.ReportMetric(float64(took)/float64(n), "ns/op")
+	b.ReportMetric(per(counts["classic write"]+counts["network write"], classic+network), "writes/set/resync")
+	b.ReportMetric(per(counts["classic read"], classic), "classic-reads/set/resync")
+	b.ReportMetric(per(counts["classic health"], classic), "classic-health-reads/set/resync")
+	b.ReportMetric(per(counts["network read"], network), "nlb-reads/set/resync")
+	b.ReportMetric(per(counts["network health"], network), "nlb-health-reads/set/resync")
+	b.ReportMetric(per(counts["classic other"]+counts["network other"], classic+network), "other-calls/set/resync")
+	// Over the whole window: the controller's start, the resyncs, and the
+	// next ones of the quickest resources, so these are a little over.
+	b.ReportMetric(patches/(float64(n)*float64(lbs)*scaleResyncs), "status-writes/resource/resync")
+	b.ReportMetric(processCPU/(float64(n)*scaleResyncs), "process-cpu-s/resync")
+	b.ReportMetric(apiCPU/float64(n), "apiserver-cpu-s")
+	b.ReportMetric(apiPeak, "apiserver-MiB")
+}
+
+// firstWrite is when the emulator accepted the first write since since.
+func firstWrite(emu *ociemu.Emulator, since time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, wr := range emu.WorkRequests() {
+		if !wr.TimeAccepted.Before(since) && (first.IsZero() || wr.TimeAccepted.Before(first)) {
+			first = wr.TimeAccepted
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// resyncsOf splits each load balancer's calls into its resyncs, those
+// done: one reads the backend sets of its resource, then, once it has them
+// all and written what it must, reads their health; so each resync of a
+// load balancer (there is one resource per load balancer) begins with the
+// first call after a health read, and a resync is done once the next has
+// begun.
+func resyncsOf(calls []ociemu.Call) map[string][][]ociemu.Call {
+	byLB := map[string][]ociemu.Call{}
+	for _, c := range calls {
+		byLB[c.LoadBalancerID] = append(byLB[c.LoadBalancerID], c)
+	}
+	out := map[string][][]ociemu.Call{}
+	for lb, calls := range byLB {
+		slices.SortStableFunc(calls, func(a, b ociemu.Call) int { return a.Time.Compare(b.Time) })
+		first := 0
+		for i := 1; i < len(calls); i++ {
+			if readOf(calls[i-1].Operation) == "health" && readOf(calls[i].Operation) != "health" {
+				out[lb] = append(out[lb], calls[first:i])
+				first = i
+			}
+		}
+	}
+	return out
+}
+
+// kindOf names the kind of load balancer an OCID is.
+func kindOf(id string) string {
+	if oci.IsNetworkLoadBalancer(id) {
+		return "network"
+	}
+	return "classic"
+}
+
+// readOf classes an OCI operation: a write, a read of a backend set's
+// backends, a read of health, or another call (work requests).
+func readOf(operation string) string {
+	switch operation {
+	case "UpdateBackendSet", "CreateBackend", "UpdateBackend", "DeleteBackend":
+		return "write"
+	case "GetBackendSet", "ListBackendSets", "ListBackends", "GetBackend", "GetLoadBalancer", "GetNetworkLoadBalancer":
+		return "read"
+	case "GetBackendSetHealth", "GetBackendHealth":
+		return "health"
+	default:
+		return "other"
+	}
+}
+
+// scaleFixture is a fixture whose managers' status writes are counted.
+type scaleFixture struct {
+	*fixture
+	statusWrites statusWrites
+}
+
+// newScaleFixture is a fixture on the API server cfg reaches, with time
+// enough for BenchmarkScale's cases.
+func newScaleFixture(b *testing.B, cfg *rest.Config, api client.Client) *scaleFixture {
+	b.Helper()
+	f := &scaleFixture{fixture: newFixtureOn(b, ociemu.Options{WorkRequestLatency: scaleLatency}, cfg, api)}
+	f.cfg = f.statusWrites.wrap(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	b.Cleanup(cancel)
+	f.ctx = ctx
+	return f
+}
+
+// setUpScale seeds lbs load balancers whose backend sets hold every node of
+// the scale cluster, starts the controller (on the fixture's configuration,
+// which reaches the scale cluster), creates a resource for each, and waits
+// until it has adopted them all; stop stops the controller, and may fail
+// to in time when the API server is swamped.
+func setUpScale(b *testing.B, lbs int) (f *scaleFixture, ids []string, stop func()) {
+	b.Helper()
+	cluster := populatedScaleCluster(b)
+	f = newScaleFixture(b, cluster.Config, cluster.Client)
+	f.cleanupNodes = []client.DeleteAllOfOption{client.HasLabels{scaleAddedLabel}}
+	ips := make([]string, scaleNodes)
+	for i := range ips {
+		ips[i] = scale.NodeIP(i)
+	}
+	ids = f.seedBalancers("scale", lbs, scaleSets, true, ips)
+	// It may fail to stop in time when node-added gives up.
+	mgr, stop := f.startManagerOn(f.cfg, true, f.scaleOptions(1000, 1000))
+	adopting := time.Now()
+	// A few resources at a time: each adoption writes an ownership record
+	// of 3 x 5,000 backends, and many of those at once take the API server
+	// longer than the controller's status write timeout.
+	for first := 0; first < lbs; first += scaleAdoptBatch {
+		for i := first; i < min(first+scaleAdoptBatch, lbs); i++ {
+			f.registrar(fmt.Sprintf("scale-%d", i), ids[i], benchTargets(scaleSets))
+		}
+		eventually.Passes(b, 5*time.Minute, 100*time.Millisecond, func() error {
+			var list v1beta1.LBRegistrarList // read in place from the cache
+			f.must(mgr.GetClient().List(f.ctx, &list, client.UnsafeDisableDeepCopy))
+			adopted := 0
+			for _, o := range list.Items {
+				if len(o.Status.BackendSets) == scaleSets && !slices.ContainsFunc(o.Status.BackendSets, func(rec v1beta1.BackendSetStatus) bool {
+					return rec.OwnedCount() != scaleNodes
+				}) {
+					adopted++
+				}
+			}
+			if adopted < min(first+scaleAdoptBatch, lbs) {
+				return fmt.Errorf("%d of %d resources record the %d backends of each of their backend sets", adopted, len(list.Items), scaleNodes)
+			}
+			return nil
+		})
+		f.awaitQuiet()
+	}
+	b.Logf("%d resources adopted %d backend sets of %d backends in %s", lbs, lbs*scaleSets, scaleNodes, time.Since(adopting).Round(time.Second))
+	return f, ids, stop
+}
+
+// scaleOptions are the fixture's options with work request polls from
+// 100 ms to serve's default 10 s, serve's default write backoff, and OCI
+// calls paced at limit per second, with burst.
+func (f *fixture) scaleOptions(limit float64, burst int) reconciler.Options {
+	o := f.options()
+	d := reconciler.DefaultOptions()
+	o.OCI.PollMin, o.OCI.PollMax = 100*time.Millisecond, d.OCI.PollMax
+	o.OCI.RateLimit, o.OCI.Burst = rate.Limit(limit), burst
+	o.Backoff = d.Backoff
+	return o
+}
+
+// awaitWritten waits until every backend set of lbs has a work request
+// accepted since since that succeeded, and returns when the last of them
+// finished and, per load balancer, when its last one did; or, once giveUp
+// (if any) returns an error, that error.
+func (f *fixture) awaitWritten(lbs []string, sets int, since time.Time, giveUp func() error) (time.Time, map[string]time.Time, error) {
+	f.t.Helper()
+	wanted := map[string]bool{}
+	for _, lb := range lbs {
+		for s := range sets {
+			wanted[lb+"/"+benchSet(s)] = true
+		}
+	}
+	finished := map[string]time.Time{} // the first success of each backend set
+	deadline := time.Now().Add(5 * time.Minute)
+	for len(finished) < len(wanted) {
+		if giveUp != nil {
+			if err := giveUp(); err != nil {
+				return time.Time{}, nil, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, nil, fmt.Errorf("%d of %d backend sets written after 5 minutes", len(finished), len(wanted))
+		}
+		time.Sleep(20 * time.Millisecond)
+		for _, wr := range f.emu.WorkRequests() {
+			key := wr.LoadBalancerID + "/" + wr.BackendSet
+			if !wanted[key] || wr.Status != ociemu.StateSucceeded || wr.TimeAccepted.Before(since) {
+				continue
+			}
+			if at, ok := finished[key]; !ok || wr.TimeFinished.Before(at) {
+				finished[key] = wr.TimeFinished
+			}
+		}
+	}
+	var last time.Time
+	perLB := map[string]time.Time{}
+	for key, at := range finished {
+		lb, _, _ := strings.Cut(key, "/")
+		if at.After(perLB[lb]) {
+			perLB[lb] = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, perLB, nil
+}
+
+// awaitQuiet waits until no flight is in the air and OCI has not been
+// called for half a second.
+func (f *fixture) awaitQuiet() {
+	f.t.Helper()
+	last, since := -1, time.Now()
+	eventually.Passes(f.t, 5*time.Minute, 20*time.Millisecond, func() error {
+		if n := f.emu.Counters().Requests; n != last || counter(f.t, metrics.Flights) != 0 {
+			last, since = n, time.Now()
+			return errors.New("the controller is still calling OCI")
+		}
+		if time.Since(since) < 500*time.Millisecond {
+			return errors.New("the controller called OCI less than half a second ago")
+		}
+		return nil
+	})
+}
+
+// callLog is the emulator's call log since it was last reset, whole:
+// the emulator drops the oldest entries only at 10,000.
+func (f *fixture) callLog() []ociemu.Call {
+	f.t.Helper()
+	calls := f.emu.Calls()
+	if n := f.emu.Counters().Requests; n >= 10000 {
+		f.t.Fatalf("%d calls since the call log was reset: it no longer holds them all", n)
+	}
+	return calls
+}
+
+// discard stops the fixture's managers and deletes every LBRegistrar and
+// the nodes cleanup deletes, without deregistering anything: the backends
+// are in the fixture's emulator, which goes with it.
+func (f *fixture) discard() {
+	f.t.Helper()
+	for _, stop := range slices.Backward(f.stop) {
+		stop()
+	}
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("LBRegistrarList"))
+	f.must(f.api.List(f.ctx, &list))
+	for i := range list.Items {
+		o := &list.Items[i]
+		if len(o.Finalizers) > 0 {
+			f.must(client.IgnoreNotFound(f.api.Patch(f.ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))))
+		}
+		f.must(client.IgnoreNotFound(f.api.Delete(f.ctx, o)))
+	}
+	f.must(f.api.DeleteAllOf(f.ctx, &corev1.Node{}, f.cleanupNodes...))
+}
+
+// statusWrites counts the status writes (PATCH or PUT of a status
+// subresource) sent through the configurations it wraps, and how many of
+// them failed or timed out.
+type statusWrites struct{ sent, failed atomic.Int64 }
+
+// wrap is a copy of cfg whose requests w counts.
+func (w *statusWrites) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(r)
+			if (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.HasSuffix(r.URL.Path, "/status") {
+				w.sent.Add(1)
+				if err != nil || resp.StatusCode >= 300 {
+					w.failed.Add(1)
+				}
+			}
+			return resp, err
+		})
+	})
+	return cfg
+}
+
+// counts are the writes sent and failed so far.
+func (w *statusWrites) counts() (sent, failed float64) {
+	return float64(w.sent.Load()), float64(w.failed.Load())
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// apiServerWatch samples the resident memory of a kube-apiserver this
+// process started, and counts the CPU time it uses.
+type apiServerWatch struct {
+	pid  int
+	cpu0 float64
+	mu   sync.Mutex
+	peak float64
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// watchAPIServer starts watching the kube-apiserver cfg reaches.
+func watchAPIServer(t testing.TB, cfg *rest.Config) *apiServerWatch {
+	t.Helper()
+	pid, err := apiServerPID(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, _ := scale.CPUSeconds(pid)
+	w := &apiServerWatch{pid: pid, cpu0: cpu, done: make(chan struct{})}
+	w.sample()
+	w.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+				w.sample()
+			}
+		}
+	})
+	return w
+}
+
+func (w *apiServerWatch) sample() {
+	if rss, ok := scale.ResidentMiB(w.pid); ok {
+		w.mu.Lock()
+		w.peak = max(w.peak, rss)
+		w.mu.Unlock()
+	}
+}
+
+func (w *apiServerWatch) peakMiB() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak
+}
+
+// stop ends the watch and returns the CPU seconds used since it began and
+// the peak resident memory in MiB.
+func (w *apiServerWatch) stop() (cpuSeconds, peakMiB float64) {
+	close(w.done)
+	w.wg.Wait()
+	w.sample()
+	cpu, _ := scale.CPUSeconds(w.pid)
+	return cpu - w.cpu0, w.peakMiB()
+}
+
+// apiServerPID finds the kube-apiserver serving cfg's port among the
+// processes of this machine.
+func apiServerPID(cfg *rest.Config) (int, error) {
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return 0, err
+	}
+	flag := "--secure-port=" + u.Port()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) > 0 && strings.HasSuffix(args[0], "kube-apiserver") && slices.Contains(args, flag) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no kube-apiserver process with %s", flag)
+}
+
+// median is the median of the times.
+func median(times map[string]time.Time) time.Time {
+	sorted := make([]time.Time, 0, len(times))
+	for _, t := range times {
+		sorted = append(sorted, t)
+	}
+	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
+	return sorted[len(sorted)/2]
+}
+
+var (
+	scaleClusterOnce sync.Once
+	scaleCluster     *kube.Cluster // stopped by TestMain
+	scaleClusterErr  error
+)
+
+// populatedScaleCluster is an API server of its own, with the LBRegistrar
+// CRD and scaleNodes nodes, filled once per test binary since that takes a
+// while, and so that they stay out of the package's other tests.
+func populatedScaleCluster(b *testing.B) *kube.Cluster {
+	b.Helper()
+	skipWithoutAPIServer(b)
+	scaleClusterOnce.Do(func() {
+		ctx := context.Background()
+		if scaleCluster, scaleClusterErr = kube.StartEnv(ctx, kube.Options{Bare: true}); scaleClusterErr != nil {
+			return
+		}
+		crds := envtest.CRDInstallOptions{Paths: []string{"../config/crd/bases"}, ErrorIfPathMissing: true}
+		if _, scaleClusterErr = envtest.InstallCRDs(scaleCluster.Config, crds); scaleClusterErr != nil {
+			return
+		}
+		var pid int
+		if pid, scaleClusterErr = apiServerPID(scaleCluster.Config); scaleClusterErr != nil {
+			return
+		}
+		go guardAPIServer(pid)
+		scaleClusterErr = scale.Create(ctx, scaleCluster.Config, scale.Nodes(scaleNodes))
+	})
+	if scaleClusterErr != nil {
+		b.Fatal(scaleClusterErr)
+	}
+	return scaleCluster
+}
+
+// dropScale ends a case of the scale cluster: with a few resources, it
+// discards them; with more, whose records of 5,000 backends would cost the
+// API server more to delete than a new one costs to fill, or when the API
+// server is swamped, it stops the API server, killing it first, so that
+// the controller's status writes fail at once and it stops soon, and a new
+// one serves whatever runs next.
+func (f *scaleFixture) dropScale(lbs int) {
+	f.t.Helper()
+	if lbs <= scaleAdoptBatch {
+		f.discard()
+		return
+	}
+	replaceScaleCluster()
+	for _, stop := range slices.Backward(f.stop) {
+		stop()
+	}
+}
+
+// replaceScaleCluster stops the scale API server, killing it first, so
+// that the next populatedScaleCluster starts and fills a new one.
+func replaceScaleCluster() {
+	if pid, err := apiServerPID(scaleCluster.Config); err == nil {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+	_ = scaleCluster.Stop() // it complains of the API server it no longer finds
+	scaleCluster, scaleClusterErr, scaleClusterOnce = nil, nil, sync.Once{}
+}
+
+// guardAPIServer kills the kube-apiserver pid once it holds more than
+// scaleAPIServerKillMiB, so that a controller swamping it cannot take the
+// machine down too; the benchmark then fails on its connection.
+func guardAPIServer(pid int) {
+	for {
+		time.Sleep(200 * time.Millisecond)
+		rss, ok := scale.ResidentMiB(pid)
+		if !ok {
+			return // stopped
+		}
+		if rss > scaleAPIServerKillMiB {
+			fmt.Fprintf(os.Stderr, "the scale API server holds %.0f MiB, more than %d MiB: killed\n", rss, scaleAPIServerKillMiB)
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+			return
+		}
+	}
+}
