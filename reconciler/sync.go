@@ -26,6 +26,7 @@ type syncJob struct {
 	protected  map[string]bool
 	prefetched *oci.BackendSet
 	skip       bool // its inputs could not be read
+	changing   bool // planned to be written
 }
 
 func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
@@ -164,6 +165,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		if !p.Changed() {
 			continue
 		}
+		j.changing = true
 		changing = append(changing, j.name)
 		if len(p.Added) > 0 {
 			record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
@@ -192,7 +194,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		if r.syncOne(ctx, ociClient, st, out, turn, j, current) && (j.mode == plan.Apply || j.mode == plan.Hold) {
 			inLine = append(inLine, j.name)
 		}
-		current = current && !slices.Contains(changing, j.name)
+		current = current && !j.changing
 	}
 	switch {
 	case !r.opts.BackendHealth:

@@ -17,7 +17,7 @@ func (s *BackendSetStatus) Owned() []Backend {
 			out = append(out, Backend{IP: ip, Port: g.Port, Weight: g.Weight})
 		}
 	}
-	slices.SortFunc(out, compareBackends)
+	slices.SortFunc(out, CompareBackends)
 	return out
 }
 
@@ -54,6 +54,7 @@ func GroupBackends(backends []Backend) []BackendGroup {
 	return groups
 }
 
-func compareBackends(a, b Backend) int {
+// CompareBackends orders backends by address, then port.
+func CompareBackends(a, b Backend) int {
 	return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
 }

@@ -250,7 +250,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 				for _, b := range a.backends {
 					bs.Backends = append(bs.Backends, b)
 				}
-				slices.SortFunc(bs.Backends, compareBackends)
+				slices.SortFunc(bs.Backends, CompareBackends)
 			}
 			if len(bs.Backends) == 0 {
 				bs.Backends = nil
@@ -263,11 +263,10 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	return r
 }
 
-func compareBackends(a, b Backend) int {
-	if c := cmp.Compare(a.IP, b.IP); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Port, b.Port)
+// CompareBackends orders backends by address, then port, as
+// v1beta1.CompareBackends orders the ownership record.
+func CompareBackends(a, b Backend) int {
+	return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
 }
 
 // leftOut are the nodes a backend set could not take.
@@ -338,8 +337,8 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 	// Nodes are in the order of their preferred address; a backend set of
 	// another family may need sorting. Two nodes reporting one address make
 	// one backend.
-	if !slices.IsSortedFunc(out, compareBackends) {
-		slices.SortStableFunc(out, compareBackends)
+	if !slices.IsSortedFunc(out, CompareBackends) {
+		slices.SortStableFunc(out, CompareBackends)
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
 	return out, left, nil

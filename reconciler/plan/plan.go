@@ -10,7 +10,6 @@
 package plan
 
 import (
-	"cmp"
 	"net"
 	"net/netip"
 	"slices"
@@ -158,17 +157,13 @@ func Compute(in Input) Plan {
 			added = append(added, d)
 		}
 	}
-	slices.SortFunc(added, func(a, b desired.Backend) int {
-		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(added, desired.CompareBackends)
 	for _, d := range added {
 		p.Backends = append(p.Backends, Backend{IP: d.IP, TargetID: d.TargetID, Port: d.Port, Weight: d.Weight})
 		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
 		p.Added = append(p.Added, Key(d.IP, d.Port))
 	}
-	slices.SortFunc(p.Owned, func(a, b v1beta1.Backend) int {
-		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
 	return p
 }
 
@@ -186,8 +181,6 @@ func Intent(owned []v1beta1.Backend, p *Plan) []v1beta1.Backend {
 			out = append(out, b)
 		}
 	}
-	slices.SortFunc(out, func(a, b v1beta1.Backend) int {
-		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(out, v1beta1.CompareBackends)
 	return out
 }
