@@ -28,7 +28,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
-	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites}
+	st := r.statusWriterFor(obj)
 
 	var out outcome
 	if !ownsBackends(obj) {

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -131,7 +132,10 @@ func (f *flights) land(logger logr.Logger, name string, res ctrl.Result, err err
 	switch {
 	case err != nil:
 		logger.Error(err, "Reconciler error")
-		f.requeue(name, f.backoff.When(name))
+		// Jittered: flights that failed together (an API server too busy
+		// for their status writes) are not to retry together.
+		after := f.backoff.When(name)
+		f.requeue(name, after+rand.N(after/2+1))
 	default:
 		f.backoff.Forget(name)
 		if res.RequeueAfter > 0 {

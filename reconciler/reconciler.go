@@ -66,19 +66,20 @@ const (
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client     client.Client
-	apiReader  client.Reader // uncached reads
-	secrets    *secretValues
-	events     events.EventRecorder
-	clientFor  func(oci.Credentials) (backendSetAPI, error)
-	lanes      *lanes
-	wakeups    *wakeups
-	flights    *flights
-	pending    *pendingWrites // held back by DryRun
-	rejections rejections
-	ownWrites  ownWrites
-	elected    <-chan struct{} // closed once this replica leads
-	opts       Options
+	client      client.Client
+	apiReader   client.Reader // uncached reads
+	secrets     *secretValues
+	events      events.EventRecorder
+	clientFor   func(oci.Credentials) (backendSetAPI, error)
+	lanes       *lanes
+	wakeups     *wakeups
+	flights     *flights
+	pending     *pendingWrites // held back by DryRun
+	rejections  rejections
+	ownWrites   ownWrites
+	statusSlots statusSlots
+	elected     <-chan struct{} // closed once this replica leads
+	opts        Options
 }
 
 // wakeFunc enqueues the named resource again; it never blocks the caller.
@@ -135,7 +136,7 @@ type outcome struct {
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites}
+	st := r.statusWriterFor(obj)
 	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 

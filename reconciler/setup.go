@@ -35,17 +35,18 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	wakeups := &wakeups{}
 	r := &Reconciler{
-		client:    mgr.GetClient(),
-		apiReader: mgr.GetAPIReader(),
-		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
-		events:    mgr.GetEventRecorder("lbregistrar"),
-		clientFor: func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
-		lanes:     newLanes(),
-		wakeups:   wakeups,
-		flights:   newFlights(wakeups.after),
-		pending:   newPendingWrites(),
-		elected:   mgr.Elected(),
-		opts:      o,
+		client:      mgr.GetClient(),
+		apiReader:   mgr.GetAPIReader(),
+		secrets:     newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
+		events:      mgr.GetEventRecorder("lbregistrar"),
+		clientFor:   func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
+		lanes:       newLanes(),
+		wakeups:     wakeups,
+		flights:     newFlights(wakeups.after),
+		pending:     newPendingWrites(),
+		statusSlots: make(statusSlots, max(o.Workers, 1)),
+		elected:     mgr.Elected(),
+		opts:        o,
 	}
 	return r.setup(ctx, mgr)
 }

@@ -148,6 +148,35 @@ type statusWriter struct {
 	base   *v1beta1.LBRegistrar
 	// written, when set, learns the version each write leaves.
 	written *ownWrites
+	// slots, when set, bounds the writes in progress.
+	slots statusSlots
+}
+
+// statusWriterFor is the status writer of one reconcile of obj.
+func (r *Reconciler) statusWriterFor(obj *v1beta1.LBRegistrar) *statusWriter {
+	return &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites, slots: r.statusSlots}
+}
+
+// statusSlots bounds the status writes in progress at once. Flights record
+// ownership without holding a reconcile worker, so a node joining a cluster
+// with 100 load balancers would send 100 records of thousands of backends at
+// once, more than an API server finishes within statusWriteTimeout; a write
+// that timed out was still paid for by the API server, and is sent again.
+// The bound is --reconcile-workers: as many as were in progress when a
+// worker did each write.
+type statusSlots chan struct{}
+
+// take waits for a slot; a nil statusSlots has one for everybody.
+func (s statusSlots) take() {
+	if s != nil {
+		s <- struct{}{}
+	}
+}
+
+func (s statusSlots) give() {
+	if s != nil {
+		<-s
+	}
 }
 
 // ownWrites remembers the resourceVersion each resource's last status write
@@ -189,11 +218,16 @@ func (w *ownWrites) forget(name string) {
 }
 
 func (s *statusWriter) flush(ctx context.Context) error {
-	if data, err := client.MergeFrom(s.base).Data(s.obj); err == nil && string(data) == "{}" {
+	// Only status reaches the subresource. Compared in place: a patch of a
+	// record of thousands of backends is costly to build just to find it empty.
+	if equality.Semantic.DeepEqual(s.base.Status, s.obj.Status) {
 		return nil
 	}
 	// A write already accepted by OCI must still be recorded during
-	// shutdown, within what the shutdown budget keeps for it.
+	// shutdown, within what the shutdown budget keeps for it. The wait for
+	// a slot is not part of the write's time: others' writes bound it.
+	s.slots.take()
+	defer s.slots.give()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
 	defer cancel()
 	err := s.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))

@@ -2,6 +2,9 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +151,60 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 	reconcile()
 	if len(failed) != 0 || ociClient.writes != 2 {
 		t.Errorf("%d writes, reconciles failed: %v; want both nodes written, one each, and no failure", ociClient.writes, failed)
+	}
+}
+
+// Status writes wait for one of a bounded number of slots: flights landing
+// together (a node joining 100 load balancers) would otherwise send every
+// record at once. A flush that changes nothing takes no slot.
+func TestStatusWritesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	const resources, bound = 12, 3
+	var objs []client.Object
+	for i := range resources {
+		objs = append(objs, &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("res-%d", i)}})
+	}
+	var inProgress, most atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1beta1.LBRegistrar{}).
+		WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				n := inProgress.Add(1)
+				defer inProgress.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(20 * time.Millisecond)
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	r := &Reconciler{client: c, apiReader: c, statusSlots: make(statusSlots, bound)}
+	var wg sync.WaitGroup
+	for _, o := range objs {
+		obj := &v1beta1.LBRegistrar{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), obj); err != nil {
+			t.Fatal(err)
+		}
+		st := r.statusWriterFor(obj)
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "written")
+		wg.Go(func() {
+			if err := st.flush(ctx); err != nil {
+				t.Error(err)
+			}
+			if err := st.flush(ctx); err != nil { // nothing changed since
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := most.Load(); got != bound {
+		t.Errorf("%d status writes in progress at most, want %d", got, bound)
+	}
+	if len(r.statusSlots) != 0 {
+		t.Errorf("%d slots still taken", len(r.statusSlots))
 	}
 }
