@@ -83,7 +83,9 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 	}
 	if bs.nlb != nil {
 		var details networkloadbalancer.UpdateBackendSetDetails
-		if err := carry(bs.nlb, &details); err != nil {
+		settings := *bs.nlb
+		settings.Backends = nil // set below; thousands of them are costly to copy
+		if err := carry(&settings, &details); err != nil {
 			return "", err
 		}
 		// Backends kept stay where they were, with their names; added ones
@@ -118,10 +120,14 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 				details.Backends = append(details.Backends, detail(networkloadbalancer.Backend{}, b))
 			}
 		}
-		resp, err := c.nlb.UpdateBackendSet(sdkCtx, networkloadbalancer.UpdateBackendSetRequest{
-			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
-			OpcRetryToken: retryToken(bs, details, failed), UpdateBackendSetDetails: details,
-		})
+		token, sent := retryToken(bs, details, failed), details.Backends
+		details.Backends = []networkloadbalancer.BackendDetails{}
+		var resp networkloadbalancer.UpdateBackendSetResponse
+		err := sendUpdate(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "/networkLoadBalancers/{networkLoadBalancerId}/backendSets/{backendSetName}",
+			networkloadbalancer.UpdateBackendSetRequest{
+				NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
+				OpcRetryToken: token, UpdateBackendSetDetails: details,
+			}, sent, &resp)
 		if err := classify("UpdateBackendSet", err, cs); err != nil {
 			return "", err
 		}
@@ -129,7 +135,9 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 	}
 
 	var details loadbalancer.UpdateBackendSetDetails
-	if err := carry(bs.lb, &details); err != nil {
+	settings := *bs.lb
+	settings.Backends = nil // set below; thousands of them are costly to copy
+	if err := carry(&settings, &details); err != nil {
 		return "", err
 	}
 	orig := map[string]loadbalancer.Backend{}
@@ -146,10 +154,14 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		d.Backup, d.Drain, d.Offline = common.Bool(b.Backup), common.Bool(b.Drain), common.Bool(b.Offline)
 		details.Backends = append(details.Backends, d)
 	}
-	resp, err := c.lb.UpdateBackendSet(sdkCtx, loadbalancer.UpdateBackendSetRequest{
-		LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
-		OpcRetryToken: retryToken(bs, details, failed), UpdateBackendSetDetails: details,
-	})
+	token, sent := retryToken(bs, details, failed), details.Backends
+	details.Backends = []loadbalancer.BackendDetails{}
+	var resp loadbalancer.UpdateBackendSetResponse
+	err := sendUpdate(sdkCtx, &c.lb.BaseClient, "loadBalancer", "/loadBalancers/{loadBalancerId}/backendSets/{backendSetName}",
+		loadbalancer.UpdateBackendSetRequest{
+			LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
+			OpcRetryToken: token, UpdateBackendSetDetails: details,
+		}, sent, &resp)
 	if err := classify("UpdateBackendSet", err, cs); err != nil {
 		return "", err
 	}
