@@ -276,31 +276,68 @@ func marshalWithoutNulls(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tree any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&tree); err != nil {
-		return nil, err
-	}
-	return json.Marshal(dropNulls(tree))
+	return dropNullMembers(data), nil
 }
 
-func dropNulls(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, member := range v {
-			if member == nil {
-				delete(v, k)
-			} else {
-				v[k] = dropNulls(member)
+// dropNullMembers drops the members whose value is null from every object
+// of data, compact JSON as json.Marshal writes it, in one pass: responses
+// of thousands of backends are answered often, and decoding them into maps
+// to do this cost more than everything else the emulator does. Nulls in
+// arrays stay.
+func dropNullMembers(data []byte) []byte {
+	out := make([]byte, 0, len(data))
+	var inObject []bool // per open bracket: an object (true) or an array
+	keyNext := false    // the next string is a member's name
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch c {
+		case '{', '[':
+			inObject = append(inObject, c == '{')
+			keyNext = c == '{'
+		case '}', ']':
+			inObject = inObject[:len(inObject)-1]
+			keyNext = false
+		case ',':
+			keyNext = inObject[len(inObject)-1]
+		case '"':
+			end := stringEnd(data, i)
+			if keyNext && hasPrefixAt(data, end+1, ":null") {
+				after := end + 1 + len(":null")
+				if after < len(data) && data[after] == ',' {
+					i = after // the member and its comma; the next member follows
+					continue
+				}
+				// The last member: drop the comma before it, if any.
+				out = bytes.TrimSuffix(out, []byte{','})
+				i = after - 1
+				keyNext = false
+				continue
 			}
+			out = append(out, data[i:end+1]...)
+			i = end
+			keyNext = false
+			continue
 		}
-	case []any:
-		for i := range v {
-			v[i] = dropNulls(v[i])
+		out = append(out, c)
+	}
+	return out
+}
+
+// stringEnd is the index of the quote closing the string opening at start.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
 		}
 	}
-	return v
+	return len(data) - 1
+}
+
+func hasPrefixAt(data []byte, at int, prefix string) bool {
+	return at+len(prefix) <= len(data) && string(data[at:at+len(prefix)]) == prefix
 }
 
 // Call is one API request as the emulator saw and answered it.
