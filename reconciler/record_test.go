@@ -2,7 +2,6 @@ package reconciler_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +14,11 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
-// An ownership record written before records were grouped (an object per
-// backend) is read as it was meant: the backend it names whose node is
-// gone is removed, the one still wanted is kept, and the record is written
-// back grouped.
-func TestUngroupedRecordIsRead(t *testing.T) {
+// Ownership records of the earlier forms (an object per backend, and a
+// group listing its addresses) are read as they were meant: the backend
+// named whose node is gone is removed, the one still wanted is kept, and
+// the record is written back in groups of one string of addresses.
+func TestEarlierRecordsAreRead(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.42.1")
 	f.node(f.ns+"-b", "10.0.42.2")
@@ -34,17 +33,17 @@ func TestUngroupedRecordIsRead(t *testing.T) {
 	stop()
 
 	legacy := `{"status":{"backendSets":[{"name":"admin","backends":[` +
-		`{"ip":"10.0.42.1","port":31042,"weight":1},{"ip":"10.0.42.2","port":31042,"weight":1}]}]}}`
+		`{"ip":"10.0.42.1","port":31042,"weight":1},{"port":31042,"weight":1,"ips":["10.0.42.2"]}]}]}}`
 	f.must(k8s.Status().Patch(f.ctx, f.get(obj), client.RawPatch(types.MergePatchType, []byte(legacy))))
-	if rec := f.get(obj).Status.BackendSets[0]; len(rec.Backends) != 2 || rec.Backends[0].IP == "" {
-		t.Fatalf("the API server did not keep the ungrouped record: %+v", rec)
+	if rec := f.get(obj).Status.BackendSets[0]; len(rec.Backends) != 2 || rec.Backends[0].IP == "" || len(rec.Backends[1].IPs) != 1 {
+		t.Fatalf("the API server did not keep the record of earlier forms: %+v", rec)
 	}
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-b"}}))
 	f.startManager(f.options())
 	f.expectBackends(classicLB, "admin", "10.0.42.1:31042/1")
 	f.eventually(20*time.Second, func() error {
 		rec := f.get(obj).Status.BackendSets[0]
-		if len(rec.Backends) != 1 || rec.Backends[0].IP != "" || strings.Join(rec.Backends[0].IPs, ",") != "10.0.42.1" {
+		if len(rec.Backends) != 1 || rec.Backends[0].IP != "" || rec.Backends[0].IPs != nil || rec.Backends[0].Addresses != "10.0.42.1" {
 			return fmt.Errorf("record %+v, want one group of 10.0.42.1", rec.Backends)
 		}
 		return nil

@@ -3,6 +3,7 @@ package v1beta1
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Owned lists the backends the record keeps, one per address and port,
@@ -10,10 +11,7 @@ import (
 func (s *BackendSetStatus) Owned() []Backend {
 	var out []Backend
 	for _, g := range s.Backends {
-		if g.IP != "" {
-			out = append(out, Backend{IP: g.IP, Port: g.Port, Weight: g.Weight})
-		}
-		for _, ip := range g.IPs {
+		for _, ip := range g.addresses() {
 			out = append(out, Backend{IP: ip, Port: g.Port, Weight: g.Weight})
 		}
 	}
@@ -25,10 +23,27 @@ func (s *BackendSetStatus) Owned() []Backend {
 func (s *BackendSetStatus) OwnedCount() int {
 	n := 0
 	for _, g := range s.Backends {
+		n += len(g.IPs) + countFields(g.Addresses)
 		if g.IP != "" {
 			n++
 		}
-		n += len(g.IPs)
+	}
+	return n
+}
+
+// addresses are the group's addresses, in whichever form it holds them.
+func (g *BackendGroup) addresses() []string {
+	out := slices.Concat(strings.Fields(g.Addresses), g.IPs)
+	if g.IP != "" {
+		out = append(out, g.IP)
+	}
+	return out
+}
+
+func countFields(s string) int {
+	n := 0
+	for range strings.FieldsSeq(s) {
+		n++
 	}
 	return n
 }
@@ -44,12 +59,16 @@ func GroupBackends(backends []Backend) []BackendGroup {
 		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Weight, b.Weight), cmp.Compare(a.IP, b.IP))
 	})
 	var groups []BackendGroup
-	for _, b := range sorted {
-		if n := len(groups); n > 0 && groups[n-1].Port == b.Port && groups[n-1].Weight == b.Weight {
-			groups[n-1].IPs = append(groups[n-1].IPs, b.IP)
-			continue
+	var addresses strings.Builder
+	for i, b := range sorted {
+		if addresses.Len() > 0 {
+			addresses.WriteByte(' ')
 		}
-		groups = append(groups, BackendGroup{Port: b.Port, Weight: b.Weight, IPs: []string{b.IP}})
+		addresses.WriteString(b.IP)
+		if next := i + 1; next == len(sorted) || sorted[next].Port != b.Port || sorted[next].Weight != b.Weight {
+			groups = append(groups, BackendGroup{Port: b.Port, Weight: b.Weight, Addresses: addresses.String()})
+			addresses = strings.Builder{}
+		}
 	}
 	return groups
 }

@@ -16,9 +16,9 @@ func TestOwnershipRecordIsGrouped(t *testing.T) {
 	}{
 		{"empty", nil, `null`},
 		{"one port and weight", []Backend{{"10.0.0.2", 31000, 1}, {"10.0.0.1", 31000, 1}},
-			`[{"port":31000,"weight":1,"ips":["10.0.0.1","10.0.0.2"]}]`},
+			`[{"port":31000,"weight":1,"addresses":"10.0.0.1 10.0.0.2"}]`},
 		{"ports and weights", []Backend{{"10.0.0.1", 31001, 1}, {"10.0.0.1", 31000, 5}, {"10.0.0.2", 31000, 1}, {"fd00::1", 31000, 1}},
-			`[{"port":31000,"weight":1,"ips":["10.0.0.2","fd00::1"]},{"port":31000,"weight":5,"ips":["10.0.0.1"]},{"port":31001,"weight":1,"ips":["10.0.0.1"]}]`},
+			`[{"port":31000,"weight":1,"addresses":"10.0.0.2 fd00::1"},{"port":31000,"weight":5,"addresses":"10.0.0.1"},{"port":31001,"weight":1,"addresses":"10.0.0.1"}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rec BackendSetStatus
@@ -45,16 +45,17 @@ func TestOwnershipRecordIsGrouped(t *testing.T) {
 	}
 }
 
-// Records written before grouping kept an object per backend; they read
-// the same.
-func TestOwnershipRecordReadsUngroupedRecords(t *testing.T) {
+// Records written before grouping kept an object per backend, and records
+// written before addresses were one string listed them; they read the same.
+func TestOwnershipRecordReadsEarlierRecords(t *testing.T) {
 	var rec BackendSetStatus
-	legacy := `[{"ip":"10.0.0.2","port":31000,"weight":1},{"ip":"10.0.0.1","port":31000,"weight":1},{"port":31001,"weight":2,"ips":["10.0.0.3"]}]`
+	legacy := `[{"ip":"10.0.0.2","port":31000,"weight":1},{"ip":"10.0.0.1","port":31000,"weight":1},` +
+		`{"port":31001,"weight":2,"ips":["10.0.0.3","10.0.0.4"]},{"port":31002,"weight":1,"addresses":" 10.0.0.5  10.0.0.6 "}]`
 	if err := json.Unmarshal([]byte(legacy), &rec.Backends); err != nil {
 		t.Fatal(err)
 	}
-	want := []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}, {"10.0.0.3", 31001, 2}}
-	if diff := cmp.Diff(want, rec.Owned()); diff != "" || rec.OwnedCount() != 3 {
+	want := []Backend{{"10.0.0.1", 31000, 1}, {"10.0.0.2", 31000, 1}, {"10.0.0.3", 31001, 2}, {"10.0.0.4", 31001, 2}, {"10.0.0.5", 31002, 1}, {"10.0.0.6", 31002, 1}}
+	if diff := cmp.Diff(want, rec.Owned()); diff != "" || rec.OwnedCount() != len(want) {
 		t.Errorf("owned (-want +got), %d counted:\n%s", rec.OwnedCount(), diff)
 	}
 }

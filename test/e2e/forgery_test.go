@@ -116,7 +116,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	}
 	kubectl(t, c, read, "apply", "-f", "-")
 	read, _ = kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "legit", "-o", "yaml")
-	tampered := strings.Replace(read, `"ips":["10.0.0.1"`, `"ips":["10.0.0.99"`, 1)
+	tampered := strings.Replace(read, `"addresses":"10.0.0.1`, `"addresses":"10.0.0.99`, 1)
 	if tampered == read {
 		t.Fatalf("no ownership record of 10.0.0.1 in the annotation:\n%s", read)
 	}
