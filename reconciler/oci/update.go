@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,9 +55,18 @@ func setBackends(req *http.Request, backends any) error {
 	if body["backends"], err = encodeBackends(backends); err != nil {
 		return err
 	}
-	if raw, err = json.Marshal(body); err != nil {
-		return fmt.Errorf("update body: %w", err)
+	// Written out member by member: json.Marshal would check and compact
+	// every RawMessage again, the backends too.
+	raw = make([]byte, 0, len(raw)+len(body["backends"]))
+	raw = append(raw, '{')
+	for i, name := range slices.Sorted(maps.Keys(body)) {
+		if i > 0 {
+			raw = append(raw, ',')
+		}
+		key, _ := json.Marshal(name)
+		raw = append(append(append(raw, key...), ':'), body[name]...)
 	}
+	raw = append(raw, '}')
 	req.ContentLength = int64(len(raw))
 	req.Header.Set("Content-Length", strconv.Itoa(len(raw)))
 	req.Body = io.NopCloser(bytes.NewReader(raw))

@@ -49,11 +49,21 @@ func instanceKey(targetID string, port int32) string {
 
 // Key is the ip:port identity of a backend, the address in canonical form:
 // IPv6 text varies ("fd00:0::1", "FD00::1"), the address does not.
+// It is built in one buffer: plans key every backend of a backend set, and
+// at 5,000 nodes the steps of net.JoinHostPort were most of a plan's time.
 func Key(ip string, port int32) string {
-	if addr, err := netip.ParseAddr(ip); err == nil {
-		ip = addr.Unmap().String()
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return net.JoinHostPort(ip, strconv.Itoa(int(port)))
 	}
-	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
+	addr = addr.Unmap()
+	buf := make([]byte, 0, 48)
+	if addr.Is6() {
+		buf = append(addr.AppendTo(append(buf, '[')), ']')
+	} else {
+		buf = addr.AppendTo(buf)
+	}
+	return string(strconv.AppendInt(append(buf, ':'), int64(port), 10))
 }
 
 // Mode says what the backend set should end up holding of this resource.
@@ -102,7 +112,7 @@ func Compute(in Input) Plan {
 	for _, b := range in.Owned {
 		owned[Key(b.IP, b.Port)] = b
 	}
-	want := map[string]desired.Backend{}
+	want := make(map[string]desired.Backend, len(in.Desired))
 	if in.Mode == Apply {
 		for _, b := range in.Desired {
 			want[Key(b.IP, b.Port)] = b

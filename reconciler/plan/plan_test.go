@@ -164,3 +164,22 @@ func TestIntent(t *testing.T) {
 		t.Fatalf("intent (-want +got):\n%s", d)
 	}
 }
+
+func TestKeyIsTheCanonicalHostPort(t *testing.T) {
+	for _, tc := range []struct {
+		ip   string
+		port int32
+		want string
+	}{
+		{"10.0.0.1", 30080, "10.0.0.1:30080"},
+		{"::ffff:10.0.0.1", 30080, "10.0.0.1:30080"},
+		{"FD00:0::1", 31000, "[fd00::1]:31000"},
+		{"fe80::1%eth0", 1, "[fe80::1%eth0]:1"},
+		{"not-an-address", 80, "not-an-address:80"},
+		{"", 0, ":0"},
+	} {
+		if got := Key(tc.ip, tc.port); got != tc.want {
+			t.Errorf("Key(%q, %d) = %q, want %q", tc.ip, tc.port, got, tc.want)
+		}
+	}
+}
