@@ -35,7 +35,7 @@ func (e *Emulator) classicGetLoadBalancer(rc *requestContext) (*response, error)
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: copyJSON(*b.classic), etag: b.etag()}, nil
+	return answer(*b.classic, b.etag())
 }
 
 func (e *Emulator) classicListBackendSets(rc *requestContext) (*response, error) {
@@ -60,7 +60,7 @@ func (e *Emulator) classicGetBackendSet(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set), etag: classicFamily.etag(b, name)}, nil
+	return answer(set, classicFamily.etag(b, name))
 }
 
 var classicPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
@@ -128,7 +128,7 @@ func (e *Emulator) classicListBackends(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set.Backends), etag: classicFamily.etag(b, name)}, nil
+	return answer(set.Backends, classicFamily.etag(b, name))
 }
 
 func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
@@ -143,7 +143,7 @@ func (e *Emulator) classicGetBackend(rc *requestContext) (*response, error) {
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
-	return &response{status: http.StatusOK, body: copyJSON(set.Backends[i]), etag: classicFamily.etag(b, name)}, nil
+	return answer(set.Backends[i], classicFamily.etag(b, name))
 }
 
 func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {

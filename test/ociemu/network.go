@@ -32,11 +32,11 @@ func (e *Emulator) registerNetwork(mux *http.ServeMux) {
 
 // readAnswer is a GET's answer with the etag, or 304 when If-None-Match
 // names the current etag.
-func readAnswer(rc *requestContext, body any, etag string) *response {
+func readAnswer(rc *requestContext, body any, etag string) (*response, error) {
 	if inm := rc.header("if-none-match"); inm != "" && inm == etag {
-		return &response{status: http.StatusNotModified, etag: etag}
+		return &response{status: http.StatusNotModified, etag: etag}, nil
 	}
-	return &response{status: http.StatusOK, body: body, etag: etag}
+	return answer(body, etag)
 }
 
 func (e *Emulator) networkGetLoadBalancer(rc *requestContext) (*response, error) {
@@ -46,7 +46,7 @@ func (e *Emulator) networkGetLoadBalancer(rc *requestContext) (*response, error)
 	if err != nil {
 		return nil, err
 	}
-	return readAnswer(rc, copyJSON(*b.network), b.etag()), nil
+	return readAnswer(rc, *b.network, b.etag())
 }
 
 func (e *Emulator) networkListBackendSets(rc *requestContext) (*response, error) {
@@ -81,7 +81,7 @@ func (e *Emulator) networkGetBackendSet(rc *requestContext) (*response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readAnswer(rc, copyJSON(set), networkFamily.etag(b, name)), nil
+	return readAnswer(rc, set, networkFamily.etag(b, name))
 }
 
 var networkPolicies = []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}
@@ -109,12 +109,16 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 			return nil, invalidParameter("healthChecker.protocol " + string(hc.Protocol) + " is not valid")
 		}
 	}
-	updated := convertJSON[networkloadbalancer.BackendSet](d)
+	settings := d
+	settings.Backends = nil // converted one by one below
+	updated := convertJSON[networkloadbalancer.BackendSet](settings)
 	updated.Name = common.String(name)
 	updated.Backends = []networkloadbalancer.Backend{}
 	var seen backendIdentities
-	for i, bd := range d.Backends {
-		be, err := networkBackend(convertJSON[networkloadbalancer.Backend](bd))
+	// Converted at once: one JSON round trip per backend costs more than
+	// the rest of a write of thousands.
+	for i, be := range convertJSON[[]networkloadbalancer.Backend](d.Backends) {
+		be, err := networkBackend(be)
 		if err == nil {
 			err = admissible(b, updated.IpVersion, be)
 		}
@@ -180,7 +184,7 @@ func (e *Emulator) networkGetBackend(rc *requestContext) (*response, error) {
 	if i < 0 {
 		return nil, notFound("backend " + backend)
 	}
-	return readAnswer(rc, copyJSON(set.Backends[i]), networkFamily.etag(b, name)), nil
+	return readAnswer(rc, set.Backends[i], networkFamily.etag(b, name))
 }
 
 func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
