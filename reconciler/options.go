@@ -91,7 +91,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
 	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
-	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel; waiting for OCI work requests holds no worker, so this does not bound how many load balancers are written at once")
+	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, and status writes in progress at once; waiting for OCI work requests holds no worker, so this does not bound how many load balancers are written at once")
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained before removal")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +95,10 @@ const (
 // 100 (goal: within 1.3 x the baseline); the writes (goal 1) and OCI calls
 // per backend set; when the first write was accepted (first-write-s); the
 // controller's status writes per resource, and those that failed (timed
-// out); the API server's CPU time and peak resident memory meanwhile.
+// out); the API server's CPU time and peak resident memory meanwhile, and
+// this process's CPU time (controller and emulator); cpu-busy is both CPU
+// times over the machine's cores and the time taken: near 1, the machine's
+// CPU, not waiting, bounded the time.
 // OCI calls are paced at 1000/s, so that L and the
 // machine bound it, not the rate limit (at serve's default 10/s, 300
 // backend sets take at least calls/backend-set x 300 / 10 s). It gives up
@@ -201,7 +205,7 @@ func benchConverge(b *testing.B, lbs int) float64 {
 func benchNodeAdded(b *testing.B, lbs int) {
 	var took time.Duration
 	var writes, calls, converged int
-	var patches, failedPatches, apiCPU, apiPeak float64
+	var patches, failedPatches, apiCPU, apiPeak, processCPU float64
 	var firstWrites time.Duration
 	n := 0
 	for b.Loop() {
@@ -214,6 +218,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		added := scale.Node(scaleNodes + n)
 		added.Labels[scaleAddedLabel] = ""
 		ip := scale.NodeIP(scaleNodes + n)
+		cpu0, _ := scale.CPUSeconds(0)
 		start := time.Now()
 		b.StartTimer()
 		f.must(f.api.Create(f.ctx, added))
@@ -227,6 +232,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 			return nil
 		})
 		b.StopTimer()
+		cpu1, _ := scale.CPUSeconds(0)
 		if err == nil {
 			if !f.holds(ids, scaleSets, ip, true) {
 				b.Fatalf("the work requests succeeded, yet not every backend set holds %s", ip)
@@ -246,6 +252,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		patches, failedPatches = patches+p-patches0, failedPatches+failed-failed0
 		cpu, peak := api.stop()
 		apiCPU, apiPeak = apiCPU+cpu, max(apiPeak, peak)
+		processCPU += cpu1 - cpu0
 		if err != nil {
 			b.Logf("gave up after %s: %v; by then %d of %d backend sets written, %d OCI calls, %.0f status writes (%.0f failed)",
 				end.Sub(start).Round(time.Second), err, f.writes(ids), lbs*scaleSets, f.emu.Counters().Requests, p-patches0, failed-failed0)
@@ -262,6 +269,11 @@ func benchNodeAdded(b *testing.B, lbs int) {
 	b.ReportMetric(patches/resources, "status-writes/resource")
 	b.ReportMetric(failedPatches/resources, "failed-status-writes/resource")
 	b.ReportMetric(apiCPU/float64(n), "apiserver-cpu-s")
+	b.ReportMetric(processCPU/float64(n), "process-cpu-s")
+	// The time the machine's cores needed for the work of this process
+	// (controller and emulator) and the API server, over the time taken:
+	// near 1, the run waited for nothing but CPU.
+	b.ReportMetric((processCPU+apiCPU)/float64(runtime.NumCPU())/took.Seconds(), "cpu-busy")
 	b.ReportMetric(apiPeak, "apiserver-MiB")
 }
 
