@@ -116,14 +116,14 @@ func BenchmarkUpdateBody(b *testing.B) {
 		return loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String("lb"), BackendSetName: common.String("bs"),
 			UpdateBackendSetDetails: loadbalancer.UpdateBackendSetDetails{Backends: b}}
 	}
-	b.Run("baseline", func(b *testing.B) {
+	b.Run("5000-backends/baseline", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := request(backends).HTTPRequest(http.MethodPut, "/x", nil, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("set-backends", func(b *testing.B) {
+	b.Run("5000-backends/set-backends", func(b *testing.B) {
 		for b.Loop() {
 			req, err := request([]loadbalancer.BackendDetails{}).HTTPRequest(http.MethodPut, "/x", nil, nil)
 			if err != nil {
