@@ -1,7 +1,13 @@
 package v1alpha1
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -90,6 +96,21 @@ func semanticEqual(a, b any) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
+// Annotation values longer than compressAbove are written compressed:
+// compressedPrefix and the base64 of their gzipped JSON. The API server
+// keeps all of an object's annotations within 256 KiB, also in what a
+// conversion returns; a status records about 60 kB of addresses per backend
+// set at 5,000 nodes, so a resource of more than 3 backend sets could not
+// be read as v1alpha1 with its status kept in plain JSON.
+const (
+	compressedPrefix = "gzip:"
+	compressAbove    = 16 << 10
+	// maxAnnotationJSON bounds what a compressed value may expand to: more
+	// than an object may hold in etcd, so no value conversion wrote, and a
+	// limit on what a forged one costs to read.
+	maxAnnotationJSON = 4 << 20
+)
+
 // decodeAnnotation reads a JSON annotation, or returns nil when it is missing
 // or unreadable: conversion must not fail on what a user may have typed into
 // metadata.
@@ -98,23 +119,55 @@ func decodeAnnotation[T any](annotations map[string]string, key string) *T {
 	if !ok {
 		return nil
 	}
+	data := []byte(raw)
+	if packed, ok := strings.CutPrefix(raw, compressedPrefix); ok {
+		var err error
+		if data, err = decompress(packed); err != nil {
+			return nil
+		}
+	}
 	v := new(T)
-	if json.Unmarshal([]byte(raw), v) != nil {
+	if json.Unmarshal(data, v) != nil {
 		return nil
 	}
 	return v
 }
 
-// withAnnotation sets key to the JSON of value in annotations, which the caller owns.
+func decompress(packed string) ([]byte, error) {
+	zr, err := gzip.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(packed)))
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, maxAnnotationJSON+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxAnnotationJSON {
+		return nil, errors.New("compressed annotation expands past its limit")
+	}
+	return data, nil
+}
+
+// withAnnotation sets key to the JSON of value in annotations, which the
+// caller owns, compressed when it is long. The same value always gives the
+// same text, so a value read and sent back unchanged is recognized as such.
 func withAnnotation(annotations map[string]string, key string, value any) map[string]string {
 	raw, err := json.Marshal(value)
 	if err != nil {
 		panic(err) // only plain API structs are marshalled here
 	}
+	text := string(raw)
+	if len(raw) > compressAbove {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level
+		_, _ = zw.Write(raw)                                     // into memory
+		_ = zw.Close()
+		text = compressedPrefix + base64.StdEncoding.EncodeToString(buf.Bytes())
+	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[key] = string(raw)
+	annotations[key] = text
 	return annotations
 }
 

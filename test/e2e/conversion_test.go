@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 const deprecationWarning = "Warning: nodes.peppy-ratio.dev/v1alpha1 LBRegistrar is deprecated; use nodes.peppy-ratio.dev/v1beta1"
@@ -77,5 +82,49 @@ func TestV1beta1FixedPortsEditedThroughV1alpha1(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, object(t, out)["spec"].(map[string]any)["services"]); diff != "" {
 		t.Errorf("v1beta1 services after the v1alpha1 edit (-want +got):\n%s", diff)
+	}
+}
+
+// A resource recording 5,000 nodes in each of 8 backend sets reads as
+// v1alpha1, with its status kept in the conversion annotation (compressed:
+// plain, it would pass the 256 KiB the API server allows all annotations),
+// and a v1alpha1 read sent back unchanged keeps every record.
+func TestLargeStatusReadsAsV1alpha1(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	ctx := testContext(t)
+	const name, sets, nodes = "large-status", 8, 5000
+	kubectl(t, c, betaManifest(name, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaalargestatus", "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"), "apply", "-f", "-")
+
+	obj := &v1beta1.LBRegistrar{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	base := obj.DeepCopy()
+	for s := range sets {
+		var owned []v1beta1.Backend
+		for i := range nodes {
+			owned = append(owned, v1beta1.Backend{IP: fmt.Sprintf("10.%d.%d.%d", 100+s, i/250, i%250+1), Port: 30443, Weight: 1})
+		}
+		rec := v1beta1.BackendSetStatus{Name: fmt.Sprintf("set-%d", s)}
+		rec.SetOwned(owned)
+		obj.Status.BackendSets = append(obj.Status.BackendSets, rec)
+	}
+	if err := c.Client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	read, _ := kubectl(t, c, "", "get", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", name, "-o", "yaml")
+	if !strings.Contains(read, v1alpha1.HubDataAnnotation+": gzip:") {
+		t.Errorf("the v1alpha1 form keeps no compressed %s", v1alpha1.HubDataAnnotation)
+	}
+	kubectl(t, c, read, "replace", "-f", "-")
+
+	after := &v1beta1.LBRegistrar{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, after); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(obj.Status.BackendSets, after.Status.BackendSets); diff != "" {
+		t.Errorf("records after a v1alpha1 round trip (-written +stored):\n%s", diff)
 	}
 }
