@@ -88,6 +88,7 @@ fuzz: ## Run each native fuzz target for a while.
 	$(GO) test ./api/v1alpha1 -run '^$$' -fuzz FuzzConvert -fuzztime 60s
 	$(GO) test ./webhook -run '^$$' -fuzz FuzzAdmission -fuzztime 60s
 	$(GO) test ./cmd/lbregistrar -run '^$$' -fuzz FuzzManifests -fuzztime 60s
+	$(GO) test ./test/ociemu -run '^$$' -fuzz FuzzDropNullMembers -fuzztime 60s
 
 .PHONY: help
 help:
