@@ -62,6 +62,7 @@ const (
 	ReasonWriteFailed = "WriteFailed"
 	ReasonClaimed     = "BackendSetClaimed"
 	ReasonDeleting    = "Deleting"
+	ReasonRecordLarge = "OwnershipRecordLarge"
 )
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).

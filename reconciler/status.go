@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -107,6 +108,45 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// recordWarnBytes is the size of a resource's ownership records past which
+// it is warned: etcd refuses an object past 1.5 MiB by default
+// (--max-request-bytes), and a resource whose intended record cannot be
+// stored registers nothing more. At 5,000 nodes a backend set's record is
+// about 60 kB, so the warning comes near 17 backend sets.
+const recordWarnBytes = 1 << 20
+
+// warnLargeRecord warns when obj's ownership records near the size the API
+// server can store, while splitting the resource is still a choice.
+func (r *Reconciler) warnLargeRecord(obj *v1beta1.LBRegistrar) {
+	size := recordBytes(obj)
+	if size < recordWarnBytes {
+		return
+	}
+	backends := 0
+	for _, rec := range obj.Status.BackendSets {
+		backends += rec.OwnedCount()
+	}
+	r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRecordLarge, "RecordOwnership",
+		"the ownership record holds %d backends in %d backend sets, about %d KiB; past about 1.5 MiB (etcd's default request limit) the API server cannot store it, and this resource registers nothing more: split its services among more LBRegistrars",
+		backends, len(obj.Status.BackendSets), size>>10)
+}
+
+// recordBytes is about the size of obj's ownership records in JSON,
+// counted without encoding them.
+func recordBytes(obj *v1beta1.LBRegistrar) int {
+	size := 0
+	for _, rec := range obj.Status.BackendSets {
+		size += len(`{"name":"","backends":[]},`) + len(rec.Name)
+		for _, g := range rec.Backends {
+			size += len(`{"port":00000,"weight":000,"addresses":""},`) + len(g.Addresses) + len(g.IP)
+			for _, ip := range g.IPs {
+				size += len(ip) + len(`"",`)
+			}
+		}
+	}
+	return size
 }
 
 // findRecord returns obj's ownership record for a backend set, or nil.

@@ -2,7 +2,9 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -206,5 +209,45 @@ func TestStatusWritesAreBounded(t *testing.T) {
 	}
 	if len(r.statusSlots) != 0 {
 		t.Errorf("%d slots still taken", len(r.statusSlots))
+	}
+}
+
+// A resource whose ownership records near what the API server can store is
+// warned while splitting it is still a choice; one of a few backend sets of
+// 5,000 nodes is not.
+func TestLargeRecordIsWarned(t *testing.T) {
+	owned := make([]v1beta1.Backend, 5000)
+	for i := range owned {
+		owned[i] = v1beta1.Backend{IP: fmt.Sprintf("10.%d.%d.%d", 100+i/62500, i/250%250, i%250+1), Port: 30443, Weight: 1}
+	}
+	for _, tc := range []struct {
+		sets   int
+		warned bool
+	}{{3, false}, {16, false}, {18, true}} {
+		t.Run(fmt.Sprintf("%d-backend-sets", tc.sets), func(t *testing.T) {
+			r := unitReconciler(t, nil)
+			obj := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "large"}}
+			for s := range tc.sets {
+				rec := record(obj, fmt.Sprintf("set-%02d", s))
+				rec.SetOwned(owned)
+				rec.LastWorkRequest = &v1beta1.WorkRequest{ID: "ocid1.loadbalancerworkrequest.oc1..x", Status: "SUCCEEDED"}
+			}
+			raw, err := json.Marshal(obj.Status.BackendSets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := recordBytes(obj); got < len(raw)*9/10 || got > len(raw)*11/10 {
+				t.Errorf("recordBytes %d, the records' JSON %d bytes", got, len(raw))
+			}
+			r.warnLargeRecord(obj)
+			recorder := r.events.(*events.FakeRecorder)
+			var got []string
+			for len(recorder.Events) > 0 {
+				got = append(got, <-recorder.Events)
+			}
+			if warned := len(got) == 1 && strings.Contains(got[0], ReasonRecordLarge) && strings.Contains(got[0], fmt.Sprintf("%d backends in %d backend sets", 5000*tc.sets, tc.sets)); warned != tc.warned {
+				t.Errorf("events %q, want warned %v", got, tc.warned)
+			}
+		})
 	}
 }

@@ -171,6 +171,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 			record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
 		}
 	}
+	r.warnLargeRecord(obj)
 	if len(changing) > 0 && obj.DeletionTimestamp.IsZero() {
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
 			"writing backend sets "+strings.Join(changing, ", "))
