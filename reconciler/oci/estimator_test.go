@@ -20,12 +20,16 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 	// it was at t + rtt/2.
 	wait := func(e *estimator, took time.Duration) (time.Duration, int) {
 		var unfinished time.Duration
-		sent, polls := e.delay(0), 1
+		var scout bool
+		sent, _ := e.delay(0, &scout)
+		polls := 1
 		for sent+rtt/2 < took {
 			unfinished = sent
-			sent += rtt + e.delay(sent+rtt)
+			d, _ := e.delay(sent+rtt, &scout)
+			sent += rtt + d
 			polls++
 		}
+		e.endScouting(&scout)
 		e.observe(unfinished, sent)
 		return sent + rtt, polls
 	}
@@ -65,6 +69,81 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 			if mean := total / 20; mean > bound*6/10 {
 				t.Errorf("seen finished %v after the end on average, want at most %v", mean, bound*6/10)
 			}
+		})
+	}
+}
+
+// TestColdEstimatorScouts simulates 100 work requests written at once
+// while the estimator has seen none (a controller just started): one is
+// polled every PollMin, the others back off and are woken when it ends.
+// Each wait still ends within a poll step of its work request's end, with
+// a fraction of the polls that polling all of them every PollMin takes.
+func TestColdEstimatorScouts(t *testing.T) {
+	const waits, rtt = 100, 3 * time.Millisecond
+	for _, tc := range []struct {
+		name          string
+		took, pollMin time.Duration
+	}{
+		{"benchmark", 2 * time.Second, 100 * time.Millisecond},
+		{"real OCI", 30 * time.Second, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &estimator{min: tc.pollMin, max: 10 * time.Second}
+			type wait struct {
+				next, unfinished, seen time.Duration
+				scout, done            bool
+				learned                <-chan struct{}
+			}
+			ws := make([]*wait, waits)
+			for i := range ws {
+				w := &wait{}
+				w.next, w.learned = e.delay(0, &w.scout)
+				ws[i] = w
+			}
+			polls := 0
+			for {
+				var w *wait // the next poll sent
+				for _, c := range ws {
+					if !c.done && (w == nil || c.next < w.next) {
+						w = c
+					}
+				}
+				if w == nil {
+					break
+				}
+				now := w.next
+				polls++
+				if now+rtt/2 < tc.took {
+					w.unfinished = now
+					d, learned := e.delay(now+rtt, &w.scout)
+					w.next, w.learned = now+rtt+d, learned
+					continue
+				}
+				e.observe(w.unfinished, now)
+				e.endScouting(&w.scout)
+				w.done, w.seen = true, now+rtt
+				for _, c := range ws { // woken by the estimate
+					if c.done || c.learned == nil {
+						continue
+					}
+					select {
+					case <-c.learned:
+						c.next, c.learned = w.seen+e.woken(w.seen), nil
+					default:
+					}
+				}
+			}
+			bound := tc.pollMin + 3*rtt // the scout's step, then at once
+			for _, w := range ws {
+				if late := w.seen - tc.took; late < 0 || late > bound {
+					t.Errorf("a wait ended %v after its work request, want at most %v", late, bound)
+				}
+			}
+			every := waits * int(tc.took/tc.pollMin)
+			if polls > every/3 || e.scouting {
+				t.Errorf("%d polls (every wait every PollMin: %d), scout left %v", polls, every, e.scouting)
+			}
+			t.Logf("%d polls for %d work requests of %v (every PollMin: %d)", polls, waits, tc.took, every)
 		})
 	}
 }

@@ -29,13 +29,19 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 	est := c.polls[k]
 	start := time.Now()
 	var unfinished time.Duration // when the last poll that found it running was sent
-	delay := est.delay(0)
+	var scout bool
+	defer est.endScouting(&scout)
+	delay, learned := est.delay(0, &scout)
 	for {
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
+		case <-learned: // the first of its kind ended: polls follow the estimate from now
+			t.Stop()
+			delay, learned = est.woken(time.Since(start)), nil
+			continue
 		case <-t.C:
 		}
 		sent := time.Since(start)
@@ -44,7 +50,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			if _, _, retry := Retryable(err); !retry {
 				return err
 			}
-			delay = est.delay(time.Since(start)) // a failed poll is not a failed work request
+			delay, learned = est.delay(time.Since(start), &scout) // a failed poll is not a failed work request
 			continue
 		}
 		switch wr.state {
@@ -57,7 +63,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			return c.failure(ctx, loadBalancerID, id, wr)
 		}
 		unfinished = sent
-		delay = est.delay(time.Since(start))
+		delay, learned = est.delay(time.Since(start), &scout)
 	}
 }
 
@@ -151,24 +157,71 @@ func (c *Client) networkWorkRequestErrors(ctx context.Context, id, compartment s
 
 // estimator tracks how long work requests of one kind take (an exponentially
 // weighted moving average) to place polls.
+//
+// Until it has seen one end it knows nothing, and one work request, the
+// scout, is polled every PollMin; the others back off, each waiting as long
+// again as it has waited, and are woken when the first one ends. A
+// controller that starts (no estimate yet) and then writes 100 load
+// balancers at once would otherwise poll all 100 every PollMin until the
+// first ends: at serve's defaults (500 ms, 10 calls/s) 200 polls a second
+// for 30 s against a rate limit of 10, in the way of every write.
 type estimator struct {
 	min, max time.Duration
 
-	mu   sync.Mutex
-	avg  time.Duration
-	seen bool
+	mu       sync.Mutex
+	avg      time.Duration
+	seen     bool
+	scouting bool          // a wait polls every min until the first end
+	learned  chan struct{} // closed at the first end; nil before any wait asked
 }
 
 // delay is how long to wait before polling a work request written elapsed
 // ago: until just before the expected end, as long as PollMax allows; from
-// there, a sixteenth of the expected duration.
-func (e *estimator) delay(elapsed time.Duration) time.Duration {
+// there, a sixteenth of the expected duration. With no estimate yet, the
+// wait that is scout (or becomes it, when none is) polls every PollMin, the
+// others as said above; learned is closed when the estimate comes, and is
+// nil once there is one.
+func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, learned <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.seen {
+		if e.learned == nil {
+			e.learned = make(chan struct{})
+		}
+		if !e.scouting {
+			e.scouting, *scout = true, true
+		}
+		if *scout {
+			return e.min, e.learned
+		}
+		return e.clamp(elapsed), e.learned
+	}
+	if due := e.avg*15/16 - elapsed; due > 0 {
+		return e.clamp(due), nil
+	}
+	return e.clamp(e.avg / 16), nil
+}
+
+// woken is the delay of a wait woken by the first estimate: none when its
+// work request, written elapsed ago, is past the expected end already.
+func (e *estimator) woken(elapsed time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if due := e.avg*15/16 - elapsed; due > 0 {
 		return e.clamp(due)
 	}
-	return e.clamp(e.avg / 16)
+	return 0
+}
+
+// endScouting hands the scout's role on when its wait ends (its work
+// request failed, or the wait gave up) before an estimate came.
+func (e *estimator) endScouting(scout *bool) {
+	if !*scout {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.scouting, *scout = false, false
 }
 
 // observe records a work request found finished by the poll sent at done,
@@ -187,6 +240,9 @@ func (e *estimator) observe(unfinished, done time.Duration) {
 	}
 	if !e.seen {
 		e.avg, e.seen = d, true
+		if e.learned != nil {
+			close(e.learned)
+		}
 		return
 	}
 	e.avg = (e.avg*7 + d*3) / 10
