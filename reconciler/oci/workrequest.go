@@ -196,10 +196,7 @@ func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, 
 		}
 		return e.clamp(elapsed), e.learned
 	}
-	if due := e.avg*15/16 - elapsed; due > 0 {
-		return e.clamp(due), nil
-	}
-	return e.clamp(e.avg / 16), nil
+	return e.untilExpected(elapsed, e.clamp(e.avg/16)), nil
 }
 
 // woken is the delay of a wait woken by the first estimate: none when its
@@ -207,10 +204,16 @@ func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, 
 func (e *estimator) woken(elapsed time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.untilExpected(elapsed, 0)
+}
+
+// untilExpected is the time from elapsed until just before the expected
+// end, within the bounds; past it, after. Callers hold e.mu.
+func (e *estimator) untilExpected(elapsed, after time.Duration) time.Duration {
 	if due := e.avg*15/16 - elapsed; due > 0 {
 		return e.clamp(due)
 	}
-	return 0
+	return after
 }
 
 // endScouting hands the scout's role on when its wait ends (its work
