@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	apix "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -59,7 +60,8 @@ var sourceOf = map[string]struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	review := &apix.ConversionReview{}
-	if err := json.NewDecoder(r.Body).Decode(review); err != nil {
+	body := &countingReader{r: r.Body}
+	if err := json.NewDecoder(body).Decode(review); err != nil {
 		log.Error(err, "failed to read conversion request")
 		w.WriteHeader(http.StatusBadRequest)
 		return
@@ -69,10 +71,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	// The response is about as large as the request: sized from the bytes
+	// read, never from the Content-Length a caller claims.
 	var out bytes.Buffer
-	if r.ContentLength > 0 {
-		out.Grow(int(r.ContentLength))
-	}
+	out.Grow(int(body.n))
 	if err := h.convert(r.Context(), review, &out); err != nil {
 		log.Error(err, "failed to convert", "request", review.Request.UID)
 		out.Reset()
@@ -86,6 +88,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := w.Write(out.Bytes()); err != nil {
 		log.Error(err, "failed to write response")
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // convert writes the successful response to review into out: the review's

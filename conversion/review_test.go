@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -185,4 +186,30 @@ func review[T any](t testing.TB, handler http.Handler, to string, objects []T) [
 		t.Fatalf("conversion failed: %s", rec.Body.String())
 	}
 	return resp.Response.ConvertedObjects
+}
+
+// A caller's Content-Length sizes nothing: a valid review of a few bytes
+// that claims to be a terabyte is answered, with memory for what was sent.
+func TestContentLengthSizesNothing(t *testing.T) {
+	handler := newReviewHandler(t)
+	alpha, err := json.Marshal(seedSingleService(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"request":{"uid":"u-1","desiredAPIVersion":"` + v1beta1.GroupVersion.String() + `","objects":[` + string(alpha) + `]}}`
+	for _, claimed := range []int64{1 << 40, 256 << 20, -1, 3} {
+		req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(body))
+		req.ContentLength = claimed
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		goruntime.ReadMemStats(&after)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"status":"Success"`) {
+			t.Errorf("Content-Length %d: %d %s", claimed, rec.Code, rec.Body.String())
+		}
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 4<<20 {
+			t.Errorf("Content-Length %d: %d bytes allocated for a %d-byte review", claimed, allocated, len(body))
+		}
+	}
 }
