@@ -55,10 +55,17 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 		dst.Annotations = withAnnotation(dst.Annotations, AlphaSpecAnnotation, src.Spec)
 	}
 
-	if kept.Status != nil && PhaseFromConditions(kept.Status.Conditions) == src.Status.Phase {
-		dst.Status = *kept.Status
-	} else {
+	switch {
+	case kept.Status == nil:
 		dst.Status = StatusFromPhase(src.Status.Phase, src.CreationTimestamp)
+	case PhaseFromConditions(kept.Status.Conditions) == src.Status.Phase:
+		dst.Status = *kept.Status
+	default:
+		// A phase written through v1alpha1 (the original operator writes one
+		// on every pass) changes the Ready condition it stands for and
+		// nothing else: the ownership record and the other conditions stay.
+		dst.Status = *kept.Status
+		dst.Status.Conditions = withPhase(kept.Status.Conditions, src.Status.Phase, src.CreationTimestamp)
 	}
 }
 

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,6 +35,13 @@ func StatusFromPhase(phase Phase, created metav1.Time) v1beta1.LBRegistrarStatus
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, ReasonLegacyPhase, string(phase)
 	}
 	return v1beta1.LBRegistrarStatus{Conditions: []metav1.Condition{ready}}
+}
+
+// withPhase is conditions with Ready replaced by the one phase stands for
+// (none for no phase), the others as they are.
+func withPhase(conditions []metav1.Condition, phase Phase, created metav1.Time) []metav1.Condition {
+	out := slices.DeleteFunc(slices.Clone(conditions), func(c metav1.Condition) bool { return c.Type == v1beta1.ConditionReady })
+	return append(out, StatusFromPhase(phase, created).Conditions...)
 }
 
 // PhaseFromConditions is the v1alpha1 phase that conditions stand for:

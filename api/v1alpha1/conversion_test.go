@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -195,5 +196,46 @@ func TestPhaseAndConditions(t *testing.T) {
 	degradedOnly := []metav1.Condition{{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "NodePortMissing"}}
 	if got := PhaseFromConditions(degradedOnly); got != PhasePending {
 		t.Errorf("a not-ready reason other than Registering = %q, want PENDING", got)
+	}
+}
+
+// A phase written through v1alpha1, as the original operator writes one on
+// every pass, changes the Ready condition and nothing else: the ownership
+// record, its load balancer and the other conditions stay.
+func TestPhaseWriteKeepsTheRecord(t *testing.T) {
+	created := metav1.Unix(1_700_000_000, 0)
+	hub := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "r", CreationTimestamp: created}}
+	hub.Spec = NormalizeSpec(&seedSingleService().Spec)
+	hub.Status = v1beta1.LBRegistrarStatus{
+		ObservedGeneration: 3,
+		LoadBalancerID:     lbID,
+		BackendSets:        []v1beta1.BackendSetStatus{{Name: "ingress", Backends: []v1beta1.BackendGroup{{Port: 30443, Weight: 1, Addresses: "10.0.0.1 10.0.0.2"}}}},
+		Conditions: []metav1.Condition{
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonRegistered, LastTransitionTime: created},
+			{Type: v1beta1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", LastTransitionTime: created},
+		},
+	}
+	for _, phase := range []Phase{PhasePending, PhaseRegistering, "", "SOMETHING-ELSE", PhaseReady} {
+		t.Run(string(phase), func(t *testing.T) {
+			var spoke LBRegistrar
+			FromHub(hub, &spoke)
+			spoke.Status.Phase = phase
+			var back v1beta1.LBRegistrar
+			ToHub(&spoke, &back)
+			if diff := cmp.Diff(hub.Status.BackendSets, back.Status.BackendSets); diff != "" || back.Status.LoadBalancerID != lbID || back.Status.ObservedGeneration != 3 {
+				t.Errorf("record after a phase write (-want +got):\n%s\nloadBalancerId %q, observedGeneration %d", diff, back.Status.LoadBalancerID, back.Status.ObservedGeneration)
+			}
+			if meta.FindStatusCondition(back.Status.Conditions, v1beta1.ConditionDegraded) == nil {
+				t.Errorf("Degraded lost: %+v", back.Status.Conditions)
+			}
+			if got := PhaseFromConditions(back.Status.Conditions); got != phase {
+				t.Errorf("phase reads back as %q, want %q", got, phase)
+			}
+			var again LBRegistrar
+			FromHub(&back, &again)
+			if again.Status.Phase != phase {
+				t.Errorf("phase after a round trip %q, want %q", again.Status.Phase, phase)
+			}
+		})
 	}
 }
