@@ -8,6 +8,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
@@ -15,14 +16,38 @@ import (
 // claim a backend set of a load balancer, deleting ones included.
 type claimantsFunc func(loadBalancerID, backendSet string) ([]v1beta1.LBRegistrar, error)
 
-// claimantsOf reads the claimants of obj's backend sets through the claim index.
+// claimantsOf reads the claimants of obj's backend sets through the claim
+// index, with the ownership records this controller cannot vouch for
+// dropped.
 func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) claimantsFunc {
-	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+	claimants := func(lb, name string) ([]v1beta1.LBRegistrar, error) {
 		found, err := claims.Of(ctx, r.client, lb, name)
 		if err != nil {
 			return nil, err
 		}
 		return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+	}
+	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+		key, err := r.records.Key(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return claimantsFunc(claimants).vouched(key)(lb, name)
+	}
+}
+
+// vouched is c with the ownership records that do not verify under key
+// dropped from what it returns: a record no one can vouch for protects
+// nothing, as it owns nothing.
+func (c claimantsFunc) vouched(key []byte) claimantsFunc {
+	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+		found, err := c(lb, name)
+		for i := range found {
+			if !ownership.Vouched(key, &found[i]) {
+				ownership.Drop(&found[i])
+			}
+		}
+		return found, err
 	}
 }
 
@@ -87,6 +112,23 @@ func claimHolder(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 		}
 	}
 	return holder
+}
+
+// wakeClaimants reconciles the other live claimants of (lb, name) again
+// after obj drained or removed backends there. The write's plan spared what
+// they record as theirs, as the cache showed it; one that took a backend
+// over since (its record not in the cache yet) finds it drained or gone on
+// its own read and puts it back, at once rather than at its resync.
+func (r *Reconciler) wakeClaimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) {
+	others, err := r.claimantsOf(ctx, obj)(lb, name)
+	if err != nil {
+		return // each is reconciled at its resync anyway
+	}
+	for i := range others {
+		if others[i].DeletionTimestamp.IsZero() {
+			r.wakeups.wake(others[i].Name)
+		}
+	}
 }
 
 // protected returns the backends other live resources record in the same backend set.

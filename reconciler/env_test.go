@@ -133,6 +133,7 @@ func (f *fixture) options() reconciler.Options {
 	o.DrainPeriod = 0
 	o.CleanupTimeout = 30 * time.Second
 	o.Resync = time.Minute
+	o.RecordKey = client.ObjectKey{Namespace: f.ns, Name: reconciler.DefaultRecordKeySecret}
 	return o
 }
 

@@ -28,7 +28,10 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
-	st := r.statusWriterFor(obj)
+	st, err := r.statusWriterFor(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	var out outcome
 	if !ownsBackends(obj) {

@@ -24,6 +24,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
@@ -149,6 +150,15 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	// The records the objects hold are the controller's own.
+	recordKey := client.ObjectKey{Namespace: "lbregistrar-system", Name: DefaultRecordKeySecret}
+	key := []byte("a unit test's record signing key")
+	for _, o := range objs {
+		if lbr, ok := o.(*v1beta1.LBRegistrar); ok && ownership.Recorded(lbr) {
+			lbr.Status.RecordSignature = ownership.Sign(key, lbr)
+		}
+	}
+	objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: recordKey.Namespace, Name: recordKey.Name}, Data: map[string][]byte{ownership.KeyField: key}})
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
 		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
@@ -164,7 +174,8 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		lanes:     newLanes(),
 		flights:   newFlights(func(string, time.Duration) {}),
 		pending:   newPendingWrites(),
-		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second},
+		records:   &ownership.KeyStore{Reader: c, Writer: c, Secret: recordKey},
+		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},
 	}
 }
 

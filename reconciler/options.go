@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"net/http"
 	"os"
 	"strconv"
@@ -57,7 +58,14 @@ type Options struct {
 	// ownership records or finalizers: each write it would make is
 	// reported instead (see holdWrites).
 	DryRun bool
+	// RecordKey is the Secret holding the key ownership records are signed
+	// with (package ownership); made on the first signature.
+	RecordKey types.NamespacedName
 }
+
+// DefaultRecordKeySecret is the Secret, in the controller's namespace,
+// that holds the key ownership records are signed with.
+const DefaultRecordKeySecret = "lbregistrar-record-key"
 
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
@@ -74,8 +82,10 @@ func DefaultOptions() Options {
 	}
 	// In a cluster, API keys are read from the controller's own namespace
 	// unless said otherwise; that is what the shipped RBAC allows.
+	o.RecordKey = types.NamespacedName{Namespace: "lbregistrar-system", Name: DefaultRecordKeySecret}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.SecretNamespaces = []string{ns}
+		o.RecordKey.Namespace = ns
 	}
 	return o
 }
@@ -85,6 +95,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.BindPlanFlags(fs)
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
 		"Write nothing to OCI: report each planned write as an Event, in lbregistrar_pending_writes and /debug/lanes, and as Ready=False reason DryRun")
+	fs.StringVar(&o.RecordKey.Name, "record-key-secret", o.RecordKey.Name,
+		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 )
 
 // Planner computes what the controller would write for resources read from
@@ -21,6 +22,7 @@ type Planner struct {
 	build   func(oci.Credentials) (backendSetAPI, error)
 	opts    Options
 	apiKey  *oci.Credentials
+	records *ownership.KeyStore
 }
 
 // NewPlanner returns a Planner reading through reader, reaching OCI as o
@@ -39,7 +41,8 @@ func newPlanner(reader client.Reader, build func(oci.Credentials) (backendSetAPI
 	// API keys may be read from any namespace the user may read.
 	secrets := newSecretValues(reader, nil)
 	secrets.meta = reader
-	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey}
+	records := &ownership.KeyStore{Reader: reader, Secret: o.RecordKey}
+	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, records: records}
 }
 
 // ResourcePlan is what one reconcile of a resource would do.
@@ -51,6 +54,10 @@ type ResourcePlan struct {
 	Conditions []metav1.Condition `json:"conditions"`
 	// Error says why the backend sets could not be read (the API key).
 	Error string `json:"error,omitempty"`
+	// RecordIgnored says why the resource's ownership record was planned
+	// as if there were none, as the controller does with a record it
+	// cannot vouch for: nothing it lists is removed.
+	RecordIgnored string `json:"recordIgnored,omitempty"`
 }
 
 // Plan plans obj; all are the resources whose claims it is weighed
@@ -59,7 +66,21 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	obj = obj.DeepCopy()
 	lb := obj.Spec.LoadBalancerID
 	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []BackendSetChange{}}
-	claimants := claimantsAmong(all, obj.Name)
+	// Without the key (no read access to its Secret) no record can be
+	// vouched for: the plan then shows what the controller would do were
+	// every record forged, which never removes more.
+	key, keyErr := p.records.Key(ctx)
+	switch {
+	case !ownership.Recorded(obj):
+	case keyErr != nil:
+		rp.RecordIgnored = "the ownership record cannot be verified: " + keyErr.Error()
+	case !ownership.Vouched(key, obj):
+		rp.RecordIgnored = "the ownership record does not carry the controller's signature"
+	}
+	if rp.RecordIgnored != "" {
+		ownership.Drop(obj)
+	}
+	claimants := claimantsAmong(all, obj.Name).vouched(key)
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentialError
 	if err != nil && !errors.As(err, &ce) {

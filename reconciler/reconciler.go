@@ -50,6 +50,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 )
 
 // Finalizer holds a resource until its own backends are deregistered.
@@ -63,6 +64,9 @@ const (
 	ReasonClaimed     = "BackendSetClaimed"
 	ReasonDeleting    = "Deleting"
 	ReasonRecordLarge = "OwnershipRecordLarge"
+	// ReasonRecordUnverified is the Warning event of a record set aside
+	// because it does not carry the controller's signature.
+	ReasonRecordUnverified = "OwnershipRecordUnverified"
 )
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
@@ -79,6 +83,7 @@ type Reconciler struct {
 	rejections  rejections
 	ownWrites   ownWrites
 	statusSlots statusSlots
+	records     *ownership.KeyStore
 	elected     <-chan struct{} // closed once this replica leads
 	opts        Options
 }
@@ -137,7 +142,10 @@ type outcome struct {
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	st := r.statusWriterFor(obj)
+	st, err := r.statusWriterFor(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	before := slices.Clone(obj.Status.Conditions)
 	var out outcome
 

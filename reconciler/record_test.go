@@ -15,10 +15,13 @@ import (
 )
 
 // Ownership records of the earlier forms (an object per backend, and a
-// group listing its addresses) are read as they were meant: the backend
-// named whose node is gone is removed, the one still wanted is kept, and
-// the record is written back in groups of one string of addresses.
-func TestEarlierRecordsAreRead(t *testing.T) {
+// group listing its addresses) come from before records were signed: the
+// API server keeps them, and the controller takes them for no record, as
+// it must any record it cannot vouch for. The backend still wanted is
+// adopted, the one whose node is gone is left registered rather than
+// removed on an unsigned record's word, and the record is written anew,
+// signed, in groups of one string of addresses.
+func TestEarlierRecordsAreNotActedOn(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.42.1")
 	f.node(f.ns+"-b", "10.0.42.2")
@@ -40,12 +43,13 @@ func TestEarlierRecordsAreRead(t *testing.T) {
 	}
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-b"}}))
 	f.startManager(f.options())
-	f.expectBackends(classicLB, "admin", "10.0.42.1:31042/1")
 	f.eventually(20*time.Second, func() error {
-		rec := f.get(obj).Status.BackendSets[0]
-		if len(rec.Backends) != 1 || rec.Backends[0].IP != "" || rec.Backends[0].IPs != nil || rec.Backends[0].Addresses != "10.0.42.1" {
-			return fmt.Errorf("record %+v, want one group of 10.0.42.1", rec.Backends)
+		o := f.get(obj)
+		rec := o.Status.BackendSets[0]
+		if len(rec.Backends) != 1 || rec.Backends[0].IP != "" || rec.Backends[0].IPs != nil || rec.Backends[0].Addresses != "10.0.42.1" || o.Status.RecordSignature == "" {
+			return fmt.Errorf("record %+v (signature %q), want one group of 10.0.42.1, signed", rec.Backends, o.Status.RecordSignature)
 		}
 		return nil
 	})
+	f.expectBackends(classicLB, "admin", "10.0.42.1:31042/1", "10.0.42.2:31042/1")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 )
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
@@ -45,6 +46,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		flights:     newFlights(wakeups.after),
 		pending:     newPendingWrites(),
 		statusSlots: make(statusSlots, max(o.Workers, 1)),
+		records:     &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey},
 		elected:     mgr.Elected(),
 		opts:        o,
 	}

@@ -18,7 +18,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 )
 
 // setConditions derives Ready, Degraded and Conflict from one reconcile's outcome.
@@ -190,11 +194,33 @@ type statusWriter struct {
 	written *ownWrites
 	// slots, when set, bounds the writes in progress.
 	slots statusSlots
+	// records, when set, signs the ownership record on each write.
+	records *ownership.KeyStore
 }
 
-// statusWriterFor is the status writer of one reconcile of obj.
-func (r *Reconciler) statusWriterFor(obj *v1beta1.LBRegistrar) *statusWriter {
-	return &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites, slots: r.statusSlots}
+// statusWriterFor is the status writer of one reconcile of obj. An
+// ownership record this controller cannot vouch for (package ownership)
+// is dropped from obj first, so the reconcile acts as if there were none;
+// the writer's base keeps it, so the next status write removes it from the
+// stored object too.
+func (r *Reconciler) statusWriterFor(ctx context.Context, obj *v1beta1.LBRegistrar) (*statusWriter, error) {
+	st := &statusWriter{client: r.client, reader: r.apiReader, obj: obj, base: obj.DeepCopy(), written: &r.ownWrites, slots: r.statusSlots, records: r.records}
+	if !ownership.Recorded(obj) {
+		return st, nil
+	}
+	key, err := r.records.Key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ownership.Vouched(key, obj) {
+		metrics.UnverifiedRecords.Inc()
+		log.FromContext(ctx).Info("the ownership record in status is not signed by this controller; it is ignored: nothing it lists is removed",
+			"recordedLoadBalancer", obj.Status.LoadBalancerID, "recordedBackendSets", len(obj.Status.BackendSets))
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRecordUnverified, "VerifyOwnership",
+			"the ownership record in status does not carry this controller's signature (written by another writer, restored from a backup, or from before lbregistrar was installed): it is ignored, nothing it lists is removed, and backends this resource wants are adopted as registered")
+		ownership.Drop(obj)
+	}
+	return st, nil
 }
 
 // statusSlots bounds the status writes in progress at once. Flights record
@@ -258,6 +284,9 @@ func (w *ownWrites) forget(name string) {
 }
 
 func (s *statusWriter) flush(ctx context.Context) error {
+	if err := s.sign(ctx); err != nil {
+		return err
+	}
 	// Only status reaches the subresource. Compared in place: a patch of a
 	// record of thousands of backends is costly to build just to find it empty.
 	if equality.Semantic.DeepEqual(s.base.Status, s.obj.Status) {
@@ -280,6 +309,21 @@ func (s *statusWriter) flush(ctx context.Context) error {
 	}
 	s.written.wrote(s.obj)
 	s.base = s.obj.DeepCopy()
+	return nil
+}
+
+// sign signs the ownership record about to be written; one that is not
+// there carries no signature.
+func (s *statusWriter) sign(ctx context.Context) error {
+	if s.records == nil || !ownership.Recorded(s.obj) {
+		s.obj.Status.RecordSignature = ""
+		return nil
+	}
+	key, err := s.records.KeyToSign(ctx)
+	if err != nil {
+		return err
+	}
+	s.obj.Status.RecordSignature = ownership.Sign(key, s.obj)
 	return nil
 }
 

@@ -192,7 +192,10 @@ func TestStatusWritesAreBounded(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), obj); err != nil {
 			t.Fatal(err)
 		}
-		st := r.statusWriterFor(obj)
+		st, err := r.statusWriterFor(ctx, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "written")
 		wg.Go(func() {
 			if err := st.flush(ctx); err != nil {

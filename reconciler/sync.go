@@ -241,6 +241,9 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
 			"backend set %q: %d added, %d removed, %d updated (work request %s)",
 			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
+		if mode == plan.Drain || mode == plan.Remove {
+			r.wakeClaimants(ctx, obj, lb, name)
+		}
 	}
 	inLine := false
 	switch {

@@ -4,7 +4,14 @@
 // validation, the claim lookup is package claims.
 package webhook
 
-import "sigs.k8s.io/controller-runtime/pkg/manager"
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
 
 // Paths the API server calls; config/ and the tests point at them.
 const (
@@ -16,9 +23,22 @@ const (
 // They find other claimants through the manager's cache, with the index
 // claims.AddIndex registers. secretNamespaces are the namespaces API keys
 // are read from (serve --secret-namespaces; any when empty), see
-// SecretPolicy; grants are remembered for GrantTTL.
-func Register(mgr manager.Manager, secretNamespaces []string) {
+// SecretPolicy; grants are remembered for GrantTTL. controller is the
+// username the controller writes status as, the only one that may change
+// an ownership record.
+func Register(mgr manager.Manager, secretNamespaces []string, controller string) {
 	secrets := SecretPolicy{Namespaces: secretNamespaces, Reviewer: mgr.GetClient(), Grants: NewGrantCache(GrantTTL)}
-	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), secrets))
-	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), secrets))
+	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), secrets, controller))
+	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), secrets, controller))
+}
+
+// WhoAmI asks the API server which username c writes as (a
+// SelfSubjectReview, which every authenticated identity may create): the
+// controller's, which Register is given.
+func WhoAmI(ctx context.Context, c client.Client) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("asking the API server who this process is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -28,15 +28,18 @@ import (
 //
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // v1alpha1.NormalizeSpec, and v1beta1 states every value on purpose.
-func NewV1beta1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, secrets: secrets, rules: hubRules}}
+//
+// controller is the username the controller writes status as: only it may
+// change an ownership record (see statusWrite).
+func NewV1beta1Validator(claims client.Reader, secrets SecretPolicy, controller string) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, secrets: secrets, controller: controller, rules: hubRules}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
 // the same rules over the spec as it will be stored, with errors on the
 // v1alpha1 fields that wrote it.
-func NewV1alpha1Validator(claims client.Reader, secrets SecretPolicy) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, secrets: secrets, rules: alphaRules}}
+func NewV1alpha1Validator(claims client.Reader, secrets SecretPolicy, controller string) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, secrets: secrets, controller: controller, rules: alphaRules}}
 }
 
 // rules are one API version's side of validation: its empty object, the
@@ -50,6 +53,8 @@ type rules[T client.Object, V any] struct {
 	// validate checks a create (old nil) or an update against claimants.
 	validate func(obj, old V, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string)
 	stored   func(V) *v1beta1.LBRegistrarSpec
+	// status is the status as stored.
+	status func(T) v1beta1.LBRegistrarStatus
 }
 
 var hubRules = rules[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{
@@ -60,6 +65,7 @@ var hubRules = rules[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{
 	view:     func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrar { return obj },
 	validate: validation.ValidateWrite,
 	stored:   func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrarSpec { return &obj.Spec },
+	status:   func(obj *v1beta1.LBRegistrar) v1beta1.LBRegistrarStatus { return obj.Status },
 }
 
 var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
@@ -70,15 +76,21 @@ var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
 	view:     validation.NewAlpha,
 	validate: validation.ValidateV1alpha1Write,
 	stored:   func(a *validation.Alpha) *v1beta1.LBRegistrarSpec { return &a.Stored },
+	status: func(obj *v1alpha1.LBRegistrar) v1beta1.LBRegistrarStatus {
+		var hub v1beta1.LBRegistrar
+		v1alpha1.ToHub(obj, &hub)
+		return hub.Status
+	},
 }
 
 // validator checks creates and updates. Deletes are allowed whatever the
 // spec says, since the reconciler's finalizer deregisters what the resource
 // registered; CONNECT does not apply to LBRegistrars.
 type validator[T client.Object, V any] struct {
-	claims  client.Reader
-	secrets SecretPolicy
-	rules   rules[T, V]
+	claims     client.Reader
+	secrets    SecretPolicy
+	controller string
+	rules      rules[T, V]
 }
 
 func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -94,6 +106,9 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		old := v.rules.newObject()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if req.SubResource == "status" {
+			return v.statusWrite(req, v.rules.status(obj), v.rules.status(old))
 		}
 		view, oldView = v.rules.view(obj), v.rules.view(old)
 	case admissionv1.Delete, admissionv1.Connect:
@@ -117,6 +132,34 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		errs = append(errs, secretErrs...)
 	}
 	return verdict(v.rules.version, obj.GetName(), errs, warnings)
+}
+
+// statusWrite admits a write of the status subresource. The ownership
+// record (status.loadBalancerId, status.backendSets and the signature
+// over them) says which backends the controller may remove, so only the
+// controller may change it; anyone else with access to the subresource
+// (cluster tooling, backup and restore, the original operator writing its
+// phase through v1alpha1) may change the rest.
+func (v *validator[T, V]) statusWrite(req admission.Request, status, old v1beta1.LBRegistrarStatus) admission.Response {
+	if req.UserInfo.Username == v.controller {
+		return admission.Allowed("")
+	}
+	statusPath := field.NewPath("status")
+	why := fmt.Sprintf("only the lbregistrar controller (%s) may change the ownership record", v.controller)
+	var errs field.ErrorList
+	if status.LoadBalancerID != old.LoadBalancerID {
+		errs = append(errs, field.Forbidden(statusPath.Child("loadBalancerId"), why))
+	}
+	if !equality.Semantic.DeepEqual(status.BackendSets, old.BackendSets) {
+		errs = append(errs, field.Forbidden(statusPath.Child("backendSets"), why))
+	}
+	if status.RecordSignature != old.RecordSignature {
+		errs = append(errs, field.Forbidden(statusPath.Child("recordSignature"), why))
+	}
+	for i := range errs {
+		errs[i] = errs[i].WithOrigin(validation.RuleOwnershipRecord)
+	}
+	return verdict(v.rules.version, req.Name, errs, nil)
 }
 
 func unknownOperation(req admission.Request) admission.Response {

@@ -90,8 +90,8 @@ func handlersWith(t testing.TB, secrets SecretPolicy, existing ...client.Object)
 		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
 		WithObjects(existing...).Build()
 	mux := http.NewServeMux()
-	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims, secrets))
-	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(claims, secrets))
+	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims, secrets, controllerUser))
+	mux.Handle(ValidateV1beta1Path, NewV1beta1Validator(claims, secrets, controllerUser))
 	return mux
 }
 
@@ -143,6 +143,20 @@ func reviewBy(t testing.TB, user string, op admissionv1.Operation, obj, old runt
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  req,
 	})
+}
+
+// controllerUser is the username the handlers take for the controller's.
+const controllerUser = "system:serviceaccount:lbregistrar-system:lbregistrar"
+
+// statusReviewBy is an update of the status subresource written by user.
+func statusReviewBy(t testing.TB, user string, obj, old runtime.Object) []byte {
+	t.Helper()
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(reviewBy(t, user, admissionv1.Update, obj, old), &r); err != nil {
+		t.Fatal(err)
+	}
+	r.Request.SubResource = "status"
+	return mustJSON(t, &r)
 }
 
 func mustJSON(t testing.TB, v any) []byte {
@@ -349,6 +363,83 @@ func TestValidatingWebhooks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Only the controller may change the ownership record through the status
+// subresource; anyone else may write the rest of status, and a phase
+// written through v1alpha1 (as the original operator does) changes only
+// the Ready condition, which is allowed.
+func TestOnlyTheControllerWritesTheRecord(t *testing.T) {
+	h := handlers(t)
+	stored := hubObject("stored", testNLB, "kept")
+	stored.UID = "uid-1"
+	stored.Status.LoadBalancerID = testNLB
+	stored.Status.RecordSignature = "v1.signed"
+	stored.Status.BackendSets = []v1beta1.BackendSetStatus{{Name: "kept", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30000, Weight: 1}})}}
+	stored.Status.Conditions = []metav1.Condition{{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonRegistered, LastTransitionTime: metav1.Unix(1, 0)}}
+	changed := func(change func(*v1beta1.LBRegistrar)) *v1beta1.LBRegistrar {
+		obj := stored.DeepCopy()
+		change(obj)
+		return obj
+	}
+	foreign := changed(func(o *v1beta1.LBRegistrar) {
+		o.Status.BackendSets[0].Backends = append(o.Status.BackendSets[0].Backends, v1beta1.BackendGroup{Port: 8080, Weight: 1, Addresses: "192.168.9.9"})
+	})
+	elsewhere := changed(func(o *v1beta1.LBRegistrar) { o.Status.LoadBalancerID = testLB; o.Status.RecordSignature = "v1.other" })
+	conditions := changed(func(o *v1beta1.LBRegistrar) { o.Status.Conditions[0].Status = metav1.ConditionFalse })
+	alphaStored := &v1alpha1.LBRegistrar{}
+	v1alpha1.FromHub(stored, alphaStored)
+	pending := alphaStored.DeepCopy()
+	pending.Status.Phase = v1alpha1.PhasePending
+	forgedAlpha := alphaStored.DeepCopy()
+	forgedAlpha.Annotations[v1alpha1.HubDataAnnotation] = strings.Replace(forgedAlpha.Annotations[v1alpha1.HubDataAnnotation], "10.0.0.1", "192.168.9.9", 1)
+
+	tests := []struct {
+		name    string
+		path    string
+		body    []byte
+		allowed bool
+		causes  []string
+	}{
+		{"the controller records a backend", ValidateV1beta1Path, statusReviewBy(t, controllerUser, foreign, stored), true, nil},
+		{"another writer adds a backend", ValidateV1beta1Path, statusReviewBy(t, writer, foreign, stored), false,
+			[]string{"status.backendSets"}},
+		{"another writer points the record elsewhere", ValidateV1beta1Path, statusReviewBy(t, writer, elsewhere, stored), false,
+			[]string{"status.loadBalancerId", "status.recordSignature"}},
+		{"another writer empties the record", ValidateV1beta1Path, statusReviewBy(t, writer, changed(func(o *v1beta1.LBRegistrar) { ownershipDrop(o) }), stored), false,
+			[]string{"status.loadBalancerId", "status.backendSets", "status.recordSignature"}},
+		{"another writer sets conditions", ValidateV1beta1Path, statusReviewBy(t, writer, conditions, stored), true, nil},
+		{"a v1alpha1 phase write", ValidateV1alpha1Path, statusReviewBy(t, writer, pending, alphaStored), true, nil},
+		{"a v1alpha1 status write with a forged record", ValidateV1alpha1Path, statusReviewBy(t, writer, forgedAlpha, alphaStored), false,
+			[]string{"status.backendSets"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := failureCount(t, "v1beta1", validation.RuleOwnershipRecord) + failureCount(t, "v1alpha1", validation.RuleOwnershipRecord)
+			resp := send(t, h, tt.path, tt.body)
+			if resp.Allowed != tt.allowed {
+				t.Fatalf("allowed = %v, want %v: %+v", resp.Allowed, tt.allowed, resp.Result)
+			}
+			if tt.allowed {
+				return
+			}
+			if got := causeFields(resp); strings.Join(got, ",") != strings.Join(tt.causes, ",") {
+				t.Errorf("causes = %q, want %q", got, tt.causes)
+			}
+			if !strings.Contains(resp.Result.Message, "only the lbregistrar controller ("+controllerUser+")") {
+				t.Errorf("message %q does not name the controller", resp.Result.Message)
+			}
+			after := failureCount(t, "v1beta1", validation.RuleOwnershipRecord) + failureCount(t, "v1alpha1", validation.RuleOwnershipRecord)
+			if after != before+1 {
+				t.Errorf("refusals counted %v, want one more than %v", after, before)
+			}
+		})
+	}
+}
+
+// ownershipDrop empties a status's ownership record.
+func ownershipDrop(o *v1beta1.LBRegistrar) {
+	o.Status.LoadBalancerID, o.Status.BackendSets, o.Status.RecordSignature = "", nil, ""
 }
 
 func failureCount(t *testing.T, labels ...string) float64 {

@@ -254,6 +254,14 @@ type LBRegistrarStatus struct {
 	// +listMapKey=name
 	BackendSets []BackendSetStatus `json:"backendSets,omitempty"`
 
+	// RecordSignature is the controller's signature of the ownership
+	// record (loadBalancerId and the backends of backendSets) under a key
+	// only it holds. A record whose signature does not verify is not acted
+	// on: nothing it lists is removed. Written by the controller only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	RecordSignature string `json:"recordSignature,omitempty"`
+
 	// Healthy is how many of the own backends whose health was read OCI
 	// reports OK, of how many, over every backend set, e.g. "3/4".
 	// +optional

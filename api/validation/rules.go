@@ -34,6 +34,10 @@ const (
 	// RuleSecretAccess: the writer may not read an API key Secret the
 	// resource names (checked by the webhook, which knows the writer).
 	RuleSecretAccess = "secret-access"
+	// RuleOwnershipRecord: a status write by anyone but the controller
+	// changed the ownership record (checked by the webhook, which knows the
+	// writer).
+	RuleOwnershipRecord = "ownership-record"
 )
 
 // Ratchet keeps the errors of an updated object that its old version did not

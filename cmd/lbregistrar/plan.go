@@ -67,6 +67,8 @@ would be written, 2 when writes are pending and 1 on error.`,
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "exit 0 when nothing would be written, 2 when writes are pending, 1 on error")
 	f.StringVar(&o.ociConfig, "oci-config", "", "sign OCI calls with the API key of this OCI config file instead of each resource's Secret (the region stays the resource's)")
 	f.StringVar(&o.profile, "profile", "DEFAULT", "profile of --oci-config")
+	f.StringVar(&o.reconciler.RecordKey.Namespace, "namespace", o.reconciler.RecordKey.Namespace,
+		"namespace lbregistrar runs in: the key its ownership records are signed with is read there, to tell its records from forged ones")
 	o.reconciler.BindPlanFlags(f)
 	return cmd
 }
@@ -179,6 +181,9 @@ func (r *planReport) writeText(w io.Writer) error {
 		ew.printf("  LBRegistrar %s\n", rp.LBRegistrar)
 		if rp.Error != "" {
 			ew.printf("    cannot read its backend sets: %s\n", rp.Error)
+		}
+		if rp.RecordIgnored != "" {
+			ew.printf("    ownership record ignored (%s): planned as if there were none, so nothing it lists is removed\n", rp.RecordIgnored)
 		}
 		for _, c := range rp.BackendSets {
 			if !c.Changed() && c.Error == "" && !c.NotFound {

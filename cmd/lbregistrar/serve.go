@@ -143,6 +143,7 @@ func (o *serveOptions) run() error {
 		return fmt.Errorf("--graceful-shutdown-timeout: %s leaves nothing beyond the %s kept to record the last write, release the lease and exit", o.shutdownTimeout, shutdownReserve)
 	}
 	o.reconciler.ShutdownWait = o.shutdownTimeout - shutdownReserve
+	o.reconciler.RecordKey.Namespace = o.namespace
 	mgr, addrs, err := o.newManager(cfg)
 	if err != nil {
 		return err
@@ -237,7 +238,11 @@ func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) 
 	if err := conversion.Register(mgr); err != nil {
 		return err
 	}
-	webhook.Register(mgr, o.reconciler.SecretNamespaces)
+	controller, err := webhook.WhoAmI(ctx, mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	webhook.Register(mgr, o.reconciler.SecretNamespaces, controller)
 	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)
 }
 

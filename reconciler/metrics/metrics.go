@@ -34,6 +34,13 @@ var (
 		Help: "Backend sets skipped because an earlier LBRegistrar claims them.",
 	})
 
+	// UnverifiedRecords counts ownership records set aside because the
+	// controller's signature did not verify.
+	UnverifiedRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lbregistrar_unverified_records_total",
+		Help: "Ownership records ignored because they do not carry this controller's signature (written by another writer, restored, or planted before install).",
+	})
+
 	// PendingChanges is the number of resources waiting for their load balancer's lane.
 	PendingChanges = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lbregistrar_pending_changes",
@@ -63,5 +70,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, PendingChanges, Flights, PendingWrites, BackendsRegistered)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered)
 }

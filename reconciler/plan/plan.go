@@ -127,9 +127,11 @@ func Compute(in Input) Plan {
 		present[k] = true
 		_, mine := owned[k]
 		switch d, wanted := want[k]; {
-		case wanted: // adopt when foreign, reweigh when needed; a backend OCI took by address stays so
-			if cur.Weight != d.Weight {
-				cur.Weight = d.Weight
+		case wanted: // adopt when foreign, make serving when needed; a backend OCI took by address stays so
+			// Wanted means serving: a drain or offline mark (this resource's,
+			// or one a deleted resource left on its way out) is undone.
+			if cur.Weight != d.Weight || cur.Drain || cur.Offline {
+				cur.Weight, cur.Drain, cur.Offline = d.Weight, false, false
 				p.Updated = append(p.Updated, k)
 			}
 			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})

@@ -28,6 +28,8 @@ func TestCompute(t *testing.T) {
 		return out
 	}
 	drained := func(x Backend) Backend { x.Drain = true; return x }
+	offline := func(x Backend) Backend { x.Offline = true; return x }
+	backup := func(x Backend) Backend { x.Backup = true; return x }
 	weighted := func(x Backend, w int32) Backend { x.Weight = w; return x }
 
 	tests := []struct {
@@ -65,9 +67,31 @@ func TestCompute(t *testing.T) {
 			backends: []Backend{foreign, b}, owned: rec(b),
 		},
 		{
-			name:     "weight change keeps flags",
+			name:     "weight change keeps backup",
+			in:       Input{Current: []Backend{backup(a)}, Owned: rec(a), Desired: want(weighted(a, 5))},
+			backends: []Backend{weighted(backup(a), 5)}, owned: rec(weighted(a, 5)), changed: true,
+		},
+		{
+			// A wanted backend serves: a drain this resource's own deletion
+			// or another's left behind is undone, weight and all.
+			name:     "wanted backend left drained is undrained",
 			in:       Input{Current: []Backend{drained(a)}, Owned: rec(a), Desired: want(weighted(a, 5))},
-			backends: []Backend{weighted(drained(a), 5)}, owned: rec(weighted(a, 5)), changed: true,
+			backends: []Backend{weighted(a, 5)}, owned: rec(weighted(a, 5)), changed: true,
+		},
+		{
+			name:     "wanted backend adopted while drained is undrained",
+			in:       Input{Current: []Backend{foreign, drained(a)}, Desired: want(a)},
+			backends: []Backend{foreign, a}, owned: rec(a), changed: true,
+		},
+		{
+			name:     "wanted backend taken offline is brought back",
+			in:       Input{Current: []Backend{offline(a), b}, Owned: rec(a, b), Desired: want(a, b)},
+			backends: []Backend{a, b}, owned: rec(a, b), changed: true,
+		},
+		{
+			name:     "a drained backend not wanted stays as it is in Hold",
+			in:       Input{Mode: Hold, Current: []Backend{drained(a)}, Owned: rec(a)},
+			backends: []Backend{drained(a)}, owned: rec(a),
 		},
 		{
 			name:     "existing matching backend is adopted without a write",

@@ -188,14 +188,20 @@ func leftByTheOriginalOperator(t *testing.T, c *kube.Cluster) *ociemu.Emulator {
 // lbregistrar plan reads, Secrets excepted, and write nothing.
 func readOnlyKubeconfig(t *testing.T, c *kube.Cluster) string {
 	t.Helper()
-	ctx := testContext(t)
-	const user = "plan-reader"
 	read := []string{"get", "list"}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+	return kubeconfigWithRules(t, c, "plan-reader", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "services"}, Verbs: read},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
 		{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"lbregistrars"}, Verbs: read},
-	}}
+	})
+}
+
+// kubeconfigWithRules is a kubeconfig of user, bound to a ClusterRole of
+// rules and nothing more.
+func kubeconfigWithRules(t *testing.T, c *kube.Cluster, user string, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := testContext(t)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}

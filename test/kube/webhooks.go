@@ -90,7 +90,11 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err := conversion.Register(w.Manager); err != nil {
 		return nil, err
 	}
-	webhook.Register(w.Manager, nil)
+	controller, err := webhook.WhoAmI(ctx, w.Manager.GetClient())
+	if err != nil {
+		return nil, err
+	}
+	webhook.Register(w.Manager, nil, controller)
 	if o.Setup != nil {
 		if err := o.Setup(w.Manager); err != nil {
 			return nil, err
