@@ -79,6 +79,10 @@ test: verify test-assets ## Run every test, including the real API server ones.
 	cd test/manifests && $(GO) test -count=1 -timeout 10m ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+.PHONY: soak
+soak: test-assets ## Run the ownership model-based test over thousands of sequences (CHECKS=N to choose).
+	$(GO) test ./reconciler -run '^TestOwnershipModel$$' -count=1 -timeout 6h -rapid.checks=$(or $(CHECKS),3000)
+
 .PHONY: bench
 bench: ## Run the benchmarks and rewrite docs/benchmarks.md.
 	$(GO) run ./hack/benchdoc -out docs/benchmarks.md

@@ -66,7 +66,7 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st
 	var jobs []syncJob
 	var names []string
 	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, syncJob{name: rec.Name, mode: mode})
+		jobs = append(jobs, syncJob{name: rec.Name, mode: mode, drained: rec.Drained})
 		names = append(names, rec.Name)
 	}
 	if mode == plan.Drain {
@@ -76,6 +76,11 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st
 	}
 	var out outcome
 	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
+	if mode == plan.Drain && out.err == nil {
+		for i := range obj.Status.BackendSets {
+			obj.Status.BackendSets[i].Drained = true
+		}
+	}
 	// What another resource now records, or OCI no longer holds, left the
 	// record in the sync: only backends still owned wait.
 	if out.err == nil && mode == plan.Drain && ownsBackends(obj) {

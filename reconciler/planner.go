@@ -3,13 +3,19 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
 // Planner computes what the controller would write for resources read from
@@ -112,4 +118,79 @@ func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (b
 		return nil, err
 	}
 	return clientWith(p.build, creds)
+}
+
+// Unrecorded is a backend that no LBRegistrar of the cluster records and
+// whose address (or instance) no node of the cluster has: left by a
+// cluster that is gone, registered by hand or by another tool, or listed
+// by a record lbregistrar could not vouch for. lbregistrar never removes
+// it; a person may.
+type Unrecorded struct {
+	LoadBalancerID string `json:"loadBalancerId"`
+	BackendSet     string `json:"backendSet"`
+	Backend        string `json:"backend"`
+	Weight         int32  `json:"weight"`
+}
+
+// Unrecorded lists, in the backend sets plans read, the backends the plans
+// keep as not their resource's that no resource of all records (with a
+// record the controller signed) and that no node of the cluster is.
+func (p *Planner) Unrecorded(ctx context.Context, plans []ResourcePlan, all []v1beta1.LBRegistrar) ([]Unrecorded, error) {
+	key, err := p.records.Key(ctx)
+	if err != nil {
+		key = nil // no record can be vouched for: none counts
+	}
+	recorded := map[string]bool{}
+	for i := range all {
+		obj := &all[i]
+		if !ownership.Vouched(key, obj) {
+			continue
+		}
+		for _, rec := range obj.Status.BackendSets {
+			for _, b := range rec.Owned() {
+				recorded[obj.Status.LoadBalancerID+"/"+rec.Name+"/"+plan.Key(b.IP, b.Port)] = true
+			}
+		}
+	}
+	var nodes corev1.NodeList
+	if err := p.reader.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	isNode := map[string]bool{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			isNode[plan.Key(a.Address, 0)] = true
+		}
+		if id := desired.InstanceID(&n); id != "" {
+			isNode[id] = true
+		}
+	}
+	var out []Unrecorded
+	seen := map[string]bool{}
+	for _, rp := range plans {
+		for _, c := range rp.BackendSets {
+			for _, b := range c.Kept {
+				id := c.LoadBalancerID + "/" + c.BackendSet + "/" + b.Backend
+				if !b.Foreign || recorded[id] || seen[id] || isNode[nodeOf(b.Backend)] {
+					continue
+				}
+				seen[id] = true
+				out = append(out, Unrecorded{LoadBalancerID: c.LoadBalancerID, BackendSet: c.BackendSet, Backend: b.Backend, Weight: b.Weight})
+			}
+		}
+	}
+	return out, nil
+}
+
+// nodeOf is what identifies the node of a backend key: its address as
+// plan.Key writes it with port 0, or its instance OCID.
+func nodeOf(backend string) string {
+	if instance, ok := strings.CutPrefix(backend, "instance "); ok {
+		return instance[:strings.LastIndexByte(instance, ':')]
+	}
+	host, _, err := net.SplitHostPort(backend)
+	if err != nil {
+		return backend
+	}
+	return plan.Key(host, 0)
 }

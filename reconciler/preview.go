@@ -23,6 +23,9 @@ type BackendSetChange struct {
 	Added      []BackendWeight `json:"added,omitempty"`
 	Removed    []BackendWeight `json:"removed,omitempty"`
 	Reweighted []Reweighted    `json:"reweighted,omitempty"`
+	// Restored are wanted backends found drained or offline, which the
+	// write makes serve again.
+	Restored []BackendWeight `json:"restored,omitempty"`
 	// Kept are the backends the write would leave as they are, this
 	// resource's and foreign ones alike.
 	Kept []KeptBackend `json:"kept,omitempty"`
@@ -55,12 +58,16 @@ type KeptBackend struct {
 
 // Changed reports whether the backend set would be written.
 func (c *BackendSetChange) Changed() bool {
-	return len(c.Added)+len(c.Removed)+len(c.Reweighted) > 0
+	return len(c.Added)+len(c.Removed)+len(c.Reweighted)+len(c.Restored) > 0
 }
 
 // Summary counts what would change.
 func (c *BackendSetChange) Summary() string {
-	return fmt.Sprintf("%d to add, %d to remove, %d to re-weight", len(c.Added), len(c.Removed), len(c.Reweighted))
+	summary := fmt.Sprintf("%d to add, %d to remove, %d to re-weight", len(c.Added), len(c.Removed), len(c.Reweighted))
+	if len(c.Restored) > 0 {
+		summary += fmt.Sprintf(", %d to serve again", len(c.Restored))
+	}
+	return summary
 }
 
 // detailLimit bounds the backends Details names per list, so an Event's
@@ -95,6 +102,7 @@ func (c *BackendSetChange) Details() string {
 	list("add", weighted(c.Added))
 	list("remove", weighted(c.Removed))
 	list("re-weight", reweighted)
+	list("serve again", weighted(c.Restored))
 	return strings.Join(parts, "; ")
 }
 
@@ -116,6 +124,8 @@ func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan) BackendS
 			c.Removed = append(c.Removed, BackendWeight{k, b.Weight})
 		case next.Weight != b.Weight:
 			c.Reweighted = append(c.Reweighted, Reweighted{k, b.Weight, next.Weight})
+		case (b.Drain || b.Offline) && !next.Drain && !next.Offline:
+			c.Restored = append(c.Restored, BackendWeight{k, b.Weight})
 		default:
 			c.Kept = append(c.Kept, KeptBackend{k, b.Weight, !owned[k]})
 		}

@@ -64,6 +64,12 @@ func TestDescribe(t *testing.T) {
 				Protected: map[string]bool{"10.0.0.2:30080": true}},
 			want: BackendSetChange{Removed: []BackendWeight{{"10.0.0.1:30080", 1}}, Kept: []KeptBackend{{"10.0.0.2:30080", 1, true}}},
 		},
+		{
+			name: "a wanted backend left drained, another offline: both serve again",
+			in: plan.Input{Current: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1, Drain: true}, {IP: "10.0.0.2", Port: 30080, Weight: 1, Offline: true}},
+				Desired: []desired.Backend{want("10.0.0.1", 30080, 1), want("10.0.0.2", 30080, 1)}},
+			want: BackendSetChange{Restored: []BackendWeight{{"10.0.0.1:30080", 1}, {"10.0.0.2:30080", 1}}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,5 +226,47 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	}
 	if len(notes) != len(want) || !strings.HasPrefix(notes[0], "Normal DryRun dry run, not written: backend set") {
 		t.Errorf("events %q, want one DryRun event per held-back write", notes)
+	}
+}
+
+// Unrecorded lists the backends no resource of the cluster records, with a
+// record it signed, and that are none of its nodes: a node's backend, one
+// another resource records and one a forged record names are left out.
+func TestUnrecordedBackends(t *testing.T) {
+	const lb = "ocid1.loadbalancer.oc1.iad.orphans"
+	recording := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "recording"},
+		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.9.0.5", Port: 30443, Weight: 1}})}}}}
+	forged := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "forged"},
+		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "192.168.1.7", Port: 8080, Weight: 1}})}}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{ProviderID: "oci://ocid1.instance.oc1.iad.mine"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
+	r := unitReconciler(t, nil, recording, node)
+	forged.Status.RecordSignature = "v1.not-the-controllers"
+	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
+	kept := func(backend string, foreign bool) KeptBackend {
+		return KeptBackend{Backend: backend, Weight: 1, Foreign: foreign}
+	}
+	plans := []ResourcePlan{{LBRegistrar: "a", LoadBalancerID: lb, BackendSets: []BackendSetChange{{LoadBalancerID: lb, BackendSet: "web", Kept: []KeptBackend{
+		kept("10.0.0.1:30443", false),                             // its own
+		kept("10.0.0.1:8080", true),                               // a node's, at another port
+		kept("instance ocid1.instance.oc1.iad.mine:30443", true),  // a node's, by instance
+		kept("10.9.0.5:30443", true),                              // recorded by another resource
+		kept("192.168.1.7:8080", true),                            // named only by a forged record
+		kept("[fd00::9]:30443", true),                             // nobody's
+		kept("instance ocid1.instance.oc1.iad.other:30443", true), // nobody's
+	}}}}}
+	got, err := planner.Unrecorded(context.Background(), plans, []v1beta1.LBRegistrar{*recording, *forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unrecorded{
+		{LoadBalancerID: lb, BackendSet: "web", Backend: "192.168.1.7:8080", Weight: 1},
+		{LoadBalancerID: lb, BackendSet: "web", Backend: "[fd00::9]:30443", Weight: 1},
+		{LoadBalancerID: lb, BackendSet: "web", Backend: "instance ocid1.instance.oc1.iad.other:30443", Weight: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unrecorded (-want +got):\n%s", diff)
 	}
 }

@@ -20,17 +20,19 @@ import (
 
 // syncJob is one backend set to bring in line within a reconcile.
 type syncJob struct {
-	name       string
-	mode       plan.Mode
-	want       []desired.Backend
-	protected  map[string]bool
+	name      string
+	mode      plan.Mode
+	want      []desired.Backend
+	protected map[string]bool
+	// drained: see plan.Input.Drained.
+	drained    bool
 	prefetched *oci.BackendSet
 	skip       bool // its inputs could not be read
 	changing   bool // planned to be written
 }
 
 func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Owned(), Desired: j.want, Protected: j.protected}
+	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained}
 }
 
 // readBackendSets reads the named backend sets of a load balancer at once.

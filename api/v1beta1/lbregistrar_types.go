@@ -184,6 +184,14 @@ type BackendSetStatus struct {
 	// +listType=atomic
 	Backends []BackendGroup `json:"backends,omitempty"`
 
+	// Drained is set once the controller has marked this resource's
+	// backends drain here, ahead of removing them when the resource is
+	// deleted. A backend whose drain mark is gone when the drain period
+	// ends was taken back into service by another writer (another cluster
+	// sharing the backend set) and is left to it.
+	// +optional
+	Drained bool `json:"drained,omitempty"`
+
 	// LastWorkRequest is the last write this resource made there.
 	// +optional
 	LastWorkRequest *WorkRequest `json:"lastWorkRequest,omitempty"`

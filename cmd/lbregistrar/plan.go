@@ -80,6 +80,10 @@ type planReport struct {
 	PendingWrites int `json:"pendingWrites"`
 	// Skipped are resources being deleted, which this does not plan.
 	Skipped []string `json:"skipped,omitempty"`
+	// Unrecorded are backends in the backend sets planned that no
+	// LBRegistrar of this cluster records and that are none of its nodes:
+	// what a lost cluster, a person or another tool left there.
+	Unrecorded []reconciler.Unrecorded `json:"unrecorded,omitempty"`
 }
 
 func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names []string) error {
@@ -128,6 +132,9 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names [
 			}
 		}
 		report.LBRegistrars = append(report.LBRegistrars, rp)
+	}
+	if report.Unrecorded, err = planner.Unrecorded(ctx, report.LBRegistrars, all); err != nil {
+		return err
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
@@ -197,6 +204,12 @@ func (r *planReport) writeText(w io.Writer) error {
 			}
 		}
 	}
+	if len(r.Unrecorded) > 0 {
+		ew.printf("Not recorded by any LBRegistrar of this cluster, and none of its nodes (lbregistrar leaves them; remove what no other cluster or tool registered):\n")
+		for _, u := range r.Unrecorded {
+			ew.printf("  %s %s %s weight %d\n", u.LoadBalancerID, u.BackendSet, u.Backend, u.Weight)
+		}
+	}
 	if r.PendingWrites == 0 {
 		ew.printf("No changes: %d backend set(s) already hold what lbregistrar would register.\n", unchanged)
 	} else {
@@ -230,6 +243,9 @@ func writeBackendSet(ew *errWriter, c *reconciler.BackendSetChange) {
 	}
 	for _, b := range c.Reweighted {
 		ew.printf("      ~ %s weight %d -> %d\n", b.Backend, b.From, b.To)
+	}
+	for _, b := range c.Restored {
+		ew.printf("      ~ %s weight %d: drained or offline -> serving\n", b.Backend, b.Weight)
 	}
 	for _, b := range c.Kept {
 		if b.Foreign {

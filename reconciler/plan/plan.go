@@ -89,6 +89,12 @@ type Input struct {
 	// Protected holds keys another live resource records as its own; they
 	// are dropped from this record but never removed from the backend set.
 	Protected map[string]bool
+	// Drained says this resource's backends were marked drain already
+	// (its deletion's drain period is under way or over): in Drain and
+	// Remove, an owned backend no longer drained was taken back into
+	// service by another writer, and is dropped from the record, neither
+	// drained again nor removed.
+	Drained bool
 }
 
 // Plan is the outcome for one backend set.
@@ -139,6 +145,9 @@ func Compute(in Input) Plan {
 			// foreign: untouched
 		case in.Protected[k]:
 			// handed over to another live resource: untouched and forgotten
+		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain:
+			// undrained by another writer since this resource drained it:
+			// wanted elsewhere, untouched and forgotten
 		case in.Mode == Hold:
 			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
 		case in.Mode == Drain:

@@ -89,6 +89,23 @@ func TestCompute(t *testing.T) {
 			backends: []Backend{a, b}, owned: rec(a, b), changed: true,
 		},
 		{
+			// Another writer (a second cluster sharing the backend set)
+			// undrained b during this resource's drain period: it wants b.
+			name:     "after the drain, what another writer undrained is left to it",
+			in:       Input{Mode: Remove, Drained: true, Current: []Backend{drained(a), b}, Owned: rec(a, b)},
+			backends: []Backend{b}, changed: true,
+		},
+		{
+			name:     "during the drain, what another writer undrained is not drained again",
+			in:       Input{Mode: Drain, Drained: true, Current: []Backend{drained(a), b}, Owned: rec(a, b)},
+			backends: []Backend{drained(a), b}, owned: rec(a),
+		},
+		{
+			name:     "a removal with no drain before it removes what is not drained",
+			in:       Input{Mode: Remove, Current: []Backend{a, b}, Owned: rec(a, b)},
+			backends: []Backend{}, changed: true,
+		},
+		{
 			name:     "a drained backend not wanted stays as it is in Hold",
 			in:       Input{Mode: Hold, Current: []Backend{drained(a)}, Owned: rec(a)},
 			backends: []Backend{drained(a)}, owned: rec(a),

@@ -5,16 +5,20 @@
 // can use it.
 package eventually
 
-import (
-	"testing"
-	"time"
-)
+import "time"
+
+// T is what Passes needs of a test: a *testing.T or *testing.B, or a
+// property-based test's own (rapid's *T).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
 
 // Passes calls check every interval until it returns nil. Once timeout has
 // passed, it fails the test with the error check last returned, which
 // should say what was awaited and what was seen instead. check runs on the
 // caller's goroutine, so it may fail the test itself.
-func Passes(t testing.TB, timeout, interval time.Duration, check func() error) {
+func Passes(t T, timeout, interval time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
