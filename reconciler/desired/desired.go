@@ -40,6 +40,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -474,8 +475,13 @@ func Eligible(n *corev1.Node) bool {
 	if n.DeletionTimestamp != nil {
 		return false
 	}
-	if _, excluded := n.Labels[corev1.LabelNodeExcludeBalancers]; excluded {
-		return false
+	// The exclusion label counts by its value, as Kubernetes' cloud
+	// provider code reads it since kubernetes/kubernetes#131085: "false"
+	// keeps the node; "true", an empty or an unparsable value excludes it.
+	if v, labelled := n.Labels[corev1.LabelNodeExcludeBalancers]; labelled {
+		if excluded, err := strconv.ParseBool(v); err != nil || excluded {
+			return false
+		}
 	}
 	for _, t := range n.Spec.Taints {
 		if t.Key == TaintToBeDeletedByClusterAutoscaler {

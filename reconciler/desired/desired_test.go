@@ -399,3 +399,17 @@ func TestServingNodes(t *testing.T) {
 		})
 	}
 }
+
+// The exclusion label is read by its value, as Kubernetes' cloud provider
+// code reads it (kubernetes/kubernetes#131085).
+func TestExclusionLabelByValue(t *testing.T) {
+	for value, eligible := range map[string]bool{"false": true, "False": true, "0": true, "true": false, "TRUE": false, "1": false, "": false, "yes": false, "excluded": false} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{corev1.LabelNodeExcludeBalancers: value}}}
+		if got := Eligible(n); got != eligible {
+			t.Errorf("label value %q: eligible %v, want %v", value, got, eligible)
+		}
+	}
+	if !Eligible(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}) {
+		t.Error("a node without the label is not eligible")
+	}
+}
