@@ -55,6 +55,8 @@ const (
 	PhaseWriting    = "writing"    // UpdateBackendSet sent, no work request yet
 	PhaseWaiting    = "waiting"    // for the work request of a write
 	PhaseBackingOff = "backingOff" // before retrying a failed write
+	// PhaseWaitingForOthers: for another writer's work request, after a 409.
+	PhaseWaitingForOthers = "waitingForOthers"
 )
 
 func newLanes() *lanes {

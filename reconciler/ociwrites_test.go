@@ -293,3 +293,55 @@ func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 		return nil
 	})
 }
+
+// Another writer (another cluster, Terraform, the console) has a work
+// request in flight on a network load balancer when the controller writes:
+// OCI answers 409 until it ends. The controller waits for it, then writes,
+// and spends no attempt on it: with one attempt allowed, the write still
+// succeeds, with no WriteFailed.
+func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.44.1")
+	o := f.options()
+	o.Backoff.Attempts = 1
+	f.startManager(o)
+	config, err := f.emu.NewUser()
+	f.must(err)
+	other, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(config)
+	f.must(err)
+	other.Host = f.emu.URL()
+	before := f.backends(networkLB, "tcp")
+
+	// The other writer's work request stays in progress until released.
+	stuck := f.emu.AddFault(ociemu.Fault{Operation: "CreateBackend", LoadBalancerID: networkLB, StuckUpdating: true})
+	_, err = other.CreateBackend(f.ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkLB), BackendSetName: common.String("tcp"),
+		CreateBackendDetails: networkloadbalancer.CreateBackendDetails{IpAddress: common.String("192.168.44.4"), Port: common.Int(30044), Weight: common.Int(1)}})
+	f.must(err)
+	obj := f.registrar("behind", networkLB, []v1beta1.Target{fixedPort("tcp", 30044)})
+	f.eventually(10*time.Second, func() error {
+		if f.emu.Counters().Conflicts == 0 {
+			return fmt.Errorf("no write answered 409 yet")
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // the controller is waiting, not retrying
+	f.emu.RemoveFault(stuck)
+
+	f.expectBackends(networkLB, "tcp", append(before, "192.168.44.4:30044/1", "10.0.44.1:30044/1")...)
+	f.eventually(10*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	var evs eventsv1.EventList
+	f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
+	for _, e := range evs.Items {
+		if e.Regarding.Name == obj.Name && e.Reason == "WriteFailed" {
+			t.Errorf("a write failed behind another writer's work request: %s", e.Note)
+		}
+	}
+	if n := f.emu.Counters().Conflicts; n != 1 {
+		t.Errorf("%d writes answered 409, want 1: the controller waited rather than retried", n)
+	}
+}

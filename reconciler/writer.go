@@ -19,6 +19,7 @@ type backendSetAPI interface {
 	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
 	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error)
 	WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error
+	InFlightWorkRequests(ctx context.Context, loadBalancerID string) ([]string, error)
 	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
 }
 
@@ -30,7 +31,9 @@ type Backoff struct {
 	// refused with 412 is not counted: it was refused before any work
 	// request because another writer changed the load balancer between
 	// the read and the write, so it is read and written again at once; up
-	// to Attempts such refusals are allowed besides.
+	// to Attempts such refusals are allowed besides. Nor is a 409 while
+	// another writer's work request is in flight: that is waited for, then
+	// the backend set is read and written again, up to Attempts times.
 	Attempts int
 }
 
@@ -127,7 +130,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			current = req.Prefetched
 		}
 	}
-	for attempt, refused := 0, 0; ; {
+	for attempt, refused, waits := 0, 0, 0; ; {
 		bs, err := current, error(nil)
 		if current = nil; bs == nil {
 			req.Turn.step(PhaseReading, req.Name, "")
@@ -164,6 +167,11 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 			logger.Info("another writer changed the load balancer since the read; reading again", "error", err.Error())
 			continue
 		}
+		if reason == oci.ReasonConflict && waits < b.Attempts && waitForOthers(ctx, ociClient, req) {
+			waits++
+			metrics.Retries.WithLabelValues(reason).Inc()
+			continue
+		}
 		if !retry || attempt+1 >= b.Attempts {
 			return res, err
 		}
@@ -180,6 +188,34 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 		case <-t.C:
 		}
 	}
+}
+
+// waitForOthers waits for the work requests of the load balancer that are
+// in flight, another writer's when a write of this process was answered
+// 409: OCI refuses every write until they end, so retrying meanwhile only
+// spends attempts. It reports whether there were any; when none is found
+// (or they cannot be listed), the 409 is retried with backoff as usual.
+func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest) bool {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
+	ids, err := ociClient.InFlightWorkRequests(ctx, req.LoadBalancerID)
+	if err != nil {
+		logger.V(1).Info("listing the load balancer's work requests after a 409 failed; backing off instead", "error", err.Error())
+		return false
+	}
+	for _, id := range ids {
+		logger.Info("another writer's work request is in flight; waiting for it before writing again", "workRequest", id)
+		req.Turn.step(PhaseWaitingForOthers, req.Name, id)
+		waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout)
+		err := ociClient.WaitWorkRequest(waitCtx, req.LoadBalancerID, id)
+		cancel()
+		if ctx.Err() != nil {
+			return false
+		}
+		if err != nil && !oci.IsWorkRequestFailed(err) {
+			logger.V(1).Info("waiting for another writer's work request ended without its outcome", "workRequest", id, "error", err.Error())
+		}
+	}
+	return len(ids) > 0
 }
 
 // settle looks up the outcome of the record's last work request when the

@@ -24,7 +24,18 @@ type scriptedAPI struct {
 	pending     []plan.Backend
 	reads       int
 	writes      int
-	failed      []string // what each write named as the failed work request before it
+	failed      []string   // what each write named as the failed work request before it
+	inFlight    [][]string // others' work requests in flight, consumed one list per listing
+	waited      []string   // the work requests waited for
+}
+
+func (s *scriptedAPI) InFlightWorkRequests(context.Context, string) ([]string, error) {
+	if len(s.inFlight) == 0 {
+		return nil, nil
+	}
+	ids := s.inFlight[0]
+	s.inFlight = s.inFlight[1:]
+	return ids, nil
 }
 
 func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
@@ -46,7 +57,8 @@ func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, bac
 	return fmt.Sprint("wr-", s.writes), nil
 }
 
-func (s *scriptedAPI) WaitWorkRequest(context.Context, string, string) error {
+func (s *scriptedAPI) WaitWorkRequest(_ context.Context, _, id string) error {
+	s.waited = append(s.waited, id)
 	if len(s.waitErrors) > 0 {
 		err := s.waitErrors[0]
 		s.waitErrors = s.waitErrors[1:]
@@ -83,6 +95,12 @@ func TestSyncBackendSetRetries(t *testing.T) {
 		{"failed work request is retried", &scriptedAPI{waitErrors: []error{failedWR}}, 2, nil, 2},
 		{"401 is not retried", &scriptedAPI{writeErrors: []error{denied}}, 1, denied, 1},
 		{"attempts are bounded", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict}}, 3, conflict, 3},
+		// Another writer's work request in flight is waited out, then the
+		// write goes again: no attempt spent.
+		{"409 behind another writer's work request costs no attempt", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict},
+			inFlight: [][]string{{"theirs-1"}, {"theirs-2", "theirs-3"}, {"theirs-4"}, {"theirs-5"}}}, 5, nil, 5},
+		{"waits for others are bounded too", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict, conflict, conflict, conflict},
+			inFlight: [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}, {"f"}, {"g"}}}, 6, conflict, 6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

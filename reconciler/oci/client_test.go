@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,11 +189,7 @@ func waitForAWrite(t *testing.T, loadBalancerID string, fault ociemu.Fault) erro
 	ctx := context.Background()
 	emu, c := emulatorClient(t, true)
 	emu.AddFault(fault)
-	set := "api"
-	if oci.IsNetworkLoadBalancer(loadBalancerID) {
-		set = "tcp"
-	}
-	bs, err := c.GetBackendSet(ctx, loadBalancerID, set)
+	bs, err := c.GetBackendSet(ctx, loadBalancerID, setOf(loadBalancerID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +198,14 @@ func waitForAWrite(t *testing.T, loadBalancerID string, fault ociemu.Fault) erro
 		t.Fatal(err)
 	}
 	return c.WaitWorkRequest(ctx, loadBalancerID, id)
+}
+
+// setOf is the seeded backend set the tests write in a load balancer.
+func setOf(loadBalancerID string) string {
+	if oci.IsNetworkLoadBalancer(loadBalancerID) {
+		return "tcp"
+	}
+	return "api"
 }
 
 func TestFailedWorkRequestIsRetryable(t *testing.T) {
@@ -406,5 +411,39 @@ func TestGetBackendSetHealth(t *testing.T) {
 	}
 	if _, err := c.GetBackendSetHealth(context.Background(), "ocid1.loadbalancer.oc1.iad.ingress", "missing"); !oci.IsNotFound(err) {
 		t.Errorf("missing backend set: %v, want not found", err)
+	}
+}
+
+// InFlightWorkRequests finds a load balancer's work requests that have not
+// ended, on both APIs (an NLB's through its compartment), and only that
+// load balancer's.
+func TestInFlightWorkRequests(t *testing.T) {
+	ctx := context.Background()
+	for _, lb := range []string{lbID, nlbID} {
+		t.Run(lb, func(t *testing.T) {
+			emu, c := emulatorClient(t, true)
+			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || len(ids) != 0 {
+				t.Fatalf("before any write: %v, %v", ids, err)
+			}
+			stuck := emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: lb, StuckUpdating: true})
+			bs, err := c.GetBackendSet(ctx, lb, setOf(lb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := c.UpdateBackendSet(ctx, bs, append(bs.Backends, plan.Backend{IP: "10.0.0.9", Port: 30090, Weight: 1}), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || !slices.Equal(ids, []string{id}) {
+				t.Errorf("while it runs: %v, %v; want [%s]", ids, err, id)
+			}
+			emu.RemoveFault(stuck)
+			if err := c.WaitWorkRequest(ctx, lb, id); err != nil {
+				t.Fatal(err)
+			}
+			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || len(ids) != 0 {
+				t.Errorf("after it ended: %v, %v", ids, err)
+			}
+		})
 	}
 }
