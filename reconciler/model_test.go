@@ -30,7 +30,7 @@ import (
 
 // modelChecks is how many sequences TestOwnershipModel runs unless
 // -rapid.checks says otherwise; make soak runs thousands.
-const modelChecks = 100
+const modelChecks = 200
 
 // TestOwnershipModel drives the controller, against the real API server
 // and the emulator, through random sequences of what happens to it in a
