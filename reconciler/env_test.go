@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,18 @@ func newScheme() *runtime.Scheme {
 // TestMain starts one kube-apiserver and etcd for the package. Without the
 // test binaries (make test-assets) the API server tests are skipped.
 func TestMain(m *testing.M) {
-	logf.SetLogger(logr.Discard())
+	// LBREGISTRAR_TEST_LOG names a file the controllers' logs go to, to
+	// follow what a failing test saw.
+	logger := logr.Discard()
+	if path := os.Getenv("LBREGISTRAR_TEST_LOG"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		logger = funcr.NewJSON(func(obj string) { fmt.Fprintln(out, obj) }, funcr.Options{Verbosity: 1, LogTimestamp: true})
+	}
+	logf.SetLogger(logger)
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		if abs, err := filepath.Abs("../bin"); err == nil {
 			os.Setenv("KUBEBUILDER_ASSETS", abs)

@@ -86,7 +86,10 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st
 	if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
 		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
 			fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
-		return ctrl.Result{RequeueAfter: time.Until(drainUntil) + 100*time.Millisecond}, st.flush(ctx)
+		// The writes may have outlasted the period: a requeue of zero or
+		// less would be none at all, and the removal would wait for the
+		// resync.
+		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, st.flush(ctx)
 	}
 	return r.deregistered(ctx, st, &out)
 }

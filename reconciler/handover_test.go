@@ -212,3 +212,27 @@ func TestRestoredRecordIsNotActedOn(t *testing.T) {
 	// it, but the controller cannot vouch for that record.
 	f.expectBackends(classicLB, "admin", "10.0.43.1:30043/1", "10.0.43.2:30043/1")
 }
+
+// A drain write that outlasts the drain period (a slow OCI, retries) is
+// followed by the removal at once, not at the next resync.
+func TestDrainOutlastingItsPeriodStillEnds(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.45.1")
+	o := f.options()
+	// The period starts at the deletion timestamp, which has whole
+	// seconds: at least 200 ms of it are left when the drain is written.
+	o.DrainPeriod = 1200 * time.Millisecond
+	o.Resync = time.Hour
+	f.startManager(o)
+	obj := f.registrar("slow", classicLB, []v1beta1.Target{fixedPort("admin", 30045)})
+	f.expectBackends(classicLB, "admin", "10.0.45.1:30045/1")
+	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: classicLB, BackendSet: "admin", Delay: 2500 * time.Millisecond, Times: 1})
+	f.must(k8s.Delete(f.ctx, obj))
+	f.eventually(15*time.Second, func() error {
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("%s still present", obj.Name)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "admin")
+}
