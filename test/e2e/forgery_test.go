@@ -51,13 +51,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
 
-	serve := newServeProcess()
-	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
-	serve.waitReady(t)
-	if err := c.WaitAdmitting(ctx); err != nil {
-		t.Fatal(err)
-	}
+	serveAdmitting(t, c, emu)
 
 	legit := apiKeyFor(t, c, emu, classicIngressRegistrar)
 	forgedData, err := json.Marshal(map[string]any{

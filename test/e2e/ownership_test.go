@@ -28,13 +28,7 @@ func TestStatusWritersCannotChangeTheRecord(t *testing.T) {
 	t.Parallel()
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
-	serve := newServeProcess()
-	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
-	serve.waitReady(t)
-	if err := c.WaitAdmitting(ctx); err != nil {
-		t.Fatal(err)
-	}
+	serveAdmitting(t, c, emu)
 	kubectl(t, c, apiKeyFor(t, c, emu, classicIngressRegistrar), "apply", "-f", "-")
 	waitAllReady(t, c, 1, 2*time.Minute)
 	want := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443"}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
 // serveProcess is kube.ServeProcess with the test's life: started by the
@@ -42,6 +43,21 @@ func (l *processLog) String() string {
 }
 
 func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}, &processLog{}} }
+
+// serveAdmitting starts serve for c, signing with API keys from
+// lbregistrar-system and reaching OCI at emu, with args besides, and
+// returns once it is ready and the API server admits through it.
+func serveAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) serveProcess {
+	t.Helper()
+	serve := newServeProcess()
+	serve.startInstalled(t, c, c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+	serve.waitReady(t)
+	if err := c.WaitAdmitting(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	return serve
+}
 
 // startInstalled installs the CRD and the validating webhooks, starts the
 // process as kubeconfig with args, and points the webhooks at it, trusting

@@ -42,13 +42,7 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 		for name, ip := range cl.nodes {
 			addNode(t, cl.c, name, ip)
 		}
-		serve := newServeProcess()
-		serve.startInstalled(t, cl.c, cl.c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
-			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, cl.args...)...)
-		serve.waitReady(t)
-		if err := cl.c.WaitAdmitting(testContext(t)); err != nil {
-			t.Fatal(err)
-		}
+		serveAdmitting(t, cl.c, emu, cl.args...)
 	}
 	objects := []string{apiKeyFor(t, clusters[0].c, emu, classicIngressRegistrar), apiKeyFor(t, clusters[1].c, emu, classicIngressRegistrar)}
 	for i, cl := range clusters {
