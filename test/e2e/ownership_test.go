@@ -133,13 +133,14 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 	kubectl(t, c, "", "patch", "lbregistrar", "legit", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"READY"}}`)
 	before := backendsOf(t, emu, classicIngress, "ingress")
 
-	serve := newServeProcess()
-	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--resync-period=1h")
+	// Planned before the switch, as the README says to.
 	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
 	if status != 0 || !strings.Contains(out, "ownership record ignored") || strings.Contains(out, "- 10.0.0.99") {
 		t.Errorf("plan (exit %d) does not ignore the planted record, or removes the foreign backend:\n%s", status, out)
 	}
+	serve := newServeProcess()
+	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--resync-period=1h")
 	serve.waitReady(t)
 	waitAllReady(t, c, 1, 2*time.Minute)
 	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
