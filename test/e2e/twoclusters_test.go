@@ -32,7 +32,7 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 		args  []string
 	}
 	clusters := []*cluster{
-		{name: "blue", nodes: map[string]string{"blue-a": "10.0.0.1", "shared": "10.0.0.2"}, args: []string{"--drain-period=4s"}},
+		{name: "blue", nodes: map[string]string{"blue-a": "10.0.0.1", "shared": "10.0.0.2"}, args: []string{"--drain-period=10s"}},
 		{name: "green", nodes: map[string]string{"green-a": "10.0.1.1", "shared": "10.0.0.2"}, args: []string{"--resync-period=1s"}},
 	}
 	var wg sync.WaitGroup
