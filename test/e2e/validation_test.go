@@ -3,6 +3,12 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 )
 
 // kubectl apply of a v1alpha1 object with three distinct mistakes is refused,
@@ -42,6 +48,11 @@ func TestSecondClaimIsRefused(t *testing.T) {
 		t.Fatal("the test manifest did not get its own load balancer")
 	}
 	kubectl(t, c, first, "apply", "-f", "-")
+	// Admission finds claims in its cache, which learns of the first one
+	// from its watch a moment later (docs/validation.md, the claim check).
+	eventually.Passes(t, 10*time.Second, 20*time.Millisecond, func() error {
+		return c.Webhooks.Manager.GetCache().Get(testContext(t), client.ObjectKey{Name: "claim-first"}, &v1beta1.LBRegistrar{})
+	})
 
 	second := strings.Replace(first, "name: claim-first", "name: claim-second", 1)
 	_, stderr, err := c.Kubectl(testContext(t), second, "apply", "-f", "-")
