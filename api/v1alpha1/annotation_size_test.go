@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -113,4 +116,71 @@ func TestUnreadableCompressedAnnotationsAreIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gzipped is value compressed as conversion writes it, with the size its
+// trailer declares replaced by declared when that is not negative.
+func gzipped(value []byte, declared int64) string {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write(value)
+	_ = zw.Close()
+	packed := buf.Bytes()
+	if declared >= 0 {
+		binary.LittleEndian.PutUint32(packed[len(packed)-4:], uint32(declared))
+	}
+	return compressedPrefix + base64.StdEncoding.EncodeToString(packed)
+}
+
+// What a compressed value costs to read is known before it is read: the
+// size its gzip trailer declares. A value declaring more than any object
+// holds is not expanded at all, and one that expands past what it declares
+// (a forged trailer, or a size that wraps at 4 GiB) is unreadable after at
+// most its declared size: expansion never exceeds the declaration.
+func TestCompressedAnnotationCostsWhatItDeclares(t *testing.T) {
+	zeros := make([]byte, 64<<20)
+	hub := recordedHub(3, 5000)
+	var spoke LBRegistrar
+	FromHub(hub, &spoke)
+	honest := spoke.Annotations[HubDataAnnotation]
+	for name, tc := range map[string]struct {
+		value    string
+		expanded int64 // ExpandedSize
+		readable bool
+		alloc    uint64 // at most, reading it
+	}{
+		"written by conversion":    {honest, int64(len(mustJSON(t, hubData{Status: &hub.Status}))), true, 8 << 20},
+		"plain JSON":               {`{"status":{}}`, 0, true, 1 << 20},
+		"declares too much":        {gzipped(zeros, -1), 0, false, 1 << 20},
+		"declares less than it is": {gzipped(zeros, 1<<10), 1 << 10, false, 1 << 20},
+		"size wraps past 4 GiB":    {gzipped(zeros[:1<<20], 1<<20+1<<32), 1 << 20, false, 4 << 20},
+		"not base64 at its end":    {compressedPrefix + "H4sI%%%%", 0, false, 1 << 20},
+		"too short":                {compressedPrefix + "H4sI", 0, false, 1 << 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			annotations := map[string]string{HubDataAnnotation: tc.value}
+			if got := ExpandedSize(annotations, HubDataAnnotation); got != tc.expanded {
+				t.Errorf("ExpandedSize = %d, want %d", got, tc.expanded)
+			}
+			var before, after goruntime.MemStats
+			goruntime.ReadMemStats(&before)
+			got := decodeAnnotation[hubData](annotations, HubDataAnnotation)
+			goruntime.ReadMemStats(&after)
+			if (got != nil) != tc.readable {
+				t.Errorf("readable = %t, want %t", got != nil, tc.readable)
+			}
+			if allocated := after.TotalAlloc - before.TotalAlloc; allocated > tc.alloc {
+				t.Errorf("reading it allocated %d bytes, want at most %d", allocated, tc.alloc)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -141,18 +142,56 @@ func decodeAnnotation[T any](annotations map[string]string, key string) *T {
 }
 
 func decompress(packed string) ([]byte, error) {
+	size, ok := declaredSize(packed)
+	if !ok || size > maxAnnotationJSON {
+		return nil, errors.New("compressed annotation declares no size within its limit")
+	}
 	zr, err := gzip.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(packed)))
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(zr, maxAnnotationJSON+1))
+	zr.Multistream(false)
+	// gzip checks the size its trailer declares once it reads to the end, so
+	// a value expands to exactly what declaredSize said or is unreadable.
+	data, err := io.ReadAll(io.LimitReader(zr, size+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxAnnotationJSON {
-		return nil, errors.New("compressed annotation expands past its limit")
+	if int64(len(data)) > size {
+		return nil, errors.New("compressed annotation expands past its declared size")
 	}
 	return data, nil
+}
+
+// declaredSize is the size a compressed value says it expands to: the last
+// four bytes of a gzip member (RFC 1952, ISIZE), read without expanding
+// anything, so what reading a value would cost is known before it is paid.
+func declaredSize(packed string) (int64, bool) {
+	if len(packed) < 8 || len(packed)%4 != 0 {
+		return 0, false
+	}
+	tail, err := base64.StdEncoding.DecodeString(packed[len(packed)-8:])
+	if err != nil || len(tail) < 4 {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint32(tail[len(tail)-4:])), true
+}
+
+// ExpandedSize is how many bytes reading the conversion annotation key of
+// annotations expands to beyond its own length: what its compressed value
+// declares, or 0 when it is plain, missing, or would not be expanded at all.
+// Conversion reads HubDataAnnotation of v1alpha1 objects and
+// AlphaSpecAnnotation of v1beta1 objects.
+func ExpandedSize(annotations map[string]string, key string) int64 {
+	packed, ok := strings.CutPrefix(annotations[key], compressedPrefix)
+	if !ok {
+		return 0
+	}
+	size, ok := declaredSize(packed)
+	if !ok || size > maxAnnotationJSON {
+		return 0
+	}
+	return size
 }
 
 // withAnnotation sets key to the JSON of value in annotations, which the
