@@ -1,7 +1,7 @@
 package conversion
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +35,13 @@ import (
 //     own; anything else takes the generic path;
 //   - converted objects are encoded straight into the response, where
 //     encoding a ConversionReview of RawExtensions encodes each object and
-//     then copies and re-validates its JSON.
+//     then copies and re-validates its JSON; past spillAt the response is
+//     streamed, and converted objects are not kept.
+//
+// Its work is bounded before it is done: every object is decoded and
+// checked first, and a review whose compressed annotations would expand
+// past its budget (reviewExpansionBase, reviewExpansionRatio) is refused
+// with an error that says so.
 func NewHandler(scheme *runtime.Scheme, converter crconversion.Converter) http.Handler {
 	return &handler{scheme: scheme, converter: converter, decoder: crconversion.NewDecoder(scheme)}
 }
@@ -58,6 +64,23 @@ var sourceOf = map[string]struct {
 	v1alpha1.GroupVersion.String(): {v1beta1.GroupVersion.WithKind("LBRegistrar"), func() runtime.Object { return &v1beta1.LBRegistrar{} }},
 }
 
+// A review's compressed annotations may expand to reviewExpansionBase plus
+// reviewExpansionRatio times the review's own size. The base lets a write
+// (one object, whose annotation expands to at most 4 MiB) and any small
+// list through; the ratio, a list of what conversion writes, which
+// compresses about 4 to 1 (node addresses) and seldom past 30 to 1 (many
+// equal backend sets), but not gzip's 1,000 to 1 of a crafted value. Past
+// it, the review is refused before anything is expanded.
+const (
+	reviewExpansionBase  = 16 << 20
+	reviewExpansionRatio = 32
+)
+
+// spillAt is how much of a response is held before it is sent: a review
+// that fails within it gets a clean failure response; a longer one is
+// streamed, so that memory does not grow with the answer.
+const spillAt = 1 << 20
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	review := &apix.ConversionReview{}
 	body := &countingReader{r: r.Body}
@@ -71,21 +94,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	// The response is about as large as the request: sized from the bytes
-	// read, never from the Content-Length a caller claims.
-	var out bytes.Buffer
-	out.Grow(int(body.n))
-	if err := h.convert(r.Context(), review, &out); err != nil {
+	sent := &countingWriter{w: w}
+	out := bufio.NewWriterSize(sent, spillAt)
+	err := h.convert(r.Context(), review, body.n, out)
+	if err != nil && sent.n == 0 {
 		log.Error(err, "failed to convert", "request", review.Request.UID)
-		out.Reset()
+		out.Reset(w)
 		review.Response = &apix.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusFailure, Message: err.Error()}}
 		review.Request = nil
-		if err := json.NewEncoder(&out).Encode(review); err != nil {
+		if err := json.NewEncoder(out).Encode(review); err != nil {
 			log.Error(err, "failed to write response")
 			return
 		}
+	} else if err != nil {
+		// Part of the answer is out: what follows cannot be read as a
+		// review, so the API server fails the conversion.
+		log.Error(err, "failed to convert after part of the response was sent", "request", review.Request.UID)
+		return
 	}
-	if _, err := w.Write(out.Bytes()); err != nil {
+	if err := out.Flush(); err != nil {
 		log.Error(err, "failed to write response")
 	}
 }
@@ -102,10 +129,30 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// convert writes the successful response to review into out: the review's
-// own kind and apiVersion, the request's UID, the converted objects in
-// order.
-func (h *handler) convert(ctx context.Context, review *apix.ConversionReview, out *bytes.Buffer) (err error) {
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// source is one object of a review, decoded, and the empty object it
+// converts into.
+type source struct {
+	src, dst runtime.Object
+}
+
+// convert writes the successful response to review, read from size bytes,
+// into out: the review's own kind and apiVersion, the request's UID, the
+// converted objects in order. Every object is decoded and checked first,
+// and the review's expansion budget with it, so that what is refused is
+// refused before any output.
+func (h *handler) convert(ctx context.Context, review *apix.ConversionReview, size int64, out io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			conversionmetrics.WebhookPanics.WithLabelValues().Inc()
@@ -116,6 +163,10 @@ func (h *handler) convert(ctx context.Context, review *apix.ConversionReview, ou
 		}
 	}()
 	req := review.Request
+	sources, err := h.decodeAll(req, size)
+	if err != nil {
+		return err
+	}
 	typeMeta, err := json.Marshal(review.TypeMeta) // {} or {"kind":…,"apiVersion":…}
 	if err != nil {
 		return err
@@ -124,35 +175,74 @@ func (h *handler) convert(ctx context.Context, review *apix.ConversionReview, ou
 	if err != nil {
 		return err
 	}
-	out.Write(typeMeta[:len(typeMeta)-1])
+	head := typeMeta[:len(typeMeta)-1]
 	if len(typeMeta) > len("{}") {
-		out.WriteByte(',')
+		head = append(head, ',')
 	}
-	out.WriteString(`"response":{"uid":`)
-	out.Write(uid)
-	out.WriteString(`,"convertedObjects":[`)
+	if _, err := fmt.Fprintf(out, `%s"response":{"uid":%s,"convertedObjects":[`, head, uid); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(out)
-	for i, obj := range req.Objects {
-		src, gvk, err := h.decode(req.DesiredAPIVersion, obj.Raw)
-		if err != nil {
-			return err
-		}
-		dst, err := h.newObject(schema.FromAPIVersionAndKind(req.DesiredAPIVersion, gvk.Kind))
-		if err != nil {
-			return err
-		}
-		if err := h.convertObject(ctx, src, dst); err != nil {
+	for i := range sources {
+		if err := h.converter.ConvertObject(ctx, sources[i].src, sources[i].dst); err != nil {
 			return err
 		}
 		if i > 0 {
-			out.WriteByte(',')
+			if _, err := io.WriteString(out, ","); err != nil {
+				return err
+			}
 		}
-		if err := enc.Encode(dst); err != nil {
+		if err := enc.Encode(sources[i].dst); err != nil {
 			return err
 		}
+		sources[i] = source{} // converted objects are not kept
 	}
-	out.WriteString(`],"result":{"metadata":{},"status":"Success"}}}` + "\n")
-	return nil
+	_, err = io.WriteString(out, `],"result":{"metadata":{},"status":"Success"}}}`+"\n")
+	return err
+}
+
+// decodeAll decodes and checks every object of req, read from size bytes,
+// and refuses the review when their compressed annotations would expand
+// past its budget.
+func (h *handler) decodeAll(req *apix.ConversionRequest, size int64) ([]source, error) {
+	sources := make([]source, len(req.Objects))
+	var expanded int64
+	for i, obj := range req.Objects {
+		src, gvk, err := h.decode(req.DesiredAPIVersion, obj.Raw)
+		if err != nil {
+			return nil, err
+		}
+		req.Objects[i].Raw = nil // decoded
+		dst, err := h.newObject(schema.FromAPIVersionAndKind(req.DesiredAPIVersion, gvk.Kind))
+		if err != nil {
+			return nil, err
+		}
+		srcGVK, dstGVK := src.GetObjectKind().GroupVersionKind(), dst.GetObjectKind().GroupVersionKind()
+		if srcGVK.GroupKind() != dstGVK.GroupKind() {
+			return nil, fmt.Errorf("src %T and dst %T does not belong to same API Group", src, dst)
+		}
+		if srcGVK == dstGVK {
+			return nil, fmt.Errorf("conversion is not allowed between same type %T", src)
+		}
+		expanded += expandedSize(src)
+		sources[i] = source{src: src, dst: dst}
+	}
+	if budget := reviewExpansionBase + reviewExpansionRatio*size; expanded > budget {
+		return nil, fmt.Errorf("the compressed annotations of the review's %d objects expand to %d bytes, more than the %d a review of %d bytes may: "+
+			"convert fewer objects at a time (list in pages, e.g. kubectl get --chunk-size)", len(sources), expanded, budget, size)
+	}
+	return sources, nil
+}
+
+// expandedSize is what converting obj expands of its annotations.
+func expandedSize(obj runtime.Object) int64 {
+	switch obj := obj.(type) {
+	case *v1alpha1.LBRegistrar:
+		return v1alpha1.ExpandedSize(obj.Annotations, v1alpha1.HubDataAnnotation)
+	case *v1beta1.LBRegistrar:
+		return v1alpha1.ExpandedSize(obj.Annotations, v1alpha1.AlphaSpecAnnotation)
+	}
+	return 0
 }
 
 // decode reads one object and its kind.
@@ -174,15 +264,4 @@ func (h *handler) newObject(gvk schema.GroupVersionKind) (runtime.Object, error)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
-}
-
-func (h *handler) convertObject(ctx context.Context, src, dst runtime.Object) error {
-	srcGVK, dstGVK := src.GetObjectKind().GroupVersionKind(), dst.GetObjectKind().GroupVersionKind()
-	if srcGVK.GroupKind() != dstGVK.GroupKind() {
-		return fmt.Errorf("src %T and dst %T does not belong to same API Group", src, dst)
-	}
-	if srcGVK == dstGVK {
-		return fmt.Errorf("conversion is not allowed between same type %T", src)
-	}
-	return h.converter.ConvertObject(ctx, src, dst)
 }
