@@ -96,18 +96,24 @@ type validator[T client.Object, V any] struct {
 func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := v.rules.newObject()
 	var view, oldView V // oldView stays nil on create: V is a pointer type
+	var refused field.ErrorList
 	switch req.Operation {
 	case admissionv1.Create:
 		if err := decode(req.Object, obj); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
+		refused = refuseConversionAnnotations(obj, nil)
 		view = v.rules.view(obj)
 	case admissionv1.Update:
 		old := v.rules.newObject()
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
+		refused = refuseConversionAnnotations(obj, old.GetAnnotations())
 		if req.SubResource == "status" {
+			if len(refused) > 0 {
+				return verdict(v.rules.version, req.Name, refused, nil)
+			}
 			return v.statusWrite(req, v.rules.status(obj), v.rules.status(old))
 		}
 		view, oldView = v.rules.view(obj), v.rules.view(old)
@@ -122,6 +128,7 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	errs, warnings := v.rules.validate(view, oldView, claimants)
+	errs = append(refused, errs...)
 	// A write that leaves the spec alone (a finalizer, a label) changes
 	// nothing lbregistrar signs or where.
 	if req.Operation == admissionv1.Create || !equality.Semantic.DeepEqual(spec, v.rules.stored(oldView)) {
@@ -160,6 +167,39 @@ func (v *validator[T, V]) statusWrite(req admission.Request, status, old v1beta1
 		errs[i] = errs[i].WithOrigin(validation.RuleOwnershipRecord)
 	}
 	return verdict(v.rules.version, req.Name, errs, nil)
+}
+
+// refuseConversionAnnotations refuses, without reading them, the
+// compressed conversion annotations of obj that
+// validation.ValidateConversionAnnotations refuses against the stored ones:
+// the stored value is put back in obj in their place, so a forged value is
+// never expanded and the rest of the write is checked as it would be
+// stored. Plain values are left to validation, which reads them and checks
+// what they hide too.
+func refuseConversionAnnotations(obj client.Object, stored map[string]string) field.ErrorList {
+	annotations := obj.GetAnnotations()
+	var refused field.ErrorList
+	for _, key := range []string{v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation} {
+		if v1alpha1.ExpandedSize(annotations, key) == 0 {
+			continue
+		}
+		var was map[string]string // the stored value alone
+		if value, ok := stored[key]; ok {
+			was = map[string]string{key: value}
+		}
+		errs := validation.ValidateConversionAnnotations(map[string]string{key: annotations[key]}, was)
+		if len(errs) == 0 {
+			continue
+		}
+		refused = append(refused, errs...)
+		if was != nil {
+			annotations[key] = was[key]
+		} else {
+			delete(annotations, key)
+		}
+	}
+	obj.SetAnnotations(annotations)
+	return refused
 }
 
 func unknownOperation(req admission.Request) admission.Response {
