@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -41,12 +42,23 @@ type ServerOptions struct {
 	// RequestTimeout bounds reading a request and writing its response. The
 	// API server waits at most 30 s for a webhook.
 	RequestTimeout time.Duration
+
+	// MemoryBudget bounds the memory requests in flight may take together
+	// (see budget); requests past it wait, then are answered 503. It must
+	// hold one request of MaxRequestBytes.
+	MemoryBudget int64
+
+	// MaxConnections bounds the connections served at once; more wait to
+	// be accepted.
+	MaxConnections int
 }
 
 // Defaults for ServerOptions left zero.
 const (
 	DefaultMaxRequestBytes = 32 << 20
 	DefaultRequestTimeout  = 30 * time.Second
+	DefaultMemoryBudget    = 160 << 20
+	DefaultMaxConnections  = 256
 )
 
 // CertificateSource provides the serving certificate and keeps it current
@@ -80,12 +92,14 @@ func SecureTLS(cfg *tls.Config) {
 }
 
 // Server is the webhook server: HTTPS only, TLS as SecureTLS sets it, bounded
-// request size and time, one certificate source, and metrics per path. It
+// request size, time, connections and memory, one certificate source, and
+// metrics per path. It
 // implements controller-runtime's webhook.Server so the manager runs it and
 // the builders register on it.
 type Server struct {
 	opts     ServerOptions
 	listener net.Listener
+	budget   *budget
 	mux      *http.ServeMux
 	started  atomic.Bool
 }
@@ -104,11 +118,21 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
+	if opts.MemoryBudget == 0 {
+		opts.MemoryBudget = DefaultMemoryBudget
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	budget, err := newBudget(opts.MemoryBudget, opts.MaxRequestBytes)
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, listener: l, mux: http.NewServeMux()}, nil
+	return &Server{opts: opts, listener: netutil.LimitListener(l, opts.MaxConnections), budget: budget, mux: http.NewServeMux()}, nil
 }
 
 // Addr is the address the server listens on.
@@ -117,12 +141,13 @@ func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 // NeedLeaderElection is false: every replica serves.
 func (*Server) NeedLeaderElection() bool { return false }
 
-// Register serves hook at path, instrumented with the request metrics.
+// Register serves hook at path within the memory budget, instrumented with
+// the request metrics.
 func (s *Server) Register(path string, hook http.Handler) {
 	labels := prometheus.Labels{"path": path}
 	h := promhttp.InstrumentHandlerInFlight(requestsInFlight.With(labels),
 		promhttp.InstrumentHandlerDuration(requestDuration.MustCurryWith(labels),
-			promhttp.InstrumentHandlerCounter(requestsTotal.MustCurryWith(labels), hook)))
+			promhttp.InstrumentHandlerCounter(requestsTotal.MustCurryWith(labels), s.budget.limit(hook))))
 	s.mux.Handle(path, h)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -21,7 +22,9 @@ type listenerAddresses struct {
 	Metrics string `json:"metrics,omitempty"`
 }
 
-// listen binds the address of flag, or returns nil when it is "0" (disabled).
+// listen binds the address of flag, or returns nil when it is "0"
+// (disabled). Probes and scrapers are few: maxProbeConnections are served at
+// once, and more wait to be accepted.
 func listen(flag, addr string) (net.Listener, error) {
 	if addr == "0" {
 		return nil, nil
@@ -30,8 +33,10 @@ func listen(flag, addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
-	return l, nil
+	return netutil.LimitListener(l, maxProbeConnections), nil
 }
+
+const maxProbeConnections = 32
 
 // addressOf is l's address, or none when l is disabled.
 func addressOf(l net.Listener) string {
@@ -56,9 +61,11 @@ func addHealthServer(mgr manager.Manager, l net.Listener, ready map[string]healt
 }
 
 // newHTTPServer is a plain server for the probes and metrics, with bounded
-// header reads.
+// reads and writes: its handlers read no body, and a client that reads its
+// answer slowly is cut off.
 func newHTTPServer(handler http.Handler) *http.Server {
-	return &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20}
+	return &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10}
 }
 
 // writeAddresses writes addrs to path as JSON. A file, rather than a log

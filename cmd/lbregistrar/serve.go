@@ -60,6 +60,8 @@ type serveOptions struct {
 	enableHTTP2    bool
 	maxRequestSize int64
 	requestTimeout time.Duration
+	memoryBudget   int64
+	maxConnections int
 
 	certMode       string
 	namespace      string
@@ -115,6 +117,8 @@ See docs/certificates.md.`,
 	f.BoolVar(&o.enableHTTP2, "enable-http2", false, "offer HTTP/2 on the webhook server")
 	f.Int64Var(&o.maxRequestSize, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest webhook request body")
 	f.DurationVar(&o.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time to read a webhook request and write its response")
+	f.Int64Var(&o.memoryBudget, "webhook-memory-budget-bytes", webhook.DefaultMemoryBudget, "memory webhook requests in flight may take together; past it they wait, then get 503")
+	f.IntVar(&o.maxConnections, "webhook-max-connections", webhook.DefaultMaxConnections, "webhook connections served at once")
 	f.StringVar(&o.certMode, "cert-mode", certModeBuiltin, `certificate mode: "builtin" or "cert-manager"`)
 	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "lbregistrar-system"), "namespace of the webhook Service and certificate Secret")
 	f.StringVar(&o.serviceName, "service-name", "lbregistrar-webhook", "webhook Service; its DNS names go into the built-in serving certificate")
@@ -174,6 +178,8 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, listenerAd
 		EnableHTTP2:     o.enableHTTP2,
 		MaxRequestBytes: o.maxRequestSize,
 		RequestTimeout:  o.requestTimeout,
+		MemoryBudget:    o.memoryBudget,
+		MaxConnections:  o.maxConnections,
 	})
 	if err != nil {
 		return nil, listenerAddresses{}, err
