@@ -50,13 +50,19 @@ func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}, 
 func serveAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) serveProcess {
 	t.Helper()
 	serve := newServeProcess()
-	serve.startInstalled(t, c, c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
+	serve.startAdmitting(t, c, emu, args...)
+	return serve
+}
+
+// startAdmitting is serveAdmitting with a process the caller set up.
+func (p serveProcess) startAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) {
+	t.Helper()
+	p.startInstalled(t, c, c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
 		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
-	serve.waitReady(t)
+	p.waitReady(t)
 	if err := c.WaitAdmitting(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	return serve
 }
 
 // startInstalled installs the CRD and the validating webhooks, starts the

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,6 +32,9 @@ type ServeProcess struct {
 	// HTTP to anyone, so a person running make run, and tests about other
 	// things, can read them with no token.
 	SecureMetrics bool `json:"-"`
+
+	// Env is added to the process's environment.
+	Env []string `json:"-"`
 
 	dir  string // holds the addresses file while the process runs
 	cmd  *exec.Cmd
@@ -55,6 +59,7 @@ func (p *ServeProcess) Start(binary, kubeconfig string, out io.Writer, args ...s
 		"--webhook-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--addresses-file", p.addressesFile(), "--metrics-secure=" + strconv.FormatBool(p.SecureMetrics)}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
+	p.cmd.Env = append(os.Environ(), p.Env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := p.cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
@@ -98,6 +103,22 @@ func (p *ServeProcess) WaitListening(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// PeakRSS is the most memory the running process has held resident
+// (VmHWM of /proc/<pid>/status), in bytes.
+func (p *ServeProcess) PeakRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), 10, 64)
+			return n << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/<pid>/status")
 }
 
 // Done is closed when the process has exited.
