@@ -91,6 +91,7 @@ bench: ## Run the benchmarks and rewrite docs/benchmarks.md.
 fuzz: ## Run each native fuzz target for a while.
 	$(GO) test ./api/v1alpha1 -run '^$$' -fuzz FuzzConvert -fuzztime 60s
 	$(GO) test ./webhook -run '^$$' -fuzz FuzzAdmission -fuzztime 60s
+	$(GO) test ./webhook -run '^$$' -fuzz FuzzServer -fuzztime 60s
 	$(GO) test ./cmd/lbregistrar -run '^$$' -fuzz FuzzManifests -fuzztime 60s
 	$(GO) test ./test/ociemu -run '^$$' -fuzz FuzzDropNullMembers -fuzztime 60s
 

@@ -19,7 +19,7 @@ import (
 
 // startServer serves an echo hook at /echo with a fresh certificate for
 // 127.0.0.1 and returns a client trusting it.
-func startServer(t *testing.T, opts webhook.ServerOptions) (*webhook.Server, *tls.Config) {
+func startServer(t testing.TB, opts webhook.ServerOptions) (*webhook.Server, *tls.Config) {
 	t.Helper()
 	ca, err := certs.NewCA("test", time.Now(), time.Hour)
 	if err != nil {
