@@ -38,14 +38,16 @@ type Backoff struct {
 }
 
 // delay is exponential backoff with full jitter, never shorter than the
-// server's Retry-After.
+// server's Retry-After nor longer than Max: the wait holds the load
+// balancer's lane, so a server asking for more than Max gets Max here, and
+// a failing write then hands over to the workqueue's own backoff.
 func (b Backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
 	d := b.Base << min(attempt, 20)
 	if d <= 0 || d > b.Max {
 		d = b.Max
 	}
 	d = time.Duration(rand.Int64N(int64(d)) + 1)
-	return max(d, retryAfter)
+	return min(max(d, retryAfter), b.Max)
 }
 
 // syncRequest is one backend set to bring in line.

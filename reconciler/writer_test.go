@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -223,8 +224,20 @@ func TestBackoffHonoursRetryAfter(t *testing.T) {
 			t.Fatalf("delay(%d) = %s outside (0, %s]", attempt, d, b.Max)
 		}
 	}
+	b.Max = 5 * time.Second
 	if d := b.delay(0, 2*time.Second); d != 2*time.Second {
 		t.Fatalf("delay with Retry-After 2s = %s", d)
+	}
+}
+
+// A Retry-After past the backoff maximum is cut to it: the wait holds the
+// load balancer's lane, deletions included.
+func TestBackoffCapsRetryAfter(t *testing.T) {
+	b := Backoff{Base: time.Millisecond, Max: 50 * time.Millisecond, Attempts: 5}
+	for _, after := range []time.Duration{24 * time.Hour, time.Duration(math.MaxInt64)} {
+		if d := b.delay(0, after); d != b.Max {
+			t.Errorf("delay with Retry-After %s = %s, want %s", after, d, b.Max)
+		}
 	}
 }
 

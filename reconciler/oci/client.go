@@ -17,7 +17,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -239,7 +241,10 @@ func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
 		call.setRequestID(req.Header.Get("opc-request-id")) // the SDK's own, all there is when no answer comes
 	}
 	resp, err := d.client.Do(req)
-	if err == nil && call != nil {
+	if err != nil {
+		return nil, err
+	}
+	if call != nil {
 		if h := resp.Header.Get("Retry-After"); h != "" {
 			call.setRetryAfter(h)
 		}
@@ -247,7 +252,50 @@ func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
 			call.setRequestID(id)
 		}
 	}
-	return resp, err
+	if resp.ContentLength > maxResponseBytes {
+		_ = resp.Body.Close()
+		return nil, &ResponseTooLargeError{Limit: maxResponseBytes}
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	return resp, nil
+}
+
+// maxResponseBytes bounds what the SDK, which reads every answer whole, may
+// read of one: a broken or hostile endpoint could otherwise make the
+// controller allocate without limit. The largest answer read is a backend
+// set of the most backends OCI allows (1,024 per load balancer), about
+// 250 kB; the bound is far above it.
+const maxResponseBytes = 8 << 20
+
+// ResponseTooLargeError is an OCI answer longer than maxResponseBytes.
+// Retrying at once cannot help, so it is not retryable; the next reconcile
+// tries again.
+type ResponseTooLargeError struct{ Limit int64 }
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("OCI answered with a body longer than %d bytes; not read", e.Limit)
+}
+
+// limitedBody fails a read past left bytes.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, &ResponseTooLargeError{Limit: maxResponseBytes}
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 type callKey struct{}
@@ -273,15 +321,23 @@ func (c *callState) getRequestID() string {
 	return c.requestID
 }
 
+// setRetryAfter keeps a Retry-After of seconds (RFC 9110, section 10.2.3;
+// OCI sends whole seconds), capped at maxRetryAfter; an HTTP date, or
+// anything else, is ignored and the caller's own backoff applies.
 func (c *callState) setRetryAfter(v string) {
-	var secs float64
-	if _, err := fmt.Sscan(v, &secs); err != nil || secs < 0 {
+	secs, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(secs >= 0) { // NaN too
 		return
 	}
 	c.mu.Lock()
-	c.retryAfter = time.Duration(secs * float64(time.Second))
+	c.retryAfter = time.Duration(min(secs, maxRetryAfter.Seconds()) * float64(time.Second))
 	c.mu.Unlock()
 }
+
+// maxRetryAfter bounds a server's Retry-After before it becomes a
+// Duration, which a large value would overflow; the writer bounds it
+// further by its own backoff maximum.
+const maxRetryAfter = time.Hour
 
 func (c *callState) getRetryAfter() time.Duration {
 	c.mu.Lock()

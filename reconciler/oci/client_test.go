@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,13 @@ func TestFactoryCachesOneClientPerCredential(t *testing.T) {
 // emulatorClient returns a client of a key registered with a fresh emulator.
 func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client) {
 	t.Helper()
+	return emulatorClientOver(t, register, nil)
+}
+
+// emulatorClientOver is emulatorClient sending through client (nil: the
+// default).
+func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ociemu.Emulator, *oci.Client) {
+	t.Helper()
 	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +132,7 @@ func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client)
 		user.Fingerprint, _ = ociemu.Fingerprint(&k.PublicKey)
 	}
 	f := oci.NewFactory(oci.Options{
-		LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(),
+		LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(), HTTPClient: client,
 		RateLimit: 1000, Burst: 1000, PollMin: time.Millisecond, PollMax: 50 * time.Millisecond,
 	})
 	c, err := f.Client(oci.Credentials{Tenancy: user.Tenancy, User: user.User, Fingerprint: user.Fingerprint, Region: "us-ashburn-1", PrivateKey: keyPEM})
