@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/certs"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
@@ -153,5 +156,70 @@ func TestServerOffersOnlyAEADSuitesAtTLS1_2(t *testing.T) {
 		if (err == nil) != want {
 			t.Errorf("a client offering only %s: handshake error %v", tls.CipherSuiteName(suite), err)
 		}
+	}
+}
+
+// With a client CA, the handshake asks for a client certificate and the
+// paths decide: a caller without one is answered 403 everywhere but on the
+// anonymous paths (conversion: the API server has no certificate for it),
+// and one whose certificate the CA signed is served. Without a client CA,
+// anyone is served.
+func TestServerAuthenticatesClients(t *testing.T) {
+	apiServer, err := kube.NewClientCertificate("kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
+	if err := os.WriteFile(caFile, apiServer.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(apiServer.CertPEM, apiServer.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(srv *webhook.Server, cfg *tls.Config, path string) int {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+		resp, err := client.Post("https://"+srv.Addr().String()+path, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	srv, cfg := startServer(t, webhook.ServerOptions{ClientCAFile: caFile, AnonymousPaths: []string{"/open"}})
+	srv.Register("/open", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	withCert := cfg.Clone()
+	withCert.Certificates = []tls.Certificate{pair}
+	for _, tc := range []struct {
+		name string
+		cfg  *tls.Config
+		path string
+		want int
+	}{
+		{"no certificate", cfg, "/echo", http.StatusForbidden},
+		{"no certificate, anonymous path", cfg, "/open", http.StatusOK},
+		{"the API server's certificate", withCert, "/echo", http.StatusOK},
+	} {
+		if got := post(srv, tc.cfg, tc.path); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	open, openCfg := startServer(t, webhook.ServerOptions{})
+	if got := post(open, openCfg, "/echo"); got != http.StatusOK {
+		t.Errorf("without a client CA, no certificate: %d", got)
+	}
+
+	other, err := kube.NewClientCertificate("someone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPair, err := tls.X509KeyPair(other.CertPEM, other.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withOther := cfg.Clone()
+	withOther.Certificates = []tls.Certificate{otherPair}
+	if got := post(srv, withOther, "/echo"); got == http.StatusOK {
+		t.Errorf("a certificate another CA signed: served")
 	}
 }

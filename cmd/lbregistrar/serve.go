@@ -62,6 +62,7 @@ type serveOptions struct {
 	requestTimeout time.Duration
 	memoryBudget   int64
 	maxConnections int
+	clientCAFile   string
 
 	certMode       string
 	namespace      string
@@ -119,6 +120,7 @@ See docs/certificates.md.`,
 	f.DurationVar(&o.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time to read a webhook request and write its response")
 	f.Int64Var(&o.memoryBudget, "webhook-memory-budget-bytes", webhook.DefaultMemoryBudget, "memory webhook requests in flight may take together; past it they wait, then get 503")
 	f.IntVar(&o.maxConnections, "webhook-max-connections", webhook.DefaultMaxConnections, "webhook connections served at once")
+	f.StringVar(&o.clientCAFile, "webhook-client-ca-file", "", "PEM CA bundle: the admission webhooks answer only callers with a client certificate it signed, as the API server's AdmissionConfiguration gives it (conversion stays open: the API server has no client certificate for it)")
 	f.StringVar(&o.certMode, "cert-mode", certModeBuiltin, `certificate mode: "builtin" or "cert-manager"`)
 	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "lbregistrar-system"), "namespace of the webhook Service and certificate Secret")
 	f.StringVar(&o.serviceName, "service-name", "lbregistrar-webhook", "webhook Service; its DNS names go into the built-in serving certificate")
@@ -180,6 +182,8 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, listenerAd
 		RequestTimeout:  o.requestTimeout,
 		MemoryBudget:    o.memoryBudget,
 		MaxConnections:  o.maxConnections,
+		ClientCAFile:    o.clientCAFile,
+		AnonymousPaths:  []string{conversion.Path},
 	})
 	if err != nil {
 		return nil, listenerAddresses{}, err

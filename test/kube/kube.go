@@ -57,6 +57,10 @@ type Options struct {
 
 	// Webhooks configure the in-process webhook server.
 	Webhooks WebhookOptions
+
+	// APIServerFlags are set on kube-apiserver's command line, e.g.
+	// admission-control-config-file.
+	APIServerFlags map[string]string
 }
 
 // Cluster is a running API server.
@@ -111,6 +115,9 @@ func StartEnv(ctx context.Context, o Options) (_ *Cluster, err error) {
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	for flag, value := range o.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(flag, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {
