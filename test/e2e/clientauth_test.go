@@ -31,7 +31,7 @@ func TestOnlyTheAPIServerIsAdmitted(t *testing.T) {
 	}
 	caFile := file("client-ca.crt", apiServer.CAPEM)
 	// The user named "*" is used for every webhook; a cluster names the
-	// webhook's service, lbregistrar-webhook-service.lbregistrar-system.svc.
+	// webhook's service, lbregistrar-webhook.lbregistrar-system.svc.
 	kubeconfig := file("webhook-kubeconfig.yaml", []byte(`apiVersion: v1
 kind: Config
 users:

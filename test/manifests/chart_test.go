@@ -41,6 +41,7 @@ func TestChartInstallsWhatKustomizeDoes(t *testing.T) {
 		{"defaults", "", []string{"default"}},
 		{"certMode cert-manager", "certMode: cert-manager", []string{"with-cert-manager"}},
 		{"serviceMonitor and prometheusRule", "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}", []string{"default", "prometheus"}},
+		{"networkPolicy", "networkPolicy: {enabled: true}", []string{"default", "network-policy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := map[string]object{}
@@ -100,7 +101,9 @@ func TestChartValues(t *testing.T) {
 		{deployment, "spec.selector.matchLabels", "{app.kubernetes.io/name: lbregistrar}"},
 		{deployment, container + "args", `[serve, --leader-elect, --cert-mode=cert-manager, --webhook-addr=:9443,
 			--metrics-addr=:8080, --metrics-secure=true, --health-addr=:8081, --graceful-shutdown-timeout=100s,
-			"--secret-namespaces=team-a,lbregistrar-system", --v=2, --resync-period=5m, --oci-rate-limit=5]`},
+			"--secret-namespaces=team-a,lbregistrar-system", --v=2, --webhook-client-ca-file=/etc/lbregistrar/client-ca/bundle.pem,
+			--resync-period=5m, --oci-rate-limit=5]`},
+		{deployment, container + "env", `[{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}, {name: GOMEMLIMIT, value: 384MiB}]`},
 		// The release namespace holds the certificate's Secret, so it is
 		// bound once whether secretNamespaces names it or not.
 		{"RoleBinding team-a/lbregistrar-api-key-reader", "roleRef.name", "lbregistrar-api-key-reader"},
@@ -112,6 +115,11 @@ func TestChartValues(t *testing.T) {
 		{"PrometheusRule lbregistrar-system/lbregistrar", "metadata.labels.role", "alert-rules"},
 		{"ClusterRoleBinding /lbregistrar-metrics-reader", "subjects", "[{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}]"},
 		{"PodDisruptionBudget lbregistrar-system/lbregistrar", "spec.minAvailable", "1"},
+		{"NetworkPolicy lbregistrar-system/lbregistrar-allow-webhook-traffic", "spec.ingress.0.from", "[{ipBlock: {cidr: 10.0.0.0/28}}]"},
+		{"NetworkPolicy lbregistrar-system/lbregistrar-allow-metrics-traffic", "spec.ingress.0.from",
+			"[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]"},
+		{deployment, container + "volumeMounts", "[{name: webhook-client-ca, mountPath: /etc/lbregistrar/client-ca, readOnly: true}]"},
+		{deployment, pod + "volumes", "[{name: webhook-client-ca, configMap: {name: apiserver-client-ca}}]"},
 	} {
 		obj, ok := objects[tc.object]
 		if !ok {
