@@ -150,8 +150,9 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		allow bool
 	}{
 		{[]string{"watch", "lbregistrars.nodes.peppy-ratio.dev"}, true},
-		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=status"}, true},
-		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=finalizers"}, true},
+		{[]string{"get", "lbregistrars.nodes.peppy-ratio.dev"}, true},
+		{[]string{"patch", "lbregistrars.nodes.peppy-ratio.dev"}, true},
+		{[]string{"patch", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=status"}, true},
 		{[]string{"list", "nodes"}, true},
 		{[]string{"list", "services", "-A"}, true},
 		{[]string{"watch", "endpointslices.discovery.k8s.io", "-A"}, true},
@@ -162,11 +163,30 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"create", "leases.coordination.k8s.io", "-n", kube.Namespace}, true},
 		{[]string{"get", "secrets", "-n", kube.Namespace}, true},
 		{[]string{"update", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, true},
+		{[]string{"get", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, true},
 		{[]string{"update", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, true},
+		{[]string{"get", "customresourcedefinitions/" + kube.CRDName}, true},
 		{[]string{"update", "customresourcedefinitions/" + kube.CRDName}, true},
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true},
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 
+		// Only the calls the code makes: patches, not updates, of
+		// LBRegistrars; no owned objects; cached reads; events in the
+		// namespace the API server keeps LBRegistrars' in; the CA bundle
+		// written into lbregistrar's own objects only.
+		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev"}, false},
+		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=status"}, false},
+		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=finalizers"}, false},
+		{[]string{"get", "nodes/any"}, false},
+		{[]string{"get", "services/any", "-n", "default"}, false},
+		{[]string{"create", "events.events.k8s.io", "-n", kube.Namespace}, false},
+		{[]string{"create", "events", "-n", "default"}, false},
+		{[]string{"patch", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, false},
+		{[]string{"patch", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, false},
+		{[]string{"get", "validatingwebhookconfigurations/other"}, false},
+		{[]string{"list", "validatingwebhookconfigurations"}, false},
+		{[]string{"get", "customresourcedefinitions/other.example.com"}, false},
+		{[]string{"list", "customresourcedefinitions"}, false},
 		{[]string{"get", "secrets", "-n", "kube-system"}, false},
 		{[]string{"list", "secrets", "-A"}, false},
 		{[]string{"update", "secrets/other", "-n", kube.Namespace}, false},
