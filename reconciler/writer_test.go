@@ -302,3 +302,28 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 		t.Fatalf("lanes left behind: %v", l.busy)
 	}
 }
+
+// A server asking to wait a day holds the load balancer's lane for at most
+// the backoff maximum, and shutdown ends even that wait at once.
+func TestThrottledWriteWaitsBoundedAndInterruptibly(t *testing.T) {
+	throttled := &oci.Error{Op: "UpdateBackendSet", Status: 429, Code: "TooManyRequests", Reason: "throttled", RetryAfter: 24 * time.Hour, Err: errors.New("slow down")}
+	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
+	sync := func(ctx context.Context, b Backoff) (time.Duration, error) {
+		start := time.Now()
+		_, err := syncBackendSet(ctx, &scriptedAPI{writeErrors: []error{throttled}}, b, syncRequest{
+			LoadBalancerID: "lb", Name: "bs",
+			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
+			RecordIntent: func([]v1beta1.Backend) error { return nil },
+			WaitTimeout:  time.Second,
+		})
+		return time.Since(start), err
+	}
+	if took, err := sync(context.Background(), Backoff{Base: time.Millisecond, Max: 50 * time.Millisecond, Attempts: 3}); err != nil || took > 5*time.Second {
+		t.Errorf("Retry-After of a day with a backoff maximum of 50ms: took %s, err %v", took, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if took, err := sync(ctx, Backoff{Base: time.Millisecond, Max: time.Hour, Attempts: 3}); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second {
+		t.Errorf("shutdown during the wait: took %s, err %v", took, err)
+	}
+}
