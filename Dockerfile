@@ -9,6 +9,7 @@ COPY api/ api/
 COPY certs/ certs/
 COPY claims/ claims/
 COPY cmd/ cmd/
+COPY config/crd/ config/crd/
 COPY conversion/ conversion/
 COPY reconciler/ reconciler/
 COPY webhook/ webhook/

@@ -20,6 +20,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/peppy-ratio/lbregistrar/api/defaulting"
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
@@ -261,14 +262,14 @@ func (s *manifestSet) addDocument(pos position, item *field.Path, data []byte) {
 		fail(fmt.Errorf("unknown kind %s in %s: this group has LBRegistrar and LBRegistrarList", meta.Kind, group))
 	case meta.APIVersion == v1alpha1.GroupVersion.String():
 		obj := &v1alpha1.LBRegistrar{}
-		if err := decodeLBRegistrar(raw, obj); err != nil {
+		if err := decodeLBRegistrar(raw, v1alpha1.GroupVersion.Version, obj); err != nil {
 			fail(err)
 			return
 		}
 		s.manifests = append(s.manifests, manifest{position: pos, alpha: obj})
 	case meta.APIVersion == v1beta1.GroupVersion.String():
 		obj := &v1beta1.LBRegistrar{}
-		if err := decodeLBRegistrar(raw, obj); err != nil {
+		if err := decodeLBRegistrar(raw, v1beta1.GroupVersion.Version, obj); err != nil {
 			fail(err)
 			return
 		}
@@ -278,12 +279,13 @@ func (s *manifestSet) addDocument(pos position, item *field.Path, data []byte) {
 	}
 }
 
-// decodeLBRegistrar decodes an LBRegistrar of either version like the API
-// server with strict field validation: field names are case-sensitive, and
-// unknown or duplicate fields are errors. A services list longer than any
+// decodeLBRegistrar decodes an LBRegistrar of version like the API server
+// with strict field validation: field names are case-sensitive, unknown or
+// duplicate fields are errors, and what the file leaves out gets the CRD's
+// defaults (package defaulting). A services list longer than any
 // LBRegistrar may have is refused before its entries are decoded, so that
 // what convert and migrate go on to do stays small.
-func decodeLBRegistrar(raw []byte, into any) error {
+func decodeLBRegistrar(raw []byte, version string, into any) error {
 	var count struct {
 		Spec struct {
 			Services []struct{} `json:"services"`
@@ -294,6 +296,10 @@ func decodeLBRegistrar(raw []byte, into any) error {
 		if errs := validation.ValidateTargetCount(len(count.Spec.Services), field.NewPath("spec", "services")); len(errs) > 0 {
 			return fmt.Errorf("invalid LBRegistrar: %w", errs.ToAggregate())
 		}
+	}
+	raw, err := defaulting.Default(raw, version)
+	if err != nil {
+		return fmt.Errorf("invalid LBRegistrar: %w", err)
 	}
 	strict, err := kjson.UnmarshalStrict(raw, into)
 	if err == nil {
