@@ -93,13 +93,3 @@ func withoutDefaults() map[string]string {
 	}
 	return specs
 }
-
-const apiKeySpec = `  apiKey:
-    user: ocid1.user.oc1..aaaaaaaaexample
-    fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
-    tenancy: ocid1.tenancy.oc1..aaaaaaaaexample
-    region: ap-tokyo-1
-    privateKey:
-      namespace: lbregistrar-system
-      secretKeyRef: {name: oci-api-key, key: private-key}
-`

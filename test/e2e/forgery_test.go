@@ -29,7 +29,11 @@ spec:
   loadBalancerId: ` + classicIngress + `
   backendSetName: ingress
   nodePort: 30443
-  apiKey:
+` + apiKeySpec
+
+// apiKeySpec is the apiKey of the manifests here, for the key apiKeyFor
+// makes.
+const apiKeySpec = `  apiKey:
     user: ocid1.user.oc1..aaaaaaaaexample
     fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
     tenancy: ocid1.tenancy.oc1..aaaaaaaaexample
