@@ -61,6 +61,7 @@ const (
 	ReasonServiceNotFound        = "ServiceNotFound"
 	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
 	ReasonServicePortNotFound    = "ServicePortNotFound"
+	ReasonServicePortProtocol    = "ServicePortProtocol"
 	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
 	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
 	ReasonNoEligibleNodes        = "NoEligibleNodes"
@@ -301,7 +302,10 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			return nil, leftOut{}, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
-		sp := servicePort(svc, t)
+		sp, other := servicePort(svc, t)
+		if sp == nil && other != "" {
+			return nil, leftOut{}, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, not TCP: load balancer backends take a TCP node port (a classic load balancer forwards TCP only); for another protocol, give the node port as nodePort", i, t.Port.String(), key, other)}
+		}
 		if sp == nil {
 			return nil, leftOut{}, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
 		}
@@ -345,21 +349,30 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 	return out, left, nil
 }
 
-func servicePort(svc *corev1.Service, t *v1beta1.Target) *corev1.ServicePort {
+// servicePort is the TCP port of svc that t names by name or number. A
+// Service may give one number to a TCP and a UDP port (each with its own
+// node port, both proxied by kube-proxy); the TCP one is chosen, whatever
+// the order, since a load balancer's backends take TCP. When t names only
+// ports of other protocols, other says which, and no port is chosen.
+func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort, other corev1.Protocol) {
 	if t.Port == nil {
-		return nil
+		return nil, ""
 	}
 	for j := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[j]
-		if t.Port.Type == intstr.String {
-			if p.Name == t.Port.StrVal {
-				return p
-			}
-		} else if p.Port == t.Port.IntVal {
-			return p
+		named := p.Name == t.Port.StrVal
+		if t.Port.Type == intstr.Int {
+			named = p.Port == t.Port.IntVal
+		}
+		switch {
+		case !named:
+		case p.Protocol == corev1.ProtocolTCP || p.Protocol == "": // the API server's default
+			return p, ""
+		default:
+			other = p.Protocol
 		}
 	}
-	return nil
+	return nil, other
 }
 
 // ServingNodes is the set of nodes on which kube-proxy would send the

@@ -255,6 +255,25 @@ func TestCompute(t *testing.T) {
 			wantIssues: []string{ReasonNodePortNotAllocated},
 		},
 		{
+			// kube-proxy proxies both; the load balancer's backends take TCP,
+			// whichever the Service lists first.
+			name: "a number given to a UDP and a TCP port resolves to the TCP one",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(53), "bs", 1)}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+				corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053},
+				corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, NodePort: 30054})}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30054, 1, ""}}}},
+		},
+		{
+			name: "a UDP-only port is a condition, not a silent pick",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(53), "bs", 1), svcTarget(intstr.FromString("sctp"), "bs2", 1)}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+				corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053},
+				corev1.ServicePort{Name: "sctp", Port: 9899, Protocol: corev1.ProtocolSCTP, NodePort: 30099})}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServicePortProtocol}}, {Name: "bs2", Held: &Issue{Reason: ReasonServicePortProtocol}}},
+			wantIssues: []string{ReasonServicePortProtocol, ReasonServicePortProtocol},
+		},
+		{
 			name:       "unknown port name",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("grpc"), "bs", 1)}},
 			cluster:    Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
