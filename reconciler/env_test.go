@@ -366,9 +366,15 @@ func (f *fixture) endpoints(service string, readyOn ...string) {
 func (f *fixture) endpointSlice(service string, eps ...discoveryv1.Endpoint) {
 	f.t.Helper()
 	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-slice"}}
+	var svc corev1.Service
+	f.must(f.api.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: service}, &svc))
 	_, err := ctrl.CreateOrUpdate(f.ctx, f.api, s, func() error {
 		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
 		s.AddressType = discoveryv1.AddressTypeIPv4
+		s.Ports = nil
+		for _, p := range svc.Spec.Ports { // the slice serves every port, as for pods that have them all
+			s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Port: ptr.To(p.Port), Protocol: ptr.To(p.Protocol)})
+		}
 		s.Endpoints = eps
 		for i := range s.Endpoints {
 			s.Endpoints[i].Addresses = []string{fmt.Sprintf("10.244.0.%d", i+1)}

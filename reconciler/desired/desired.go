@@ -314,7 +314,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		}
 		port = sp.NodePort
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-			onlyNodes = ServingNodes(key, c.EndpointSlices[key])
+			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
 				return nil, leftOut{}, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 			}
@@ -387,11 +387,18 @@ func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort,
 // terminating. Only IPv4 and IPv6 slices of this Service (by the
 // kubernetes.io/service-name label, in its namespace) count; FQDN slices
 // and slices of other Services are ignored.
-func ServingNodes(service types.NamespacedName, slices []*discoveryv1.EndpointSlice) map[string]bool {
+//
+// And only slices that serve port: kube-proxy keys endpoints by the name
+// and protocol of the ports a slice lists, ignoring a port with no name or
+// no number (pkg/proxy/endpointslicecache.go), and slices hold endpoints
+// that share one set of ports, so a pod without the port is in a slice
+// without it, and its node does not serve that port.
+func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range slices {
 		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name ||
-			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
+			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) ||
+			!servesPort(s, port) {
 			continue
 		}
 		for j := range s.Endpoints {
@@ -405,6 +412,25 @@ func ServingNodes(service types.NamespacedName, slices []*discoveryv1.EndpointSl
 		}
 	}
 	return out
+}
+
+// servesPort reports whether slice lists port, by name and protocol, with a
+// number.
+func servesPort(slice *discoveryv1.EndpointSlice, port *corev1.ServicePort) bool {
+	for _, p := range slice.Ports {
+		if p.Name != nil && *p.Name == port.Name && p.Port != nil && *p.Port != 0 && protocol(p.Protocol) == protocol(&port.Protocol) {
+			return true
+		}
+	}
+	return false
+}
+
+// protocol is p, or TCP, the API server's default, when it is unset.
+func protocol(p *corev1.Protocol) corev1.Protocol {
+	if p == nil || *p == "" {
+		return corev1.ProtocolTCP
+	}
+	return *p
 }
 
 // servesTraffic reports whether kube-proxy would use an endpoint for local

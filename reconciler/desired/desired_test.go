@@ -50,9 +50,21 @@ func sliceOf(ns, name string, addressType discoveryv1.AddressType, eps ...discov
 	}
 }
 
-// gwSlice is an IPv4 EndpointSlice of the Service gwKey.
+// gwSlice is an IPv4 EndpointSlice of the Service gwKey, serving its ports
+// https and http.
 func gwSlice(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	return sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv4, eps...)
+	s := sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv4, eps...)
+	s.Ports = []discoveryv1.EndpointPort{
+		{Name: ptr.To("https"), Port: ptr.To[int32](8443), Protocol: ptr.To(corev1.ProtocolTCP)},
+		{Name: ptr.To("http"), Port: ptr.To[int32](8080)}, // protocol unset: TCP
+	}
+	return s
+}
+
+// withPorts is s serving ports instead of its own.
+func withPorts(s *discoveryv1.EndpointSlice, ports ...discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
+	s.Ports = ports
+	return s
 }
 
 func slice(nodesReady map[string]*bool) *discoveryv1.EndpointSlice {
@@ -400,7 +412,16 @@ func TestServingNodes(t *testing.T) {
 		{"rolling update: old pod terminating and serving, new pod not ready", []*discoveryv1.EndpointSlice{gwSlice(
 			endpoint("a", conditions(no, yes, yes)), endpoint("a", conditions(no, no, no)), endpoint("b", conditions(yes, yes, no)))}, []string{"a", "b"}},
 		{"no node name", []*discoveryv1.EndpointSlice{gwSlice(discoveryv1.Endpoint{Conditions: conditions(yes, yes, no)})}, nil},
-		{"IPv6 slices count", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil)))}, []string{"a"}},
+		{"IPv6 slices count", []*discoveryv1.EndpointSlice{withPorts(sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil))), gwSlice().Ports...)}, []string{"a"}},
+		// kube-proxy keys endpoints by a slice's port names and protocols.
+		{"a slice without the port does not count", []*discoveryv1.EndpointSlice{
+			withPorts(gwSlice(endpoint("a", conditions(yes, nil, nil))), discoveryv1.EndpointPort{Name: ptr.To("http"), Port: ptr.To[int32](8080)}),
+			gwSlice(endpoint("b", conditions(yes, nil, nil)))}, []string{"b"}},
+		{"a slice of the port's name in another protocol does not count", []*discoveryv1.EndpointSlice{
+			withPorts(gwSlice(endpoint("a", conditions(yes, nil, nil))), discoveryv1.EndpointPort{Name: ptr.To("https"), Port: ptr.To[int32](8443), Protocol: ptr.To(corev1.ProtocolUDP)})}, nil},
+		{"a port without a number does not count", []*discoveryv1.EndpointSlice{
+			withPorts(gwSlice(endpoint("a", conditions(yes, nil, nil))), discoveryv1.EndpointPort{Name: ptr.To("https")})}, nil},
+		{"a slice without ports does not count", []*discoveryv1.EndpointSlice{withPorts(gwSlice(endpoint("a", conditions(yes, nil, nil))))}, nil},
 		{"FQDN slices are ignored", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeFQDN, endpoint("a", conditions(yes, nil, nil)))}, nil},
 		{"another Service's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, "other", discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
 		{"another namespace's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf("elsewhere", gwKey.Name, discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
@@ -408,7 +429,8 @@ func TestServingNodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for n := range ServingNodes(gwKey, tt.slices) {
+			https := &corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}
+			for n := range ServingNodes(gwKey, https, tt.slices) {
 				got = append(got, n)
 			}
 			slices.Sort(got)

@@ -28,14 +28,17 @@ func TrimNode(n *corev1.Node) *corev1.Node {
 	return n
 }
 
-// TrimEndpointSlice keeps a slice's Service label, address type and, per
+// TrimEndpointSlice keeps a slice's Service label, address type, ports
+// (name, number, protocol: which Service port it serves) and, per
 // endpoint, its node and conditions.
 func TrimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	trimMeta(&s.ObjectMeta)
 	for i, ep := range s.Endpoints {
 		s.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
 	}
-	s.Ports = nil
+	for i, p := range s.Ports {
+		s.Ports[i] = discoveryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol}
+	}
 	return s
 }
 
