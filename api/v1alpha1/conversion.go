@@ -143,7 +143,7 @@ func decodeAnnotation[T any](annotations map[string]string, key string) *T {
 
 func decompress(packed string) ([]byte, error) {
 	size, ok := declaredSize(packed)
-	if !ok || size > maxAnnotationJSON {
+	if !ok {
 		return nil, errors.New("compressed annotation declares no size within its limit")
 	}
 	zr, err := gzip.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(packed)))
@@ -166,6 +166,8 @@ func decompress(packed string) ([]byte, error) {
 // declaredSize is the size a compressed value says it expands to: the last
 // four bytes of a gzip member (RFC 1952, ISIZE), read without expanding
 // anything, so what reading a value would cost is known before it is paid.
+// It is not ok when the value declares none, or more than
+// maxAnnotationJSON: such a value is never expanded.
 func declaredSize(packed string) (int64, bool) {
 	if len(packed) < 8 || len(packed)%4 != 0 {
 		return 0, false
@@ -174,7 +176,8 @@ func declaredSize(packed string) (int64, bool) {
 	if err != nil || len(tail) < 4 {
 		return 0, false
 	}
-	return int64(binary.LittleEndian.Uint32(tail[len(tail)-4:])), true
+	size := int64(binary.LittleEndian.Uint32(tail[len(tail)-4:]))
+	return size, size <= maxAnnotationJSON
 }
 
 // ExpandedSize is how many bytes reading the conversion annotation key of
@@ -187,11 +190,10 @@ func ExpandedSize(annotations map[string]string, key string) int64 {
 	if !ok {
 		return 0
 	}
-	size, ok := declaredSize(packed)
-	if !ok || size > maxAnnotationJSON {
-		return 0
+	if size, ok := declaredSize(packed); ok {
+		return size
 	}
-	return size
+	return 0
 }
 
 // withAnnotation sets key to the JSON of value in annotations, which the
