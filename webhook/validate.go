@@ -179,7 +179,7 @@ func (v *validator[T, V]) statusWrite(req admission.Request, status, old v1beta1
 func refuseConversionAnnotations(obj client.Object, stored map[string]string) field.ErrorList {
 	annotations := obj.GetAnnotations()
 	var refused field.ErrorList
-	for _, key := range []string{v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation} {
+	for _, key := range v1alpha1.ConversionAnnotations {
 		if v1alpha1.ExpandedSize(annotations, key) == 0 {
 			continue
 		}

@@ -26,6 +26,9 @@ const (
 	HubDataAnnotation = "nodes.peppy-ratio.dev/v1beta1-data"
 )
 
+// ConversionAnnotations are the annotations only conversion writes.
+var ConversionAnnotations = []string{HubDataAnnotation, AlphaSpecAnnotation}
+
 // hubData is the content of HubDataAnnotation; only the parts that v1alpha1
 // could not carry are set.
 type hubData struct {

@@ -70,7 +70,7 @@ func ValidateUpdate(obj, old *v1beta1.LBRegistrar) (field.ErrorList, []string) {
 // changes which equivalent v1alpha1 form is shown.
 func ValidateConversionAnnotations(annotations, stored map[string]string) field.ErrorList {
 	var errs field.ErrorList
-	for _, key := range []string{v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation} {
+	for _, key := range v1alpha1.ConversionAnnotations {
 		path := field.NewPath("metadata", "annotations").Key(key)
 		value, has := annotations[key]
 		was, had := stored[key]
