@@ -110,9 +110,8 @@ func SecureTLS(cfg *tls.Config) {
 
 // Server is the webhook server: HTTPS only, TLS as SecureTLS sets it, bounded
 // request size, time, connections and memory, one certificate source, and
-// metrics per path. It
-// implements controller-runtime's webhook.Server so the manager runs it and
-// the builders register on it.
+// metrics per path. It implements controller-runtime's webhook.Server so the
+// manager runs it and the builders register on it.
 type Server struct {
 	opts      ServerOptions
 	listener  net.Listener
