@@ -2,8 +2,6 @@ package conversion
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/forge"
 )
 
 // reviewBody is a ConversionReview to desired of count copies of obj.
@@ -60,12 +59,8 @@ func serve(t *testing.T, handler http.Handler, body []byte) (*apix.ConversionRev
 // hundred kB of crafted values that would expand to hundreds of MB cost
 // about what they weigh.
 func TestReviewExpansionIsBounded(t *testing.T) {
-	var packed bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&packed, gzip.BestCompression)
-	_, _ = zw.Write([]byte(`{"status":{"backendSets":[{"name":"` + strings.Repeat("a", 4<<20-64) + `"}]}}`))
-	_ = zw.Close()
 	bomb := seedSingleService(t)
-	bomb.Annotations = map[string]string{v1alpha1.HubDataAnnotation: "gzip:" + base64.StdEncoding.EncodeToString(packed.Bytes())}
+	bomb.Annotations = map[string]string{v1alpha1.HubDataAnnotation: forge.HubData()}
 	body := reviewBody(t, v1beta1.GroupVersion.String(), bomb, 100)
 
 	resp, allocated := serve(t, newReviewHandler(t), body)

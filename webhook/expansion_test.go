@@ -1,17 +1,14 @@
 package webhook
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	goruntime "runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/test/forge"
 )
 
 // A compressed conversion annotation that a write may not carry is refused
@@ -19,15 +16,9 @@ import (
 // the rest of the write is still checked: a forged value that would expand
 // to 4 MiB costs a fraction of that.
 func TestForgedCompressedAnnotationIsRefusedUnread(t *testing.T) {
-	var packed bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&packed, gzip.BestCompression)
-	_, _ = zw.Write([]byte(`{"status":{"backendSets":[{"name":"` + strings.Repeat("a", 4<<20-64) + `"}]}}`))
-	_ = zw.Close()
-	forgedValue := "gzip:" + base64.StdEncoding.EncodeToString(packed.Bytes())
-
 	stored := alphaObject("stored", "set-a")
 	forged := stored.DeepCopy()
-	forged.Annotations = map[string]string{v1alpha1.HubDataAnnotation: forgedValue}
+	forged.Annotations = map[string]string{v1alpha1.HubDataAnnotation: forge.HubData()}
 	badWeight := forged.DeepCopy()
 	badWeight.Spec.Weight = 1000
 	h := handlers(t)

@@ -3,9 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/forge"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -93,7 +92,7 @@ func TestHostileTraffic(t *testing.T) {
 			return webhook.expect(post("/convert", reviewToBeta(strings.Repeat("[", 100000)), ""), 400)
 		},
 		"gzip-encoded body": func() error {
-			return webhook.expect(post("/convert", gzipOf(reviewToBeta(string(alpha))), "Content-Encoding: gzip"), 400)
+			return webhook.expect(post("/convert", string(forge.Gzip(reviewToBeta(string(alpha)))), "Content-Encoding: gzip"), 400)
 		},
 		"wrong kinds and versions": func() error {
 			for _, body := range []string{
@@ -380,30 +379,19 @@ func seedJSON(t *testing.T) []byte {
 }
 
 // withForgedHubData is the v1alpha1 object alpha with a conversion
-// annotation no conversion wrote: a few kB that expand to 4 MiB.
+// annotation no conversion wrote (forge.HubData).
 func withForgedHubData(t *testing.T, alpha []byte) []byte {
 	t.Helper()
 	var obj map[string]any
 	if err := json.Unmarshal(alpha, &obj); err != nil {
 		t.Fatal(err)
 	}
-	hubData := `{"status":{"backendSets":[{"name":"` + strings.Repeat("a", 4<<20-64) + `"}]}}`
-	obj["metadata"].(map[string]any)["annotations"] = map[string]any{
-		v1alpha1.HubDataAnnotation: "gzip:" + base64.StdEncoding.EncodeToString([]byte(gzipOf(hubData))),
-	}
+	obj["metadata"].(map[string]any)["annotations"] = map[string]any{v1alpha1.HubDataAnnotation: forge.HubData()}
 	data, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
-}
-
-func gzipOf(s string) string {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = io.WriteString(zw, s)
-	_ = zw.Close()
-	return buf.String()
 }
 
 func randomBytes(seed, n int) string {
