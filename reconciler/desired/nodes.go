@@ -1,0 +1,178 @@
+package desired
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// TaintToBeDeletedByClusterAutoscaler marks a node the cluster autoscaler is removing.
+const TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+
+// node is an eligible node reduced to what registration needs: its first
+// InternalIP of each family, in canonical form, and its instance OCID, ""
+// for none.
+type node struct {
+	name     string
+	ipv4     string
+	ipv6     string
+	instance string
+}
+
+// address is the node's address for a backend set of family f, or "".
+func (n node) address(f Family) string {
+	switch {
+	case f == IPv6:
+		return n.ipv6
+	case f == IPv4 || n.ipv4 != "":
+		return n.ipv4
+	}
+	return n.ipv6
+}
+
+// eligibleNodes filters and addresses the nodes once for every target.
+func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options) ([]node, []Issue) {
+	var issues []Issue
+	sel := labels.Everything()
+	if selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(selector)
+		if err != nil {
+			return nil, []Issue{{ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
+		}
+		sel = s
+	}
+	candidates := make([]*corev1.Node, 0, len(all))
+	ready := 0
+	for _, n := range all {
+		if !Eligible(n) || !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		candidates = append(candidates, n)
+		if IsReady(n) {
+			ready++
+		}
+	}
+	filterReady := o.RequireReady
+	if filterReady && ready == 0 && len(candidates) > 0 {
+		filterReady = false
+		issues = append(issues, Issue{ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
+	}
+	out := make([]node, 0, len(candidates))
+	var noAddress []string
+	for _, n := range candidates {
+		if filterReady && !IsReady(n) {
+			continue
+		}
+		v4, v6 := InternalIPs(n)
+		if v4 == "" && v6 == "" {
+			noAddress = append(noAddress, n.Name)
+			continue
+		}
+		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6, instance: InstanceID(n)})
+	}
+	// Sorted by address, so each target's backends are usually in backend
+	// order already.
+	slices.SortStableFunc(out, func(a, b node) int {
+		return cmp.Or(cmp.Compare(a.address(Preferred), b.address(Preferred)), cmp.Compare(a.ipv6, b.ipv6))
+	})
+	if len(noAddress) > 0 {
+		slices.Sort(noAddress)
+		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an InternalIP are not registered: %s", summarize(noAddress))})
+	}
+	return out, issues
+}
+
+func summarize(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v and %d more", names[:shown], len(names)-shown)
+}
+
+// Eligible reports whether a node may back a load balancer at all, as the
+// Kubernetes service controller decides it.
+func Eligible(n *corev1.Node) bool {
+	if n.DeletionTimestamp != nil {
+		return false
+	}
+	// The exclusion label counts by its value, as Kubernetes' cloud
+	// provider code reads it since kubernetes/kubernetes#131085: "false"
+	// keeps the node; "true", an empty or an unparsable value excludes it.
+	if v, labelled := n.Labels[corev1.LabelNodeExcludeBalancers]; labelled {
+		if excluded, err := strconv.ParseBool(v); err != nil || excluded {
+			return false
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintToBeDeletedByClusterAutoscaler {
+			return false
+		}
+	}
+	return true
+}
+
+// IsReady reports whether the node's Ready condition is True.
+func IsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// InternalIPs are a node's first IPv4 and first IPv6 InternalIP, in
+// canonical form, "" where it has none.
+func InternalIPs(n *corev1.Node) (ipv4, ipv6 string) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		switch {
+		case err != nil:
+		case ip.Unmap().Is4():
+			if ipv4 == "" {
+				ipv4 = ip.Unmap().String()
+			}
+		case ipv6 == "":
+			ipv6 = ip.WithZone("").String()
+		}
+	}
+	return ipv4, ipv6
+}
+
+// NodeChanged reports whether an update to a node can change any desired
+// state: its eligibility, labels (for nodeSelector), addresses, instance or
+// readiness.
+func NodeChanged(old, cur *corev1.Node) bool {
+	return Eligible(old) != Eligible(cur) ||
+		!labels.Equals(old.Labels, cur.Labels) ||
+		!sameAddresses(old, cur) || InstanceID(old) != InstanceID(cur) ||
+		IsReady(old) != IsReady(cur)
+}
+
+// InstanceID is the OCI instance OCID of a node, from its spec.providerID,
+// which OKE and Oracle's cloud controller manager write as
+// oci://ocid1.instance... or the bare OCID; "" when it names none.
+func InstanceID(n *corev1.Node) string {
+	id := strings.TrimPrefix(n.Spec.ProviderID, "oci://")
+	if !strings.HasPrefix(id, "ocid1.instance.") {
+		return ""
+	}
+	return id
+}
+
+func sameAddresses(a, b *corev1.Node) bool {
+	a4, a6 := InternalIPs(a)
+	b4, b6 := InternalIPs(b)
+	return a4 == b4 && a6 == b6
+}

@@ -1,0 +1,100 @@
+package desired
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// targetBackends resolves one spec.services entry into backends as its
+// backend set takes them, and the nodes left out, or the issue that
+// prevents it.
+func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Takes) ([]Backend, leftOut, *Issue) {
+	port := t.NodePort
+	onlyNodes := map[string]bool(nil)
+	if t.NodePort == 0 {
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		svc := c.Services[key]
+		if svc == nil {
+			return nil, leftOut{}, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			return nil, leftOut{}, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+		}
+		sp, other := servicePort(svc, t)
+		if sp == nil && other != "" {
+			return nil, leftOut{}, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, not TCP: load balancer backends take a TCP node port (a classic load balancer forwards TCP only); for another protocol, give the node port as nodePort", i, t.Port.String(), key, other)}
+		}
+		if sp == nil {
+			return nil, leftOut{}, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+		}
+		if sp.NodePort == 0 {
+			return nil, leftOut{}, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+		}
+		port = sp.NodePort
+		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key])
+			if len(onlyNodes) == 0 {
+				return nil, leftOut{}, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			}
+		}
+	}
+	out := make([]Backend, 0, len(nodes))
+	var left leftOut
+	for _, n := range nodes {
+		if onlyNodes != nil && !onlyNodes[n.name] {
+			continue
+		}
+		b := Backend{IP: n.address(takes.Family), Port: port, Weight: t.Weight}
+		if takes.Instance {
+			b.TargetID = n.instance
+		}
+		switch {
+		case b.IP == "":
+			left.noAddress = append(left.noAddress, n.name)
+		case takes.Instance && b.TargetID == "":
+			left.noInstance = append(left.noInstance, n.name)
+		default:
+			out = append(out, b)
+		}
+	}
+	// Nodes are in the order of their preferred address; a backend set of
+	// another family may need sorting. Two nodes reporting one address make
+	// one backend.
+	if !slices.IsSortedFunc(out, CompareBackends) {
+		slices.SortStableFunc(out, CompareBackends)
+	}
+	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
+	return out, left, nil
+}
+
+// servicePort is the TCP port of svc that t names by name or number. A
+// Service may give one number to a TCP and a UDP port (each with its own
+// node port, both proxied by kube-proxy); the TCP one is chosen, whatever
+// the order, since a load balancer's backends take TCP. When t names only
+// ports of other protocols, other says which, and no port is chosen.
+func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort, other corev1.Protocol) {
+	if t.Port == nil {
+		return nil, ""
+	}
+	for j := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[j]
+		named := p.Name == t.Port.StrVal
+		if t.Port.Type == intstr.Int {
+			named = p.Port == t.Port.IntVal
+		}
+		switch {
+		case !named:
+		case p.Protocol == corev1.ProtocolTCP || p.Protocol == "": // the API server's default
+			return p, ""
+		default:
+			other = p.Protocol
+		}
+	}
+	return nil, other
+}
