@@ -257,27 +257,19 @@ func TestBackendSetTakesAddressesOfItsIPVersion(t *testing.T) {
 
 // A backend set that preserves the client's source address takes nodes by
 // instance: each backend names the node's instance OCID from spec.providerID
-// (oci://… or bare), which an NLB preserving source and destination
-// requires; a node already registered by instance alone is seen, not added
-// twice; a node without an instance OCID is named in Degraded.
+// (oci://… or bare); a node already registered by instance alone is seen,
+// not added twice; a node without an instance OCID (a self-managed
+// cluster's) is registered by address, as the original operator did.
 func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
-	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
-	f.must(err)
-	nlb := &seed.NetworkLoadBalancers[0]
-	nlb.IsPreserveSourceDestination = common.Bool(true)
-	preserved := nlb.BackendSets["tcp"]
-	preserved.IsPreserveSource = common.Bool(true)
-	preserved.Backends = []networkloadbalancer.Backend{{TargetId: common.String("ocid1.instance.oc1.iad.node-b"), Port: common.Int(31070)}}
-	nlb.BackendSets["preserved"] = preserved
-	f.must(f.emu.SeedState(seed))
+	seedPreserved(f, false)
 	f.node(f.ns+"-a", "10.0.37.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.node-a" })
 	f.node(f.ns+"-b", "10.0.37.2", func(n *corev1.Node) { n.Spec.ProviderID = "ocid1.instance.oc1.iad.node-b" })
 	f.node(f.ns+"-c", "10.0.37.3")
 	f.startManager(f.options())
 	obj := f.registrar("by-instance", networkLB, []v1beta1.Target{fixedPort("preserved", 31070)})
 
-	f.expectBackends(networkLB, "preserved", "10.0.37.1:31070/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	f.expectBackends(networkLB, "preserved", "10.0.37.1:31070/1", "10.0.37.3:31070/1", "ocid1.instance.oc1.iad.node-b:31070/1")
 	backends, err := f.emu.Backends(networkLB, "preserved")
 	f.must(err)
 	if !slices.ContainsFunc(backends, func(b ociemu.Backend) bool {
@@ -286,12 +278,46 @@ func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 		t.Errorf("node a not registered by its instance: %+v", backends)
 	}
 	f.eventually(20*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionDegraded)
-		if c == nil || c.Reason != "NodeWithoutInstanceID" || !strings.Contains(c.Message, f.ns+"-c") {
-			return fmt.Errorf("degraded: %+v", c)
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
 		}
 		return nil
 	})
+}
+
+// An NLB that preserves source and destination takes backends by instance
+// only; a node without an instance OCID is still sent by address, and
+// OCI's refusal is what Ready says, not a silent skip.
+func TestInstanceOnlyLoadBalancerSaysWhyANodeIsRefused(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seedPreserved(f, true)
+	f.node(f.ns+"-c", "10.0.38.3")
+	f.startManager(f.options())
+	obj := f.registrar("by-address", networkLB, []v1beta1.Target{fixedPort("preserved", 31070)})
+	f.eventually(20*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "by instance (targetId) only") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	f.expectBackends(networkLB, "preserved", "ocid1.instance.oc1.iad.node-b:31070/1")
+}
+
+// seedPreserved seeds networkLB with a backend set "preserved" that
+// preserves the client's source address and holds node-b by instance alone;
+// sourceDestination makes the load balancer preserve source and
+// destination, which takes backends by instance only.
+func seedPreserved(f *fixture, sourceDestination bool) {
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	nlb := &seed.NetworkLoadBalancers[0]
+	nlb.IsPreserveSourceDestination = common.Bool(sourceDestination)
+	preserved := nlb.BackendSets["tcp"]
+	preserved.IsPreserveSource = common.Bool(true)
+	preserved.Backends = []networkloadbalancer.Backend{{TargetId: common.String("ocid1.instance.oc1.iad.node-b"), Port: common.Int(31070)}}
+	nlb.BackendSets["preserved"] = preserved
+	f.must(f.emu.SeedState(seed))
 }
 
 // Another writer (another cluster, Terraform, the console) has a work

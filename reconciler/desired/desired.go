@@ -19,7 +19,8 @@
 // address. In a backend set that preserves the client's source address, OCI
 // selects backends by instance, so a node's backend also names its instance
 // OCID (targetId), from spec.providerID as Oracle's cloud controller
-// manager reads it; a node without one is left out there and reported.
+// manager reads it; a node without one (a self-managed cluster's) goes by
+// address alone, as the original operator registered every node.
 //
 // A Service target registers the NodePort of the Service port it names (by
 // name or number). With filterByEndpoints, or when the Service has
@@ -53,13 +54,13 @@ const (
 	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
 	ReasonServicePortNotFound    = "ServicePortNotFound"
 	ReasonServicePortProtocol    = "ServicePortProtocol"
+	ReasonServiceIPFamily        = "ServiceIPFamily"
 	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
 	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
 	ReasonNoEligibleNodes        = "NoEligibleNodes"
 	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
 	ReasonNoReadyNodes           = "NoReadyNodes"
 	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
-	ReasonNodeWithoutInstanceID  = "NodeWithoutInstanceID"
 	ReasonDuplicateBackend       = "DuplicateBackend"
 )
 
@@ -153,12 +154,11 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	// is one): they are used as they are. Only a second target into the same
 	// set needs the map that merges and checks duplicates.
 	type acc struct {
-		resolved   bool
-		first      []Backend
-		backends   map[key]Backend
-		held       *Issue
-		noAddress  map[string]bool // nodes with no address of the backend set's family
-		noInstance map[string]bool // nodes with no instance OCID, where the backend set takes one
+		resolved  bool
+		first     []Backend
+		backends  map[key]Backend
+		held      *Issue
+		noAddress map[string]bool // nodes with no address of the backend set's family
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -168,9 +168,8 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
-		backends, left, issue := targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
-		a.noAddress = addNames(a.noAddress, left.noAddress)
-		a.noInstance = addNames(a.noInstance, left.noInstance)
+		backends, noAddress, issue := targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
+		a.noAddress = addNames(a.noAddress, noAddress)
 		if issue != nil {
 			r.Issues = append(r.Issues, *issue)
 			if a.held == nil {
@@ -209,11 +208,6 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 				"backend set %q takes %s addresses; nodes without an InternalIP of that family are not registered there: %s",
 				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
 		}
-		if len(a.noInstance) > 0 {
-			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutInstanceID, fmt.Sprintf(
-				"backend set %q preserves the client's source address, so OCI takes its backends by instance; nodes whose spec.providerID names no OCI instance are not registered there: %s",
-				name, summarize(slices.Sorted(maps.Keys(a.noInstance))))})
-		}
 		bs := BackendSet{Name: name, Held: a.held}
 		if a.held == nil {
 			bs.Backends = a.first
@@ -239,12 +233,6 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 // v1beta1.CompareBackends orders the ownership record.
 func CompareBackends(a, b Backend) int {
 	return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
-}
-
-// leftOut are the nodes a backend set could not take.
-type leftOut struct {
-	noAddress  []string // no address of the backend set's family
-	noInstance []string // no instance OCID, which the backend set takes
 }
 
 func addNames(set map[string]bool, names []string) map[string]bool {

@@ -36,7 +36,17 @@ func deleting(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }
 func autoscaled(n *corev1.Node) {
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule})
 }
+func withAddress(ip string) nodeOpt {
+	return func(n *corev1.Node) {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+}
 func label(k, v string) nodeOpt { return func(n *corev1.Node) { n.Labels[k] = v } }
+
+func withFamilies(s *corev1.Service, families ...corev1.IPFamily) *corev1.Service {
+	s.Spec.IPFamilies = families
+	return s
+}
 
 func mkService(ns, name string, typ corev1.ServiceType, ports ...corev1.ServicePort) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: typ, Ports: ports}}
@@ -181,6 +191,8 @@ func TestCompute(t *testing.T) {
 			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNodeWithoutAddress},
 		},
 		{
+			// A node without one (a self-managed cluster) goes by address
+			// alone, as the original operator registered it.
 			name: "a source-preserving backend set takes each node's instance OCID from spec.providerID",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "preserving", Weight: 1}}},
 			cluster: Cluster{Nodes: []*corev1.Node{
@@ -190,8 +202,41 @@ func TestCompute(t *testing.T) {
 			}},
 			opts: Options{BackendSets: map[string]Takes{"preserving": {Family: IPv4, Instance: true}}},
 			want: []BackendSet{{Name: "preserving", Backends: []Backend{
-				{"10.0.0.1", 31000, 1, "ocid1.instance.oc1.iad.a"}, {"10.0.0.2", 31000, 1, "ocid1.instance.oc1.iad.b"}}}},
-			wantIssues: []string{ReasonNodeWithoutInstanceID},
+				{"10.0.0.1", 31000, 1, "ocid1.instance.oc1.iad.a"}, {"10.0.0.2", 31000, 1, "ocid1.instance.oc1.iad.b"}, {"10.0.0.3", 31000, 1, ""}}}},
+		},
+		{
+			// kube-proxy answers a single-stack Service's node port only on
+			// addresses of its family.
+			name: "a Service is registered only where its IP family is taken",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				svcTarget(intstr.FromString("http"), "v4", 1), svcTarget(intstr.FromString("http"), "v6", 1), svcTarget(intstr.FromString("http"), "classic", 1)}},
+			cluster: Cluster{Nodes: []*corev1.Node{mkNode("dual", "10.0.0.1", withAddress("fd00::1"))}, Services: map[types.NamespacedName]*corev1.Service{
+				gwKey: withFamilies(mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}), corev1.IPv6Protocol)}},
+			opts: Options{BackendSets: map[string]Takes{"v4": {Family: IPv4}, "v6": {Family: IPv6}}},
+			want: []BackendSet{
+				{Name: "classic", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
+				{Name: "v4", Held: &Issue{Reason: ReasonServiceIPFamily}},
+				{Name: "v6", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
+			},
+			wantIssues: []string{ReasonServiceIPFamily},
+		},
+		{
+			name: "a dual-stack Service, or one whose family only its ClusterIP says, is taken as it says",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				svcTarget(intstr.FromString("http"), "v6", 1), {Namespace: "ns", Name: "old", Port: ptr.To(intstr.FromString("http")), BackendSetName: "v6-old", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{mkNode("dual", "10.0.0.1", withAddress("fd00::1"))}, Services: map[types.NamespacedName]*corev1.Service{
+				gwKey: withFamilies(mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}), corev1.IPv4Protocol, corev1.IPv6Protocol),
+				{Namespace: "ns", Name: "old"}: func() *corev1.Service {
+					s := mkService("ns", "old", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30081})
+					s.Spec.ClusterIP = "10.96.0.10"
+					return s
+				}()}},
+			opts: Options{BackendSets: map[string]Takes{"v6": {Family: IPv6}, "v6-old": {Family: IPv6}}},
+			want: []BackendSet{
+				{Name: "v6", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
+				{Name: "v6-old", Held: &Issue{Reason: ReasonServiceIPFamily}},
+			},
+			wantIssues: []string{ReasonServiceIPFamily},
 		},
 		{
 			name:       "no node has an address of the family: held",

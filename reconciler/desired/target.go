@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,40 +13,44 @@ import (
 )
 
 // targetBackends resolves one spec.services entry into backends as its
-// backend set takes them, and the nodes left out, or the issue that
-// prevents it.
-func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Takes) ([]Backend, leftOut, *Issue) {
+// backend set takes them, and the nodes left out for want of an address of
+// its family, or the issue that prevents it.
+func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Takes) (_ []Backend, noAddress []string, _ *Issue) {
 	port := t.NodePort
 	onlyNodes := map[string]bool(nil)
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc := c.Services[key]
 		if svc == nil {
-			return nil, leftOut{}, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			return nil, nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 		}
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			return nil, leftOut{}, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
 		sp, other := servicePort(svc, t)
 		if sp == nil && other != "" {
-			return nil, leftOut{}, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, not TCP: load balancer backends take a TCP node port (a classic load balancer forwards TCP only); for another protocol, give the node port as nodePort", i, t.Port.String(), key, other)}
+			return nil, nil, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, not TCP: load balancer backends take a TCP node port (a classic load balancer forwards TCP only); for another protocol, give the node port as nodePort", i, t.Port.String(), key, other)}
 		}
 		if sp == nil {
-			return nil, leftOut{}, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+			return nil, nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
 		}
 		if sp.NodePort == 0 {
-			return nil, leftOut{}, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return nil, nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
+		family, ok := serviceFamily(svc, takes.Family)
+		if !ok {
+			return nil, nil, &Issue{ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
+		}
+		takes.Family = family
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
-				return nil, leftOut{}, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+				return nil, nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 			}
 		}
 	}
 	out := make([]Backend, 0, len(nodes))
-	var left leftOut
 	for _, n := range nodes {
 		if onlyNodes != nil && !onlyNodes[n.name] {
 			continue
@@ -54,14 +59,14 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if takes.Instance {
 			b.TargetID = n.instance
 		}
-		switch {
-		case b.IP == "":
-			left.noAddress = append(left.noAddress, n.name)
-		case takes.Instance && b.TargetID == "":
-			left.noInstance = append(left.noInstance, n.name)
-		default:
-			out = append(out, b)
+		// A node with no instance OCID (no spec.providerID, as in
+		// self-managed clusters) goes by address alone, as the original
+		// operator registered every node: OCI takes or refuses it.
+		if b.IP == "" {
+			noAddress = append(noAddress, n.name)
+			continue
 		}
+		out = append(out, b)
 	}
 	// Nodes are in the order of their preferred address; a backend set of
 	// another family may need sorting. Two nodes reporting one address make
@@ -70,7 +75,39 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		slices.SortStableFunc(out, CompareBackends)
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
-	return out, left, nil
+	return out, noAddress, nil
+}
+
+// serviceFamily is the family of node addresses under which kube-proxy
+// answers svc's node port, for a backend set taking f: kube-proxy programs
+// a Service only for the IP families it has a ClusterIP of
+// (spec.ipFamilies; pkg/proxy skips a Service of another family), so a
+// single-stack Service is reached on nodes' addresses of its family alone.
+// A backend set that takes either family takes the Service's; one that
+// takes a family the Service lacks cannot reach it (ok false).
+func serviceFamily(svc *corev1.Service, f Family) (_ Family, ok bool) {
+	var v4, v6 bool
+	for _, fam := range svc.Spec.IPFamilies {
+		v4 = v4 || fam == corev1.IPv4Protocol
+		v6 = v6 || fam == corev1.IPv6Protocol
+	}
+	if !v4 && !v6 { // written before ipFamilies existed: the ClusterIPs say
+		for _, ip := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+			if addr, err := netip.ParseAddr(ip); err == nil {
+				v4 = v4 || addr.Unmap().Is4()
+				v6 = v6 || !addr.Unmap().Is4()
+			}
+		}
+	}
+	switch {
+	case !v4 && !v6, v4 && v6: // unknown, or dual-stack: any family answers
+		return f, true
+	case f == Preferred && v4:
+		return IPv4, true
+	case f == Preferred:
+		return IPv6, true
+	}
+	return f, (f == IPv4) == v4
 }
 
 // servicePort is the TCP port of svc that t names by name or number. A
