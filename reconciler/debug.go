@@ -18,6 +18,9 @@ type LanesView struct {
 	Time          time.Time    `json:"time"`
 	Leader        bool         `json:"leader"`
 	LoadBalancers []LaneStatus `json:"loadBalancers"`
+	// NodeDrains are the departing nodes' backends kept drained until the
+	// node drain period is over, the first to end first.
+	NodeDrains []NodeDrain `json:"nodeDrains"`
 	// DryRun is set under serve --dry-run, which writes nothing to OCI;
 	// PendingWrites are the writes it held back, as the last reconcile of
 	// each resource planned them.
@@ -66,7 +69,10 @@ func (l *lanes) snapshot() []LaneStatus {
 
 // serveLanes serves the LanesView as JSON.
 func (r *Reconciler) serveLanes(w http.ResponseWriter, _ *http.Request) {
-	view := LanesView{Time: r.lanes.now(), LoadBalancers: r.lanes.snapshot()}
+	view := LanesView{Time: r.lanes.now(), LoadBalancers: r.lanes.snapshot(), NodeDrains: r.drains.snapshot()}
+	if view.NodeDrains == nil {
+		view.NodeDrains = []NodeDrain{}
+	}
 	if r.opts.DryRun {
 		view.DryRun, view.PendingWrites = true, r.pending.snapshot()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -46,7 +47,7 @@ func TestLanesView(t *testing.T) {
 		{LoadBalancerID: "lb-b", Holder: "holder", HeldSince: t0,
 			Step:   LaneStep{Phase: PhaseWaiting, BackendSet: "api", WorkRequest: "wr-1", Since: t0.Add(time.Second)},
 			Parked: []ParkedResource{{Name: "second", Since: t0.Add(2 * time.Second)}, {Name: "first", Since: t0.Add(3 * time.Second)}}},
-	}}
+	}, NodeDrains: []NodeDrain{}}
 	if diff := cmp.Diff(want, serve(t, r)); diff != "" {
 		t.Fatalf("view (-want +got):\n%s", diff)
 	}
@@ -56,6 +57,23 @@ func TestLanesView(t *testing.T) {
 	got := serve(t, r)
 	if got.LoadBalancers == nil || len(got.LoadBalancers) != 0 {
 		t.Fatalf("after release: %+v, want an empty list", got.LoadBalancers)
+	}
+
+	// Drains are listed the first to end first, until their resource is gone.
+	drained := func(ip string, since time.Time) *plan.Plan {
+		return &plan.Plan{Draining: []v1beta1.DrainingBackend{{IP: ip, Port: 30080, Since: metav1.NewTime(since)}}}
+	}
+	r.drains.set("r1", "lb-a", "api", drained("10.0.0.2", t0.Add(time.Second)), time.Minute)
+	r.drains.set("r2", "lb-a", "web", drained("10.0.0.1", t0), time.Minute)
+	r.drains.set("r2", "lb-a", "gone", drained("10.0.0.3", t0), time.Minute)
+	r.drains.set("r2", "lb-a", "gone", nil, 0)
+	wantDrains := []NodeDrain{{"r2", "lb-a", "web", "10.0.0.1:30080", t0.Add(time.Minute)}, {"r1", "lb-a", "api", "10.0.0.2:30080", t0.Add(time.Minute + time.Second)}}
+	if diff := cmp.Diff(wantDrains, serve(t, r).NodeDrains); diff != "" {
+		t.Errorf("drains (-want +got):\n%s", diff)
+	}
+	r.drains.forget("r2")
+	if diff := cmp.Diff(wantDrains[1:], serve(t, r).NodeDrains); diff != "" {
+		t.Errorf("drains after r2 is gone (-want +got):\n%s", diff)
 	}
 }
 

@@ -16,16 +16,10 @@ import (
 // backend sets to bring in line in which mode (held ones keep what is
 // registered). The controller and lbregistrar plan both decide here, so the
 // plan shows what the controller will do.
-func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, opts desired.Options) (outcome, []syncJob) {
-	opts.BackendSets = takes(read)
-	result := desired.Compute(&obj.Spec, cluster, opts)
+func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, o Options) (outcome, []syncJob) {
+	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: o.RequireReadyNodes, BackendSets: takes(read)})
 	out := outcome{lost: lost, issues: result.Issues}
-	return out, registerJobs(obj, result, &out, read)
-}
-
-// desiredOptions are the options of the desired state the reconciler computes.
-func (o Options) desiredOptions() desired.Options {
-	return desired.Options{RequireReady: o.RequireReadyNodes}
+	return out, registerJobs(obj, result, &out, read, o.NodeDrainPeriod)
 }
 
 // assess gathers what decide needs and decides: the cluster as reader sees
@@ -33,7 +27,7 @@ func (o Options) desiredOptions() desired.Options {
 // has them, read with ociClient (nil when obj's credentials cannot be used:
 // nothing is read, and the desired state is decided without them). The
 // controller's turn and lbregistrar plan both start here.
-func assess(ctx context.Context, reader client.Reader, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts desired.Options) (outcome, []syncJob, error) {
+func assess(ctx context.Context, reader client.Reader, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts Options) (outcome, []syncJob, error) {
 	cluster, err := readView(ctx, reader, obj)
 	if err != nil {
 		return outcome{}, nil, err

@@ -142,7 +142,7 @@ func (f *fixture) options() reconciler.Options {
 	o.OCI.RateLimit, o.OCI.Burst = 1000, 1000
 	o.OCI.PollMin, o.OCI.PollMax = 5*time.Millisecond, 100*time.Millisecond
 	o.Backoff = reconciler.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}
-	o.DrainPeriod = 0
+	o.DrainPeriod, o.NodeDrainPeriod = 0, 0
 	o.CleanupTimeout = 30 * time.Second
 	o.Resync = time.Minute
 	o.RecordKey = client.ObjectKey{Namespace: f.ns, Name: reconciler.DefaultRecordKeySecret}

@@ -28,6 +28,10 @@ type Options struct {
 	// DrainPeriod is how long a deleted resource's backends stay drained
 	// before they are removed.
 	DrainPeriod time.Duration
+	// NodeDrainPeriod is how long a backend this resource no longer wants
+	// (its node left, was excluded, or stopped hosting the Service's
+	// endpoints) stays drained before it is removed; 0 removes it at once.
+	NodeDrainPeriod time.Duration
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
 	CleanupTimeout time.Duration
@@ -67,6 +71,12 @@ type Options struct {
 // that holds the key ownership records are signed with.
 const DefaultRecordKeySecret = "lbregistrar-record-key"
 
+// DefaultNodeDrainPeriod outlasts an idle keep-alive connection: OCI's
+// load balancer keeps a client's for 65 s of idleness, which cannot be
+// changed (OCI docs, Load Balancer Timeout Connection Settings), so a
+// client between requests is not cut.
+const DefaultNodeDrainPeriod = 70 * time.Second
+
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
 	o := Options{
@@ -74,6 +84,7 @@ func DefaultOptions() Options {
 		Workers:            8,
 		Resync:             10 * time.Minute,
 		DrainPeriod:        30 * time.Second,
+		NodeDrainPeriod:    DefaultNodeDrainPeriod,
 		CleanupTimeout:     30 * time.Minute,
 		WorkRequestTimeout: 10 * time.Minute,
 		ShutdownWait:       85 * time.Second,
@@ -124,6 +135,8 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
 	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
+	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
+		"How long a departing node's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
 }
 
 // ociFactory builds the OCI clients' factory o describes.

@@ -92,7 +92,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	if err != nil && !errors.As(err, &ce) {
 		return rp, err
 	}
-	out, jobs, err := assess(ctx, p.reader, ociClient, obj, claimants, p.opts.desiredOptions())
+	out, jobs, err := assess(ctx, p.reader, ociClient, obj, claimants, p.opts)
 	if err != nil {
 		return rp, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -26,6 +27,9 @@ type BackendSetChange struct {
 	// Restored are wanted backends found drained or offline, which the
 	// write makes serve again.
 	Restored []BackendWeight `json:"restored,omitempty"`
+	// Draining are owned backends no longer wanted (their node left), kept
+	// drained until Until, then removed.
+	Draining []DrainingBackend `json:"draining,omitempty"`
 	// Kept are the backends the write would leave as they are, this
 	// resource's and foreign ones alike.
 	Kept []KeptBackend `json:"kept,omitempty"`
@@ -48,6 +52,16 @@ type Reweighted struct {
 	To      int32  `json:"to"`
 }
 
+// DrainingBackend is a departing node's backend, drained (no new
+// connections; open ones finish) until Until, then removed. Starts is set
+// when this write marks it drain.
+type DrainingBackend struct {
+	Backend string    `json:"backend"`
+	Weight  int32     `json:"weight"`
+	Until   time.Time `json:"until"`
+	Starts  bool      `json:"starts,omitempty"`
+}
+
 // KeptBackend is a backend left as it is; a foreign one is not this
 // resource's to change.
 type KeptBackend struct {
@@ -58,7 +72,18 @@ type KeptBackend struct {
 
 // Changed reports whether the backend set would be written.
 func (c *BackendSetChange) Changed() bool {
-	return len(c.Added)+len(c.Removed)+len(c.Reweighted)+len(c.Restored) > 0
+	return len(c.Added)+len(c.Removed)+len(c.Reweighted)+len(c.Restored)+len(c.drainStarts()) > 0
+}
+
+// drainStarts are the backends this write marks drain.
+func (c *BackendSetChange) drainStarts() []BackendWeight {
+	var out []BackendWeight
+	for _, b := range c.Draining {
+		if b.Starts {
+			out = append(out, BackendWeight{b.Backend, b.Weight})
+		}
+	}
+	return out
 }
 
 // Summary counts what would change.
@@ -66,6 +91,9 @@ func (c *BackendSetChange) Summary() string {
 	summary := fmt.Sprintf("%d to add, %d to remove, %d to re-weight", len(c.Added), len(c.Removed), len(c.Reweighted))
 	if len(c.Restored) > 0 {
 		summary += fmt.Sprintf(", %d to serve again", len(c.Restored))
+	}
+	if n := len(c.drainStarts()); n > 0 {
+		summary += fmt.Sprintf(", %d to drain", n)
 	}
 	return summary
 }
@@ -103,11 +131,17 @@ func (c *BackendSetChange) Details() string {
 	list("remove", weighted(c.Removed))
 	list("re-weight", reweighted)
 	list("serve again", weighted(c.Restored))
+	list("drain", weighted(c.drainStarts()))
 	return strings.Join(parts, "; ")
 }
 
-// describe fills c with what p does to the backend set holding current.
-func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan) BackendSetChange {
+// describe fills c with what p does to the backend set holding current,
+// drains lasting drainFor.
+func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration) BackendSetChange {
+	drainUntil := map[string]time.Time{}
+	for _, b := range p.Draining {
+		drainUntil[plan.Key(b.IP, b.Port)] = b.Since.Add(drainFor)
+	}
 	owned := map[string]bool{}
 	for _, b := range p.Owned {
 		owned[plan.Key(b.IP, b.Port)] = true
@@ -126,6 +160,8 @@ func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan) BackendS
 			c.Reweighted = append(c.Reweighted, Reweighted{k, b.Weight, next.Weight})
 		case (b.Drain || b.Offline) && !next.Drain && !next.Offline:
 			c.Restored = append(c.Restored, BackendWeight{k, b.Weight})
+		case !drainUntil[k].IsZero():
+			c.Draining = append(c.Draining, DrainingBackend{k, b.Weight, drainUntil[k], !b.Drain && next.Drain})
 		default:
 			c.Kept = append(c.Kept, KeptBackend{k, b.Weight, !owned[k]})
 		}
@@ -168,7 +204,7 @@ func planJobs(ctx context.Context, read backendSetReader, obj *v1beta1.LBRegistr
 			out.fail(j.name, err)
 		default:
 			p := plan.Compute(j.input(obj, bs.Backends))
-			c = describe(c, bs.Backends, &p)
+			c = describe(c, bs.Backends, &p, j.drainFor)
 		}
 		changes = append(changes, c)
 	}

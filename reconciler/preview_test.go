@@ -70,11 +70,20 @@ func TestDescribe(t *testing.T) {
 				Desired: []desired.Backend{want("10.0.0.1", 30080, 1), want("10.0.0.2", 30080, 1)}},
 			want: BackendSetChange{Restored: []BackendWeight{{"10.0.0.1:30080", 1}, {"10.0.0.2:30080", 1}}},
 		},
+		{
+			name: "a departing node's backend is drained until the period is over; one drained before stays so",
+			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1), {IP: "10.0.0.3", Port: 30080, Weight: 1, Drain: true}},
+				Owned:    []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1), owned("10.0.0.3", 30080, 1)},
+				Desired:  []desired.Backend{want("10.0.0.1", 30080, 1)},
+				Draining: map[string]time.Time{"10.0.0.3:30080": drainNow.Add(-time.Minute)}, DrainFor: 2 * time.Minute, Now: drainNow},
+			want: BackendSetChange{Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}}, Draining: []DrainingBackend{
+				{"10.0.0.2:30080", 1, drainNow.Add(2 * time.Minute), true}, {"10.0.0.3:30080", 1, drainNow.Add(time.Minute), false}}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan.Compute(tc.in)
-			got := describe(BackendSetChange{}, tc.in.Current, &p)
+			got := describe(BackendSetChange{}, tc.in.Current, &p, tc.in.DrainFor)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("describe (-want +got):\n%s", diff)
 			}
@@ -84,6 +93,10 @@ func TestDescribe(t *testing.T) {
 		})
 	}
 }
+
+// drainNow is when TestDescribe's drains are planned, to the second as the
+// record keeps it.
+var drainNow = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 
 // An Event's note has at most 1 kB: a change of thousands of backends names five of each kind.
 func TestDetailsIsBounded(t *testing.T) {

@@ -81,6 +81,7 @@ type Reconciler struct {
 	flights     *flights
 	pending     *pendingWrites // held back by DryRun
 	rejections  rejections
+	drains      drains
 	ownWrites   ownWrites
 	statusSlots statusSlots
 	records     *ownership.KeyStore
@@ -109,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.secrets.forget(req.Name)
 			r.pending.forget(req.Name)
 			r.rejections.forget(req.Name)
+			r.drains.forget(req.Name)
 			r.ownWrites.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -137,7 +139,9 @@ type outcome struct {
 	// unhealthy says, per backend set, which own backends OCI reports
 	// unhealthy; it makes Degraded True but fails nothing.
 	unhealthy []string
-	err       error
+	// drainsUntil is when the first drain of a departed node is over.
+	drainsUntil time.Time
+	err         error
 }
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
@@ -198,7 +202,7 @@ func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
 	turn.step(PhaseReading, "", "")
-	out, jobs, err := assess(ctx, r.client, ociClient, obj, claimants, r.opts.desiredOptions())
+	out, jobs, err := assess(ctx, r.client, ociClient, obj, claimants, r.opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -218,7 +222,14 @@ func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *
 	if out.err != nil {
 		return ctrl.Result{}, out.err
 	}
-	return r.resync(), nil
+	res := r.resync()
+	if !out.drainsUntil.IsZero() {
+		// Back when the first drain is over, to remove what it drained.
+		if until := max(time.Until(out.drainsUntil), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
+			res.RequeueAfter = until
+		}
+	}
+	return res, nil
 }
 
 // resync schedules the periodic drift repair, jittered so resources spread out.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +26,22 @@ type syncJob struct {
 	want      []desired.Backend
 	protected map[string]bool
 	// drained: see plan.Input.Drained.
-	drained    bool
+	drained bool
+	// drainFor: see plan.Input.DrainFor.
+	drainFor   time.Duration
 	prefetched *oci.BackendSet
 	skip       bool // its inputs could not be read
 	changing   bool // planned to be written
 }
 
 func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	return plan.Input{Mode: j.mode, Current: current, Owned: record(obj, j.name).Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained}
+	rec := record(obj, j.name)
+	draining := map[string]time.Time{}
+	for _, b := range rec.DrainingBackends() {
+		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
+	}
+	return plan.Input{Mode: j.mode, Current: current, Owned: rec.Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained,
+		Draining: draining, DrainFor: j.drainFor, Now: time.Now()}
 }
 
 // readBackendSets reads the named backend sets of a load balancer at once.
@@ -94,7 +103,7 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 // state is uncertain keep what is registered, and out says so), and every
 // recorded one the spec no longer names, whose owned backends go. read are
 // the backend sets already read.
-func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome, read map[string]*oci.BackendSet) []syncJob {
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []syncJob {
 	var jobs []syncJob
 	inSpec := map[string]bool{}
 	for _, bs := range result.BackendSets {
@@ -107,7 +116,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome,
 			mode = plan.Hold
 			out.held = append(out.held, bs.Name)
 		}
-		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends, prefetched: read[bs.Name]})
+		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends, drainFor: drainFor, prefetched: read[bs.Name]})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
@@ -277,13 +286,25 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		dropRecord(obj, name)
 	default:
-		record(obj, name).SetOwned(res.Plan.Owned)
+		rec := record(obj, name)
+		rec.SetOwned(res.Plan.Owned)
+		rec.SetDraining(res.Plan.Draining)
+		if !res.Plan.DrainsUntil.IsZero() && (out.drainsUntil.IsZero() || res.Plan.DrainsUntil.Before(out.drainsUntil)) {
+			out.drainsUntil = res.Plan.DrainsUntil
+		}
+		r.drains.set(obj.Name, lb, name, &res.Plan, j.drainFor)
+		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))
+		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(res.Plan.DrainEnded)))
+		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(res.Plan.DrainCalledOff)))
 		inLine = true
 	}
 	if rec := findRecord(obj, name); rec != nil {
 		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(rec.OwnedCount()))
+		metrics.BackendsDraining.WithLabelValues(obj.Name, name).Set(float64(len(rec.DrainingBackends())))
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
+		metrics.BackendsDraining.DeleteLabelValues(obj.Name, name)
+		r.drains.set(obj.Name, lb, name, nil, 0)
 	}
 	return inLine
 }

@@ -161,6 +161,18 @@ type BackendGroup struct {
 	IP string `json:"ip,omitempty"`
 }
 
+// DrainingGroup is owned backends of one port that were marked drain at
+// one time.
+type DrainingGroup struct {
+	// Since is when they were marked drain.
+	Since metav1.Time `json:"since"`
+	// Port is the node port.
+	Port int32 `json:"port"`
+	// Addresses are the nodes' addresses, ordered, separated by single
+	// spaces.
+	Addresses string `json:"addresses"`
+}
+
 // WorkRequest is the last OCI work request written for a backend set.
 type WorkRequest struct {
 	// ID is the work request's OCID.
@@ -191,6 +203,16 @@ type BackendSetStatus struct {
 	// sharing the backend set) and is left to it.
 	// +optional
 	Drained bool `json:"drained,omitempty"`
+
+	// Draining are owned backends this resource marked drain because it
+	// no longer wants them (their node left, was excluded, or stopped
+	// hosting the Service's endpoints), grouped by when and port. Each is
+	// removed once the node drain period has passed since, or serves again
+	// if wanted before that. Read and write them with DrainingBackends and
+	// SetDraining.
+	// +optional
+	// +listType=atomic
+	Draining []DrainingGroup `json:"draining,omitempty"`
 
 	// LastWorkRequest is the last write this resource made there.
 	// +optional

@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Owned lists the backends the record keeps, one per address and port,
@@ -76,4 +79,46 @@ func GroupBackends(backends []Backend) []BackendGroup {
 // CompareBackends orders backends by address, then port.
 func CompareBackends(a, b Backend) int {
 	return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port))
+}
+
+// DrainingBackend is an owned backend marked drain at Since.
+type DrainingBackend struct {
+	IP    string
+	Port  int32
+	Since metav1.Time
+}
+
+// DrainingBackends lists the backends the record keeps drained.
+func (s *BackendSetStatus) DrainingBackends() []DrainingBackend {
+	var out []DrainingBackend
+	for _, g := range s.Draining {
+		for ip := range strings.FieldsSeq(g.Addresses) {
+			out = append(out, DrainingBackend{IP: ip, Port: g.Port, Since: g.Since})
+		}
+	}
+	return out
+}
+
+// SetDraining records the backends kept drained, grouped by when they were
+// marked (to the second, as the record stores it) and port.
+func (s *BackendSetStatus) SetDraining(backends []DrainingBackend) {
+	sorted := slices.Clone(backends)
+	for i := range sorted {
+		sorted[i].Since = metav1.NewTime(sorted[i].Since.Truncate(time.Second))
+	}
+	slices.SortFunc(sorted, func(a, b DrainingBackend) int {
+		return cmp.Or(a.Since.Compare(b.Since.Time), cmp.Compare(a.Port, b.Port), cmp.Compare(a.IP, b.IP))
+	})
+	s.Draining = nil
+	var addresses strings.Builder
+	for i, b := range sorted {
+		if addresses.Len() > 0 {
+			addresses.WriteByte(' ')
+		}
+		addresses.WriteString(b.IP)
+		if next := i + 1; next == len(sorted) || !sorted[next].Since.Equal(&b.Since) || sorted[next].Port != b.Port {
+			s.Draining = append(s.Draining, DrainingGroup{Since: b.Since, Port: b.Port, Addresses: addresses.String()})
+			addresses = strings.Builder{}
+		}
+	}
 }

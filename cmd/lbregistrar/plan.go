@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/spf13/cobra"
@@ -246,6 +247,13 @@ func writeBackendSet(ew *errWriter, c *reconciler.BackendSetChange) {
 	}
 	for _, b := range c.Restored {
 		ew.printf("      ~ %s weight %d: drained or offline -> serving\n", b.Backend, b.Weight)
+	}
+	for _, b := range c.Draining {
+		verb := "drained"
+		if b.Starts {
+			verb = "serving -> drained"
+		}
+		ew.printf("      ~ %s weight %d: %s (node gone) until %s, then removed\n", b.Backend, b.Weight, verb, b.Until.UTC().Format(time.RFC3339))
 	}
 	for _, b := range c.Kept {
 		if b.Foreign {

@@ -283,6 +283,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		"--oci-loadbalancer-endpoint", emu.URL(),
 		"--oci-networkloadbalancer-endpoint", emu.URL(),
 		"--drain-period", "5s",
+		"--node-drain-period", "5s",
 		// Health is read on each resync: often enough for the live view to
 		// follow the emulator's health checks.
 		"--resync-period", "10s",

@@ -67,8 +67,24 @@ var (
 		Name: "lbregistrar_backends_registered",
 		Help: "Backends an LBRegistrar owns, per backend set.",
 	}, []string{"lbregistrar", "backend_set"})
+
+	// BackendsDraining is the number of owned backends each resource keeps
+	// drained per backend set, their nodes gone, until the node drain
+	// period is over.
+	BackendsDraining = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_backends_draining",
+		Help: "Backends an LBRegistrar keeps drained, per backend set, because it no longer wants them (their node left, was excluded, or stopped hosting endpoints), until the node drain period is over.",
+	}, []string{"lbregistrar", "backend_set"})
+
+	// NodeDrains counts departing nodes' backends by what became of their
+	// drain: started, ended (removed after the drain period) or called_off
+	// (wanted again before it was over, so serving again).
+	NodeDrains = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lbregistrar_node_drains_total",
+		Help: "Backends of departing nodes whose drain started, ended (removed after the node drain period), or was called off (the node wanted again).",
+	}, []string{"event"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, NodeDrains)
 }

@@ -25,18 +25,23 @@ import (
 	"encoding/binary"
 	"hash"
 	"strings"
+	"time"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
-// signaturePrefix versions the signature's form, so a later form can be
-// told from this one.
-const signaturePrefix = "v1."
+// The signature's form is versioned by its prefix: v2 covers the drain
+// record too; v1, written before there was one, still verifies a record
+// that has none.
+const (
+	signaturePrefix   = "v2."
+	signaturePrefixV1 = "v1."
+)
 
 // Sign returns the signature of obj's ownership record under key.
 func Sign(key []byte, obj *v1beta1.LBRegistrar) string {
 	mac := hmac.New(sha256.New, key)
-	writeRecord(mac, obj)
+	writeRecord(mac, obj, true)
 	return signaturePrefix + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
@@ -53,17 +58,35 @@ func Vouched(key []byte, obj *v1beta1.LBRegistrar) bool {
 	if !Recorded(obj) {
 		return true
 	}
-	sig, ok := strings.CutPrefix(obj.Status.RecordSignature, signaturePrefix)
-	if !ok || key == nil {
+	if key == nil {
 		return false
+	}
+	draining := true
+	sig, ok := strings.CutPrefix(obj.Status.RecordSignature, signaturePrefix)
+	if !ok {
+		sig, ok = strings.CutPrefix(obj.Status.RecordSignature, signaturePrefixV1)
+		draining = false
+		if !ok || drains(obj) {
+			return false
+		}
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
 		return false
 	}
 	mac := hmac.New(sha256.New, key)
-	writeRecord(mac, obj)
+	writeRecord(mac, obj, draining)
 	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// drains reports whether obj's record keeps backends drained.
+func drains(obj *v1beta1.LBRegistrar) bool {
+	for _, bs := range obj.Status.BackendSets {
+		if len(bs.Draining) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Drop removes obj's ownership record and its signature.
@@ -76,10 +99,11 @@ func Drop(obj *v1beta1.LBRegistrar) {
 // writeRecord writes what a signature covers: the object's UID, the load
 // balancer, and each backend set's name and backends as stored (every form
 // a record may hold them in), each field length-prefixed so that no two
-// records write the same bytes. Work requests and health are not covered:
+// records write the same bytes; with draining, each backend set's drain
+// record too (v2). Work requests and health are not covered:
 // the controller rewrites them alone after a conflict, and neither names a
 // backend to remove.
-func writeRecord(h hash.Hash, obj *v1beta1.LBRegistrar) {
+func writeRecord(h hash.Hash, obj *v1beta1.LBRegistrar, draining bool) {
 	var buf [binary.MaxVarintLen64]byte
 	field := func(s string) {
 		h.Write(buf[:binary.PutUvarint(buf[:], uint64(len(s)))])
@@ -100,6 +124,14 @@ func writeRecord(h hash.Hash, obj *v1beta1.LBRegistrar) {
 			number(int64(len(g.IPs)))
 			for _, ip := range g.IPs {
 				field(ip)
+			}
+		}
+		if draining {
+			number(int64(len(bs.Draining)))
+			for _, g := range bs.Draining {
+				field(g.Since.UTC().Format(time.RFC3339))
+				number(int64(g.Port))
+				field(g.Addresses)
 			}
 		}
 	}

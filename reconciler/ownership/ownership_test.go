@@ -1,7 +1,11 @@
 package ownership
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,10 +17,18 @@ func signedRecord(key []byte) *v1beta1.LBRegistrar {
 	obj.Status.LoadBalancerID = "ocid1.loadbalancer.oc1.iad.a"
 	obj.Status.BackendSets = []v1beta1.BackendSetStatus{
 		{Name: "api", Backends: []v1beta1.BackendGroup{{Port: 30080, Weight: 1, Addresses: "10.0.0.1 10.0.0.2"}}},
-		{Name: "web", Backends: []v1beta1.BackendGroup{{Port: 30443, Weight: 2, IPs: []string{"10.0.0.3"}}, {Port: 30444, Weight: 1, IP: "10.0.0.4"}}},
+		{Name: "web", Backends: []v1beta1.BackendGroup{{Port: 30443, Weight: 2, IPs: []string{"10.0.0.3"}}, {Port: 30444, Weight: 1, IP: "10.0.0.4"}},
+			Draining: []v1beta1.DrainingGroup{{Since: metav1.NewTime(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)), Port: 30443, Addresses: "10.0.0.3"}}},
 	}
 	obj.Status.RecordSignature = Sign(key, obj)
 	return obj
+}
+
+// signV1 signs obj in the form written before drain records existed.
+func signV1(key []byte, obj *v1beta1.LBRegistrar) string {
+	mac := hmac.New(sha256.New, key)
+	writeRecord(mac, obj, false)
+	return signaturePrefixV1 + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 func TestVouched(t *testing.T) {
@@ -55,6 +67,16 @@ func TestVouched(t *testing.T) {
 			g := &o.Status.BackendSets[1].Backends[1]
 			g.Addresses, g.IP = g.IP, ""
 		}, false},
+		{"a drain time changed", key, func(o *v1beta1.LBRegistrar) {
+			o.Status.BackendSets[1].Draining[0].Since = metav1.NewTime(o.Status.BackendSets[1].Draining[0].Since.Add(-time.Hour))
+		}, false},
+		{"a draining address added", key, func(o *v1beta1.LBRegistrar) { o.Status.BackendSets[1].Draining[0].Addresses += " 10.0.0.4" }, false},
+		{"a drain record dropped", key, func(o *v1beta1.LBRegistrar) { o.Status.BackendSets[1].Draining = nil }, false},
+		{"signed before drain records existed", key, func(o *v1beta1.LBRegistrar) {
+			o.Status.BackendSets[1].Draining = nil
+			o.Status.RecordSignature = signV1(key, o)
+		}, true},
+		{"an earlier signature over a record that drains", key, func(o *v1beta1.LBRegistrar) { o.Status.RecordSignature = signV1(key, o) }, false},
 		{"a record on an object that had none", key, func(o *v1beta1.LBRegistrar) {
 			o.Status.RecordSignature = Sign(key, &v1beta1.LBRegistrar{ObjectMeta: o.ObjectMeta})
 		}, false},

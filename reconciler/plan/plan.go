@@ -7,6 +7,12 @@
 // adopted into the record (that is how a resource migrated from the original
 // operator, which kept no record, takes over what it registered). A backend
 // another live resource records as its own is never removed.
+//
+// A backend the resource owns but no longer wants (its node left, was
+// excluded, or stopped hosting the Service's endpoints) is drained first:
+// marked drain, so the load balancer sends it no new connections while the
+// open ones finish, kept for the drain period, then removed. One wanted
+// again meanwhile serves again rather than being added anew.
 package plan
 
 import (
@@ -14,6 +20,9 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
@@ -89,6 +98,14 @@ type Input struct {
 	// Protected holds keys another live resource records as its own; they
 	// are dropped from this record but never removed from the backend set.
 	Protected map[string]bool
+	// Draining is the drain record: when each owned backend (by Key) that
+	// is no longer wanted was marked drain.
+	Draining map[string]time.Time
+	// DrainFor is how long, in Apply, an owned backend no longer wanted
+	// stays drained before it is removed; 0 removes it at once.
+	DrainFor time.Duration
+	// Now is the time drains are measured against.
+	Now time.Time
 	// Drained says this resource's backends were marked drain already
 	// (its deletion's drain period is under way or over): in Drain and
 	// Remove, an owned backend no longer drained was taken back into
@@ -103,8 +120,17 @@ type Plan struct {
 	Backends []Backend
 	// Owned is the record once Backends is in place.
 	Owned []v1beta1.Backend
+	// Draining is the drain record once Backends is in place.
+	Draining []v1beta1.DrainingBackend
 	// Added, Removed and Updated name the keys that change (for events).
 	Added, Removed, Updated []string
+	// DrainStarted names the owned backends no longer wanted whose drain
+	// starts, DrainEnded those removed because their drain period is over,
+	// and DrainCalledOff those wanted again before it was.
+	DrainStarted, DrainEnded, DrainCalledOff []string
+	// DrainsUntil is, in Apply, when the first drain in Draining is over;
+	// zero for none.
+	DrainsUntil time.Time
 }
 
 // Changed reports whether the backend set must be written.
@@ -132,6 +158,7 @@ func Compute(in Input) Plan {
 		k := cur.Key()
 		present[k] = true
 		_, mine := owned[k]
+		since, draining := in.Draining[k]
 		switch d, wanted := want[k]; {
 		case wanted: // adopt when foreign, make serving when needed; a backend OCI took by address stays so
 			// Wanted means serving: a drain or offline mark (this resource's,
@@ -140,23 +167,39 @@ func Compute(in Input) Plan {
 				cur.Weight, cur.Drain, cur.Offline = d.Weight, false, false
 				p.Updated = append(p.Updated, k)
 			}
+			if mine && draining {
+				p.DrainCalledOff = append(p.DrainCalledOff, k)
+			}
 			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
 		case !mine:
 			// foreign: untouched
 		case in.Protected[k]:
 			// handed over to another live resource: untouched and forgotten
-		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain:
+		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
+			in.Mode == Apply && draining && !cur.Drain:
 			// undrained by another writer since this resource drained it:
 			// wanted elsewhere, untouched and forgotten
 		case in.Mode == Hold:
-			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+			p.keep(cur, since, draining)
 		case in.Mode == Drain:
 			if !cur.Drain {
 				cur.Drain = true
 				p.Updated = append(p.Updated, k)
 			}
-			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+			p.keep(cur, since, draining)
+		case in.Mode == Apply && in.DrainFor > 0 && !draining:
+			if !cur.Drain {
+				cur.Drain = true
+				p.Updated = append(p.Updated, k)
+			}
+			p.DrainStarted = append(p.DrainStarted, k)
+			p.keep(cur, in.Now, true)
+		case in.Mode == Apply && in.DrainFor > 0 && in.Now.Before(since.Add(in.DrainFor)):
+			p.keep(cur, since, true)
 		default: // Apply without it, or Remove
+			if in.Mode == Apply && draining {
+				p.DrainEnded = append(p.DrainEnded, k)
+			}
 			p.Removed = append(p.Removed, k)
 			continue
 		}
@@ -185,7 +228,23 @@ func Compute(in Input) Plan {
 		p.Added = append(p.Added, Key(d.IP, d.Port))
 	}
 	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
+	if in.Mode == Apply {
+		for _, b := range p.Draining {
+			if until := b.Since.Add(in.DrainFor); p.DrainsUntil.IsZero() || until.Before(p.DrainsUntil) {
+				p.DrainsUntil = until
+			}
+		}
+	}
 	return p
+}
+
+// keep keeps an owned backend in the record, and in the drain record since
+// when it was marked drain, if it is draining.
+func (p *Plan) keep(b Backend, since time.Time, draining bool) {
+	p.Owned = append(p.Owned, v1beta1.Backend{IP: b.IP, Port: b.Port, Weight: b.Weight})
+	if draining {
+		p.Draining = append(p.Draining, v1beta1.DrainingBackend{IP: b.IP, Port: b.Port, Since: metav1.NewTime(since)})
+	}
 }
 
 // Intent is the record to store before writing p: what is owned now plus

@@ -2,8 +2,11 @@ package plan
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
@@ -222,5 +225,95 @@ func TestKeyIsTheCanonicalHostPort(t *testing.T) {
 		if got := Key(tc.ip, tc.port); got != tc.want {
 			t.Errorf("Key(%q, %d) = %q, want %q", tc.ip, tc.port, got, tc.want)
 		}
+	}
+}
+
+// An owned backend no longer wanted is drained for DrainFor, then removed;
+// wanted again before that, it serves again without being added anew.
+func TestNodeDrain(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	period := time.Minute
+	a := Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	b := Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}
+	drained := func(x Backend) Backend { x.Drain = true; return x }
+	owned := []v1beta1.Backend{{IP: a.IP, Port: a.Port, Weight: 1}, {IP: b.IP, Port: b.Port, Weight: 1}}
+	wantA := []desired.Backend{{IP: a.IP, Port: a.Port, Weight: 1}}
+	wantAB := []desired.Backend{{IP: a.IP, Port: a.Port, Weight: 1}, {IP: b.IP, Port: b.Port, Weight: 1}}
+	since := func(t time.Time) map[string]time.Time { return map[string]time.Time{b.Key(): t} }
+	draining := func(t time.Time) []v1beta1.DrainingBackend {
+		return []v1beta1.DrainingBackend{{IP: b.IP, Port: b.Port, Since: metav1.NewTime(t)}}
+	}
+	tests := []struct {
+		name     string
+		in       Input
+		want     Plan
+		backends []Backend
+	}{
+		{
+			name:     "a departing node is marked drain, not removed",
+			in:       Input{Current: []Backend{a, b}, Owned: owned, Desired: wantA, DrainFor: period, Now: now},
+			backends: []Backend{a, drained(b)},
+			want:     Plan{Owned: owned, Draining: draining(now), Updated: []string{b.Key()}, DrainStarted: []string{b.Key()}, DrainsUntil: now.Add(period)},
+		},
+		{
+			// Someone else (a person, another tool) drained it already.
+			name:     "one found drained starts its drain without a write",
+			in:       Input{Current: []Backend{a, drained(b)}, Owned: owned, Desired: wantA, DrainFor: period, Now: now},
+			backends: []Backend{a, drained(b)},
+			want:     Plan{Owned: owned, Draining: draining(now), DrainStarted: []string{b.Key()}, DrainsUntil: now.Add(period)},
+		},
+		{
+			name:     "within the period it stays drained",
+			in:       Input{Current: []Backend{a, drained(b)}, Owned: owned, Desired: wantA, DrainFor: period, Now: now, Draining: since(now.Add(-30 * time.Second))},
+			backends: []Backend{a, drained(b)},
+			want:     Plan{Owned: owned, Draining: draining(now.Add(-30 * time.Second)), DrainsUntil: now.Add(30 * time.Second)},
+		},
+		{
+			name:     "after the period it is removed",
+			in:       Input{Current: []Backend{a, drained(b)}, Owned: owned, Desired: wantA, DrainFor: period, Now: now, Draining: since(now.Add(-period))},
+			backends: []Backend{a},
+			want:     Plan{Owned: owned[:1], Removed: []string{b.Key()}, DrainEnded: []string{b.Key()}},
+		},
+		{
+			name:     "wanted again before the period ends, it serves again",
+			in:       Input{Current: []Backend{a, drained(b)}, Owned: owned, Desired: wantAB, DrainFor: period, Now: now, Draining: since(now.Add(-30 * time.Second))},
+			backends: []Backend{a, b},
+			want:     Plan{Owned: owned, Updated: []string{b.Key()}, DrainCalledOff: []string{b.Key()}},
+		},
+		{
+			// Another cluster sharing the backend set wants the node: it
+			// undid the drain, and the backend is its to keep.
+			name:     "undrained by another writer meanwhile, it is left and forgotten",
+			in:       Input{Current: []Backend{a, b}, Owned: owned, Desired: wantA, DrainFor: period, Now: now, Draining: since(now.Add(-30 * time.Second))},
+			backends: []Backend{a, b},
+			want:     Plan{Owned: owned[:1]},
+		},
+		{
+			name:     "with no drain period it is removed at once",
+			in:       Input{Current: []Backend{a, b}, Owned: owned, Desired: wantA, Now: now},
+			backends: []Backend{a},
+			want:     Plan{Owned: owned[:1], Removed: []string{b.Key()}},
+		},
+		{
+			name:     "held, a drain keeps its time and nothing is removed",
+			in:       Input{Mode: Hold, Current: []Backend{a, drained(b)}, Owned: owned, DrainFor: period, Now: now, Draining: since(now.Add(-time.Hour))},
+			backends: []Backend{a, drained(b)},
+			want:     Plan{Owned: owned, Draining: draining(now.Add(-time.Hour))},
+		},
+		{
+			name:     "gone from the backend set, it leaves both records",
+			in:       Input{Current: []Backend{a}, Owned: owned, Desired: wantA, DrainFor: period, Now: now, Draining: since(now)},
+			backends: []Backend{a},
+			want:     Plan{Owned: owned[:1]},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(tt.in)
+			tt.want.Backends = tt.backends
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
