@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -194,35 +195,82 @@ func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
 	f.expectBackends(classicLB, "later", "10.0.34.1:31040/1")
 }
 
-// A work request OCI fails for bad input is final for the spec: Ready says
-// OCI's reason, the write is not sent again (not even when nodes change,
-// while the other backend set follows them), until the spec changes.
-func TestRejectedWriteIsFinalForTheSpec(t *testing.T) {
+// A work request OCI fails for bad input is not sent again unchanged:
+// Ready says OCI's reason, its additions are tried again with backoff
+// (not on every node event, while the other backend set follows them), and
+// at once when the spec changes.
+func TestRejectedWriteIsNotRepeated(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	f.node(f.ns+"-a", "10.0.35.1")
 	const reason = "backend 10.0.35.1:31050 is not in a subnet the load balancer can reach"
 	rejecting := f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: classicLB, BackendSet: "admin",
 		FailWorkRequest: true, FailCode: "BAD_INPUT", FailMessage: reason})
-	f.startManager(f.options())
+	o := f.options()
+	o.Backoff.Max = 2 * time.Second
+	f.startManager(o)
 	obj := f.registrar("rejected", classicLB, []v1beta1.Target{fixedPort("admin", 31050), fixedPort("api", 31051)})
 
 	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1")
 	f.eventually(20*time.Second, func() error {
 		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Reason != "WriteFailed" ||
-			!strings.Contains(c.Message, reason) || !strings.Contains(c.Message, "not written again until the spec changes") {
+			!strings.Contains(c.Message, reason) || !strings.Contains(c.Message, "OCI refused adding 1 backends") {
 			return fmt.Errorf("ready: %+v", c)
 		}
 		return nil
 	})
+	refusedAt := time.Now()
 	f.node(f.ns+"-b", "10.0.35.2")
 	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1", "10.0.35.2:31051/1")
-	if n := f.writesTo(classicLB, "admin"); n != 1 {
-		t.Fatalf("the rejected write was sent %d times, want once", n)
+	// Other additions (node b's) are tried at once; each the same refused
+	// addition again only after 2 s, 4 s, ...
+	if n, most := f.writesTo(classicLB, "admin"), 3+int(time.Since(refusedAt)/(2*time.Second)); n > most {
+		t.Fatalf("the refused write was sent %d times in %s, want at most %d", n, time.Since(refusedAt), most)
 	}
 
 	f.emu.RemoveFault(rejecting)
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].NodePort = 31052 })
 	f.expectBackends(classicLB, "admin", "10.0.35.1:31052/1", "10.0.35.2:31052/1")
+}
+
+// Additions OCI refuses for a limit never hold back removals: a node that
+// left is removed though the nodes that joined do not fit, Ready says what
+// does not fit and lbregistrar_backends_withheld counts it, and they are
+// added once they fit.
+func TestRemovalsDoNotWaitForAdditionsThatDoNotFit(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond, BackendsPerBackendSet: 3})
+	for i, n := range []string{"a", "b", "c"} {
+		f.node(f.ns+"-"+n, fmt.Sprintf("10.0.46.%d", i+1))
+	}
+	f.startManager(f.options())
+	obj := f.registrar("limited", classicLB, []v1beta1.Target{fixedPort("api", 31046)})
+	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1", "10.0.46.3:31046/1")
+
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-c"}}))
+	f.node(f.ns+"-d", "10.0.46.4")
+	f.node(f.ns+"-e", "10.0.46.5")
+	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1")
+	f.eventually(20*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "LimitExceeded") || !strings.Contains(c.Message, "OCI refused adding 2 backends") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "api")); n != 2 {
+			return fmt.Errorf("lbregistrar_backends_withheld = %v, want 2", n)
+		}
+		return nil
+	})
+
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-e"}}))
+	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1", "10.0.46.4:31046/1")
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "api")); n != 0 {
+			return fmt.Errorf("lbregistrar_backends_withheld = %v, want 0", n)
+		}
+		return nil
+	})
 }
 
 // Each backend set gets the node addresses of the IP version it takes: an

@@ -139,9 +139,11 @@ type outcome struct {
 	// unhealthy says, per backend set, which own backends OCI reports
 	// unhealthy; it makes Degraded True but fails nothing.
 	unhealthy []string
-	// drainsUntil is when the first drain of a departed node is over.
-	drainsUntil time.Time
-	err         error
+	// revisitAt is when the resource must be reconciled again before its
+	// resync: the first drain of a departed node is over, or additions OCI
+	// refused are due to be tried again.
+	revisitAt time.Time
+	err       error
 }
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
@@ -223,9 +225,8 @@ func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *
 		return ctrl.Result{}, out.err
 	}
 	res := r.resync()
-	if !out.drainsUntil.IsZero() {
-		// Back when the first drain is over, to remove what it drained.
-		if until := max(time.Until(out.drainsUntil), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
+	if !out.revisitAt.IsZero() {
+		if until := max(time.Until(out.revisitAt), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
 			res.RequeueAfter = until
 		}
 	}

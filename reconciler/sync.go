@@ -28,7 +28,9 @@ type syncJob struct {
 	// drained: see plan.Input.Drained.
 	drained bool
 	// drainFor: see plan.Input.DrainFor.
-	drainFor   time.Duration
+	drainFor time.Duration
+	// noAdds: see plan.Input.NoAdds.
+	noAdds     bool
 	prefetched *oci.BackendSet
 	skip       bool // its inputs could not be read
 	changing   bool // planned to be written
@@ -41,7 +43,7 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
 	}
 	return plan.Input{Mode: j.mode, Current: current, Owned: rec.Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained,
-		Draining: draining, DrainFor: j.drainFor, Now: time.Now()}
+		Draining: draining, DrainFor: j.drainFor, Now: time.Now(), NoAdds: j.noAdds}
 }
 
 // readBackendSets reads the named backend sets of a load balancer at once.
@@ -142,12 +144,6 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 	var unread []string
 	for i := range jobs {
 		j := &jobs[i]
-		if err := r.rejections.get(obj.Name, j.name, obj.Generation); err != nil && obj.DeletionTimestamp.IsZero() {
-			logger.V(1).Info("OCI rejected this write for good; not sent again until the spec changes", "backendSet", j.name, "error", err.Error())
-			out.failures = append(out.failures, rejected(j.name, err))
-			j.skip = true
-			continue
-		}
 		var err error
 		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
 			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
@@ -173,6 +169,14 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 		}
 		in := j.input(obj, j.prefetched.Backends)
 		p := plan.Compute(in)
+		if rej := r.rejections.inForce(obj.Name, j.name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
+			logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", j.name,
+				"withheld", len(p.Added), "retryAt", rej.retryAt, "error", rej.err.Error())
+			out.refused(j.name, len(p.Added), rej.err, rej.retryAt)
+			j.noAdds = true
+			in = j.input(obj, j.prefetched.Backends)
+			p = plan.Compute(in)
+		}
 		if !p.Changed() {
 			continue
 		}
@@ -258,13 +262,22 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	}
 	inLine := false
 	switch {
-	case oci.IsRejected(err) && obj.DeletionTimestamp.IsZero():
-		// Final for this spec: Ready says why, and no error backoff sends it
-		// again. Deletion retries it instead, until its cleanup timeout.
-		logger.Error(err, "OCI rejected the write; not sent again until the spec changes", "opcRequestID", oci.RequestID(err))
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", rejected(name, err))
-		r.rejections.put(obj.Name, name, obj.Generation, err)
-		out.failures = append(out.failures, rejected(name, err))
+	case oci.IsRefused(err) && obj.DeletionTimestamp.IsZero() && len(res.Plan.Added) > 0:
+		// Sending it again cannot help, but what it removes, re-weights or
+		// drains must not wait for what it adds: that goes now, and the
+		// additions are tried again with backoff (see rejections). Deletion
+		// adds nothing, and retries until its cleanup timeout.
+		last := r.opts.Resync
+		if last <= 0 {
+			last = 10 * time.Minute
+		}
+		retryAt := r.rejections.put(obj.Name, name, obj.Generation, res.Plan.Added, err, time.Now(), r.opts.Backoff.Max, last)
+		logger.Error(err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
+			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
+		out.refused(name, len(res.Plan.Added), err, retryAt)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", out.failures[len(out.failures)-1])
+		j.noAdds = true
+		return r.syncOne(ctx, ociClient, st, out, turn, j, false)
 	case err != nil:
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
@@ -289,9 +302,11 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		rec := record(obj, name)
 		rec.SetOwned(res.Plan.Owned)
 		rec.SetDraining(res.Plan.Draining)
-		if !res.Plan.DrainsUntil.IsZero() && (out.drainsUntil.IsZero() || res.Plan.DrainsUntil.Before(out.drainsUntil)) {
-			out.drainsUntil = res.Plan.DrainsUntil
+		out.revisit(res.Plan.DrainsUntil)
+		if !j.noAdds {
+			r.rejections.clear(obj.Name, name)
 		}
+		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
 		r.drains.set(obj.Name, lb, name, &res.Plan, j.drainFor)
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))
 		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(res.Plan.DrainEnded)))
@@ -304,14 +319,25 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 	} else {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 		metrics.BackendsDraining.DeleteLabelValues(obj.Name, name)
+		metrics.BackendsWithheld.DeleteLabelValues(obj.Name, name)
 		r.drains.set(obj.Name, lb, name, nil, 0)
 	}
 	return inLine
 }
 
-// rejected says a backend set's write was rejected for good, and until when.
-func rejected(name string, err error) string {
-	return fmt.Sprintf("backend set %q: %v; not written again until the spec changes", name, err)
+// refused records that OCI refused adding n backends to a backend set, and
+// when that is tried again.
+func (o *outcome) refused(name string, n int, err error, retryAt time.Time) {
+	o.failures = append(o.failures, fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
+		name, n, err, retryAt.UTC().Format(time.RFC3339)))
+	o.revisit(retryAt)
+}
+
+// revisit asks for the resource to be reconciled again at t, or earlier.
+func (o *outcome) revisit(t time.Time) {
+	if !t.IsZero() && (o.revisitAt.IsZero() || t.Before(o.revisitAt)) {
+		o.revisitAt = t
+	}
 }
 
 func (o *outcome) fail(name string, err error) {

@@ -76,6 +76,14 @@ var (
 		Help: "Backends an LBRegistrar keeps drained, per backend set, because it no longer wants them (their node left, was excluded, or stopped hosting endpoints), until the node drain period is over.",
 	}, []string{"lbregistrar", "backend_set"})
 
+	// BackendsWithheld is the number of wanted backends each resource
+	// could not add per backend set because OCI refused them (a limit, bad
+	// input); the backend set is written without them meanwhile.
+	BackendsWithheld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_backends_withheld",
+		Help: "Wanted backends an LBRegistrar could not add, per backend set, because OCI refused them (a limit, bad input); removals and weight changes go on without them, and they are tried again with backoff.",
+	}, []string{"lbregistrar", "backend_set"})
+
 	// NodeDrains counts departing nodes' backends by what became of their
 	// drain: started, ended (removed after the drain period) or called_off
 	// (wanted again before it was over, so serving again).
@@ -86,5 +94,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, NodeDrains)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, NodeDrains)
 }

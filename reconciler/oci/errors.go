@@ -85,6 +85,16 @@ func IsRejected(err error) bool {
 	return errors.As(err, &e) && e.Op == opWorkRequest && e.Reason == ""
 }
 
+// IsRefused reports whether OCI refused a backend set write for what it
+// holds: its work request failed for bad input or a limit (IsRejected), or
+// the write itself was answered 400 (InvalidParameter, LimitExceeded,
+// QuotaExceeded: OCI API errors page). Sending it again unchanged cannot
+// help; a write without the additions may.
+func IsRefused(err error) bool {
+	var e *Error
+	return IsRejected(err) || (errors.As(err, &e) && e.Op == "UpdateBackendSet" && e.Status == 400)
+}
+
 // Retryable returns the retry class of err and the server's Retry-After, or
 // ok=false when retrying the same call cannot succeed.
 func Retryable(err error) (reason string, after time.Duration, ok bool) {

@@ -106,6 +106,10 @@ type Input struct {
 	DrainFor time.Duration
 	// Now is the time drains are measured against.
 	Now time.Time
+	// NoAdds leaves wanted backends that are not registered out of the
+	// plan (Withheld names them): OCI refused adding them, and what else
+	// changes (removals, weights, drains) must not wait for them.
+	NoAdds bool
 	// Drained says this resource's backends were marked drain already
 	// (its deletion's drain period is under way or over): in Drain and
 	// Remove, an owned backend no longer drained was taken back into
@@ -128,6 +132,8 @@ type Plan struct {
 	// starts, DrainEnded those removed because their drain period is over,
 	// and DrainCalledOff those wanted again before it was.
 	DrainStarted, DrainEnded, DrainCalledOff []string
+	// Withheld names the wanted backends NoAdds left out.
+	Withheld []string
 	// DrainsUntil is, in Apply, when the first drain in Draining is over;
 	// zero for none.
 	DrainsUntil time.Time
@@ -222,6 +228,12 @@ func Compute(in Input) Plan {
 		}
 	}
 	slices.SortFunc(added, desired.CompareBackends)
+	if in.NoAdds {
+		for _, d := range added {
+			p.Withheld = append(p.Withheld, Key(d.IP, d.Port))
+		}
+		added = nil
+	}
 	for _, d := range added {
 		p.Backends = append(p.Backends, Backend{IP: d.IP, TargetID: d.TargetID, Port: d.Port, Weight: d.Weight})
 		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})

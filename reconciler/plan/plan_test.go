@@ -317,3 +317,22 @@ func TestNodeDrain(t *testing.T) {
 		})
 	}
 }
+
+// With NoAdds, what OCI refused to add is left out and named, and the rest
+// of the plan (removals, weights) stands.
+func TestNoAddsWithholdsOnlyAdditions(t *testing.T) {
+	a := Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	b := Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}
+	got := Compute(Input{
+		Current: []Backend{a, b},
+		Owned:   []v1beta1.Backend{{IP: a.IP, Port: a.Port, Weight: 1}, {IP: b.IP, Port: b.Port, Weight: 1}},
+		Desired: []desired.Backend{{IP: a.IP, Port: a.Port, Weight: 5}, {IP: "10.0.0.3", Port: 30080, Weight: 5}, {IP: "10.0.0.4", Port: 30080, Weight: 5}},
+		NoAdds:  true,
+	})
+	a.Weight = 5
+	want := Plan{Backends: []Backend{a}, Owned: []v1beta1.Backend{{IP: a.IP, Port: a.Port, Weight: 5}},
+		Removed: []string{b.Key()}, Updated: []string{a.Key()}, Withheld: []string{"10.0.0.3:30080", "10.0.0.4:30080"}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}

@@ -82,6 +82,9 @@ func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error
 		return nil, err
 	}
 	updated, err := classicBackendSetFrom(name, d)
+	if err == nil {
+		err = e.withinBackendLimit(name, len(updated.Backends))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +167,9 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	}
 	if classicFamily.backendIndex(set, *be.Name) >= 0 {
 		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
+	}
+	if err := e.withinBackendLimit(name, len(set.Backends)+1); err != nil {
+		return nil, err
 	}
 	return classicFamily.addBackend(e, rc, b, name, be)
 }

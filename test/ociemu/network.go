@@ -130,6 +130,9 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 		}
 		updated.Backends = append(updated.Backends, be)
 	}
+	if err := e.withinBackendLimit(name, len(updated.Backends)); err != nil {
+		return nil, err
+	}
 	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
 }
 
@@ -212,6 +215,9 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	}
 	if networkFamily.backendIndex(set, *be.Name) >= 0 || seen.add(be) {
 		return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
+	}
+	if err := e.withinBackendLimit(name, len(set.Backends)+1); err != nil {
+		return nil, err
 	}
 	return networkFamily.addBackend(e, rc, b, name, be)
 }

@@ -444,3 +444,37 @@ func TestNetworkBackendSetRules(t *testing.T) {
 		}
 	})
 }
+
+// Options.BackendsPerBackendSet bounds a backend set: a write leaving more
+// is 400 LimitExceeded and changes nothing; one leaving fewer passes.
+func TestBackendsPerBackendSetLimit(t *testing.T) {
+	transports(t, ociemu.Options{BackendsPerBackendSet: 2}, func(t *testing.T, f *fixture) {
+		set := f.classicSet(t)
+		three := classicDetails(set.BackendSet,
+			loadbalancer.BackendDetails{IpAddress: common.String("10.0.3.1"), Port: common.Int(80)},
+			loadbalancer.BackendDetails{IpAddress: common.String("10.0.3.2"), Port: common.Int(80)},
+			loadbalancer.BackendDetails{IpAddress: common.String("10.0.3.3"), Port: common.Int(80)})
+		_, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: three})
+		serviceError(t, err, 400, "LimitExceeded")
+		two := three
+		two.Backends = three.Backends[:2]
+		resp, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: two})
+		must(t, err)
+		f.waitClassic(t, *resp.OpcWorkRequestId)
+		_, err = f.lb.CreateBackend(f.context, loadbalancer.CreateBackendRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), CreateBackendDetails: loadbalancer.CreateBackendDetails{IpAddress: common.String("10.0.3.3"), Port: common.Int(80)}})
+		serviceError(t, err, 400, "LimitExceeded")
+
+		nlbSet := f.networkSet(t)
+		var backends []networkloadbalancer.BackendDetails
+		for _, ip := range []string{"10.0.4.1", "10.0.4.2", "10.0.4.3"} {
+			backends = append(backends, networkloadbalancer.BackendDetails{IpAddress: common.String(ip), Port: common.Int(80)})
+		}
+		_, err = f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
+			BackendSetName: common.String("tcp"), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
+				Policy: common.String(string(nlbSet.Policy)), Backends: backends}})
+		serviceError(t, err, 400, "LimitExceeded")
+	})
+}

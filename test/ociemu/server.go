@@ -32,6 +32,21 @@ func notFound(what string) *apiError {
 		message: "Authorization failed or requested resource not found: " + what}
 }
 
+// limitExceeded is OCI's answer to a request past a service limit
+// (OCI API errors page: 400 LimitExceeded).
+func limitExceeded(message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "LimitExceeded", message: message}
+}
+
+// withinBackendLimit refuses a backend set of n backends past
+// Options.BackendsPerBackendSet.
+func (e *Emulator) withinBackendLimit(name string, n int) *apiError {
+	if limit := e.opts.BackendsPerBackendSet; limit > 0 && n > limit {
+		return limitExceeded("backend set " + name + " would hold " + strconv.Itoa(n) + " backends; the limit is " + strconv.Itoa(limit))
+	}
+	return nil
+}
+
 func invalidParameter(message string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameter", message: message}
 }
