@@ -103,8 +103,14 @@ func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer,
 	}})
 }
 
-// addBackend submits appending be to the named backend set.
+// addBackend submits appending be to the named backend set, within
+// Options.BackendsPerBackendSet.
 func (f family[S, B]) addBackend(e *Emulator, rc *requestContext, b *balancer, name string, be B) (*response, error) {
+	sets, _ := f.sets(b)
+	set := sets[name]
+	if err := e.withinBackendLimit(name, len(*f.backends(&set))+1); err != nil {
+		return nil, err
+	}
 	return f.submitChange(e, rc, b, "CreateBackend", name, func(s *S) {
 		backends := f.backends(s)
 		*backends = append(slices.Clone(*backends), be)

@@ -168,9 +168,6 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	if classicFamily.backendIndex(set, *be.Name) >= 0 {
 		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
 	}
-	if err := e.withinBackendLimit(name, len(set.Backends)+1); err != nil {
-		return nil, err
-	}
 	return classicFamily.addBackend(e, rc, b, name, be)
 }
 

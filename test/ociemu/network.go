@@ -216,9 +216,6 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	if networkFamily.backendIndex(set, *be.Name) >= 0 || seen.add(be) {
 		return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
 	}
-	if err := e.withinBackendLimit(name, len(set.Backends)+1); err != nil {
-		return nil, err
-	}
 	return networkFamily.addBackend(e, rc, b, name, be)
 }
 
