@@ -62,18 +62,29 @@ func GroupBackends(backends []Backend) []BackendGroup {
 		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Weight, b.Weight), cmp.Compare(a.IP, b.IP))
 	})
 	var groups []BackendGroup
+	joinRuns(sorted, func(b Backend) string { return b.IP },
+		func(a, b Backend) bool { return a.Port == b.Port && a.Weight == b.Weight },
+		func(first Backend, addresses string) {
+			groups = append(groups, BackendGroup{Port: first.Port, Weight: first.Weight, Addresses: addresses})
+		})
+	return groups
+}
+
+// joinRuns hands emit each run of sorted items that same keeps together:
+// its first item and the run's addresses, separated by single spaces.
+func joinRuns[T any](sorted []T, address func(T) string, same func(a, b T) bool, emit func(first T, addresses string)) {
+	start := 0
 	var addresses strings.Builder
-	for i, b := range sorted {
-		if addresses.Len() > 0 {
+	for i, item := range sorted {
+		if i > start {
 			addresses.WriteByte(' ')
 		}
-		addresses.WriteString(b.IP)
-		if next := i + 1; next == len(sorted) || sorted[next].Port != b.Port || sorted[next].Weight != b.Weight {
-			groups = append(groups, BackendGroup{Port: b.Port, Weight: b.Weight, Addresses: addresses.String()})
-			addresses = strings.Builder{}
+		addresses.WriteString(address(item))
+		if next := i + 1; next == len(sorted) || !same(sorted[next], item) {
+			emit(sorted[start], addresses.String())
+			start, addresses = next, strings.Builder{}
 		}
 	}
-	return groups
 }
 
 // CompareBackends orders backends by address, then port.
@@ -110,15 +121,9 @@ func (s *BackendSetStatus) SetDraining(backends []DrainingBackend) {
 		return cmp.Or(a.Since.Compare(b.Since.Time), cmp.Compare(a.Port, b.Port), cmp.Compare(a.IP, b.IP))
 	})
 	s.Draining = nil
-	var addresses strings.Builder
-	for i, b := range sorted {
-		if addresses.Len() > 0 {
-			addresses.WriteByte(' ')
-		}
-		addresses.WriteString(b.IP)
-		if next := i + 1; next == len(sorted) || !sorted[next].Since.Equal(&b.Since) || sorted[next].Port != b.Port {
-			s.Draining = append(s.Draining, DrainingGroup{Since: b.Since, Port: b.Port, Addresses: addresses.String()})
-			addresses = strings.Builder{}
-		}
-	}
+	joinRuns(sorted, func(b DrainingBackend) string { return b.IP },
+		func(a, b DrainingBackend) bool { return a.Since.Equal(&b.Since) && a.Port == b.Port },
+		func(first DrainingBackend, addresses string) {
+			s.Draining = append(s.Draining, DrainingGroup{Since: first.Since, Port: first.Port, Addresses: addresses})
+		})
 }

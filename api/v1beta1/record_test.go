@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestOwnershipRecordIsGrouped(t *testing.T) {
@@ -73,4 +75,29 @@ func TestOwnershipRecordSize(t *testing.T) {
 		t.Errorf("grouped %d bytes, an object per backend %d", len(grouped), len(perBackend))
 	}
 	t.Logf("5,000 backends: grouped %d bytes, an object per backend %d", len(grouped), len(perBackend))
+}
+
+// The drain record groups by the second a drain started and by port, and
+// reads back what was written.
+func TestDrainRecordIsGrouped(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	draining := []DrainingBackend{
+		{"10.0.0.2", 31000, metav1.NewTime(t0.Add(300 * time.Millisecond))},
+		{"10.0.0.1", 31000, metav1.NewTime(t0)},
+		{"10.0.0.3", 31001, metav1.NewTime(t0)},
+		{"10.0.0.4", 31000, metav1.NewTime(t0.Add(time.Second))},
+	}
+	var rec BackendSetStatus
+	rec.SetDraining(draining)
+	want := []DrainingGroup{
+		{Since: metav1.NewTime(t0), Port: 31000, Addresses: "10.0.0.1 10.0.0.2"},
+		{Since: metav1.NewTime(t0), Port: 31001, Addresses: "10.0.0.3"},
+		{Since: metav1.NewTime(t0.Add(time.Second)), Port: 31000, Addresses: "10.0.0.4"},
+	}
+	if diff := cmp.Diff(want, rec.Draining); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if got := rec.DrainingBackends(); len(got) != len(draining) || got[1].IP != "10.0.0.2" || !got[1].Since.Equal(&want[0].Since) {
+		t.Errorf("read back %+v", got)
+	}
 }
