@@ -70,9 +70,6 @@ func (l *lanes) snapshot() []LaneStatus {
 // serveLanes serves the LanesView as JSON.
 func (r *Reconciler) serveLanes(w http.ResponseWriter, _ *http.Request) {
 	view := LanesView{Time: r.lanes.now(), LoadBalancers: r.lanes.snapshot(), NodeDrains: r.drains.snapshot()}
-	if view.NodeDrains == nil {
-		view.NodeDrains = []NodeDrain{}
-	}
 	if r.opts.DryRun {
 		view.DryRun, view.PendingWrites = true, r.pending.snapshot()
 	}

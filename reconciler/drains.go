@@ -56,11 +56,12 @@ func (d *drains) forget(name string) {
 	}
 }
 
-// snapshot lists every drain, the first to end first.
+// snapshot lists every drain, the first to end first; an empty list, not
+// nil, for none.
 func (d *drains) snapshot() []NodeDrain {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []NodeDrain
+	out := []NodeDrain{}
 	for _, list := range d.m {
 		out = append(out, list...)
 	}

@@ -61,12 +61,8 @@ func (r *rejections) put(resource, backendSet string, generation int64, adds []s
 		r.by[k] = rej
 	}
 	rej.err = err
-	wait := first
-	for i := 0; i < rej.refusals && wait < last; i++ {
-		wait *= 2
-	}
+	rej.retryAt = now.Add(min(first<<min(rej.refusals, 20), last))
 	rej.refusals++
-	rej.retryAt = now.Add(min(wait, last))
 	return rej.retryAt
 }
 

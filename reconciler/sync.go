@@ -274,8 +274,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		retryAt := r.rejections.put(obj.Name, name, obj.Generation, res.Plan.Added, err, time.Now(), r.opts.Backoff.Max, last)
 		logger.Error(err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
-		out.refused(name, len(res.Plan.Added), err, retryAt)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", out.failures[len(out.failures)-1])
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", out.refused(name, len(res.Plan.Added), err, retryAt))
 		j.noAdds = true
 		return r.syncOne(ctx, ociClient, st, out, turn, j, false)
 	case err != nil:
@@ -326,11 +325,13 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 }
 
 // refused records that OCI refused adding n backends to a backend set, and
-// when that is tried again.
-func (o *outcome) refused(name string, n int, err error, retryAt time.Time) {
-	o.failures = append(o.failures, fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
-		name, n, err, retryAt.UTC().Format(time.RFC3339)))
+// when that is tried again, and returns what it records.
+func (o *outcome) refused(name string, n int, err error, retryAt time.Time) string {
+	msg := fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
+		name, n, err, retryAt.UTC().Format(time.RFC3339))
+	o.failures = append(o.failures, msg)
 	o.revisit(retryAt)
+	return msg
 }
 
 // revisit asks for the resource to be reconciled again at t, or earlier.
