@@ -340,6 +340,16 @@ func (f *fixture) updateNode(name string, change func(*corev1.Node)) {
 	f.must(f.api.Update(f.ctx, &n))
 }
 
+// setNodeReady writes a node's Ready condition, as its kubelet would.
+func (f *fixture) setNodeReady(name string, ready corev1.NodeCondition) {
+	f.t.Helper()
+	var n corev1.Node
+	f.must(f.api.Get(f.ctx, client.ObjectKey{Name: name}, &n))
+	ready.Type = corev1.NodeReady
+	n.Status.Conditions = []corev1.NodeCondition{ready}
+	f.must(f.api.Status().Update(f.ctx, &n))
+}
+
 // service creates a NodePort Service; the API server allocates node ports.
 func (f *fixture) service(name string, ports ...corev1.ServicePort) *corev1.Service {
 	f.t.Helper()

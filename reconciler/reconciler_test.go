@@ -97,10 +97,7 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1")
 
 	// A NotReady node stays registered: the health check takes it out.
-	var n corev1.Node
-	f.must(k8s.Get(f.ctx, client.ObjectKey{Name: f.ns + "-a"}, &n))
-	n.Status.Conditions[0].Status = corev1.ConditionFalse
-	f.must(k8s.Status().Update(f.ctx, &n))
+	f.setNodeReady(f.ns+"-a", corev1.NodeCondition{Status: corev1.ConditionFalse})
 
 	// nodeSelector narrows to labelled nodes.
 	f.node(f.ns+"-d", "10.0.0.4", func(n *corev1.Node) { n.Labels["pool"] = "edge" })

@@ -36,6 +36,24 @@ func deleting(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }
 func autoscaled(n *corev1.Node) {
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule})
 }
+func tainted(key, value string) nodeOpt {
+	return func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffectNoSchedule})
+	}
+}
+
+// readyCondition sets the Ready condition as the kubelet or the node
+// lifecycle controller writes it.
+func readyCondition(status corev1.ConditionStatus, reason, message string) nodeOpt {
+	return func(n *corev1.Node) {
+		n.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: reason, Message: message}
+	}
+}
+
+// shuttingDown is Ready as the kubelet writes it during a graceful node
+// shutdown, joined with another error as nodestatus.ReadyCondition joins them.
+var shuttingDown = readyCondition(corev1.ConditionFalse, "KubeletNotReady", "[container runtime status check may not have completed yet, node is shutting down]")
+
 func withAddress(ip string) nodeOpt {
 	return func(n *corev1.Node) {
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
@@ -429,6 +447,37 @@ func TestNodeChanged(t *testing.T) {
 	for _, tc := range tests {
 		if got := NodeChanged(base, tc.cur); got != tc.want {
 			t.Errorf("%s: NodeChanged = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !NodeChanged(mkNode("a", "10.0.0.1", notReady), mkNode("a", "10.0.0.1", shuttingDown)) {
+		t.Error("a NotReady node starting to shut down is not a change")
+	}
+}
+
+// A node that is leaving, by whichever tool's word, backs no load balancer;
+// other taints and readiness alone do not take a node out (KEP-3458).
+func TestDepartingNodesAreNotEligible(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []nodeOpt
+		eligible bool
+	}{
+		{"plain", nil, true},
+		{"cluster autoscaler", []nodeOpt{autoscaled}, false},
+		{"Karpenter v1", []nodeOpt{tainted(TaintKarpenterDisrupted, "")}, false},
+		{"Karpenter v1beta1", []nodeOpt{tainted(TaintKarpenterDisruption, "disrupting")}, false},
+		{"Karpenter v1beta1 key with another value", []nodeOpt{tainted(TaintKarpenterDisruption, "candidate")}, true},
+		{"out of service (non-graceful shutdown)", []nodeOpt{tainted(corev1.TaintNodeOutOfService, "nodeshutdown")}, false},
+		{"instance stopped", []nodeOpt{tainted(TaintNodeCloudShutdown, "")}, false},
+		{"graceful shutdown", []nodeOpt{shuttingDown}, false},
+		{"kubelet stopped after its shutdown", []nodeOpt{readyCondition(corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.")}, true},
+		{"NotReady for another reason", []nodeOpt{readyCondition(corev1.ConditionFalse, "KubeletNotReady", "container runtime is down")}, true},
+		{"another taint", []nodeOpt{tainted("dedicated", "edge")}, true},
+		{"cordoned", []nodeOpt{func(n *corev1.Node) { n.Spec.Unschedulable = true }}, true},
+	}
+	for _, tc := range tests {
+		if got := Eligible(mkNode("a", "10.0.0.1", tc.opts...)); got != tc.eligible {
+			t.Errorf("%s: eligible %v, want %v", tc.name, got, tc.eligible)
 		}
 	}
 }

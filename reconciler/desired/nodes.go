@@ -13,8 +13,31 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// TaintToBeDeletedByClusterAutoscaler marks a node the cluster autoscaler is removing.
-const TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+// Taints that say a node is leaving or gone. Its backends are drained and
+// removed (Kubernetes' own service controller excludes only the first;
+// the others say the same of the node, in the words of other tools).
+const (
+	// TaintToBeDeletedByClusterAutoscaler marks a node the cluster
+	// autoscaler is removing (k8s.io/cloud-provider service controller).
+	TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
+	// TaintKarpenterDisrupted marks a node Karpenter v1 is disrupting:
+	// tainted before its replacement starts, lifted if that fails (Karpenter
+	// docs, Disruption, "Control Flow").
+	TaintKarpenterDisrupted = "karpenter.sh/disrupted"
+	// TaintKarpenterDisruption with value "disrupting" is the same mark in
+	// Karpenter v0.32 to v0.37 (v1beta1 API; design no-schedule-taint.md).
+	TaintKarpenterDisruption = "karpenter.sh/disruption"
+	// TaintNodeCloudShutdown marks a node whose instance the cloud reports
+	// stopped (k8s.io/cloud-provider/api TaintNodeShutdown; Oracle's cloud
+	// controller manager reports a STOPPED instance).
+	TaintNodeCloudShutdown = "node.cloudprovider.kubernetes.io/shutdown"
+)
+
+// kubeletShuttingDown is what the kubelet puts in the Ready condition's
+// message during a graceful node shutdown (KEP-2000; kubelet
+// nodeshutdown manager's ShutdownStatus, joined into Ready=False by
+// nodestatus.ReadyCondition).
+const kubeletShuttingDown = "node is shutting down"
 
 // node is an eligible node reduced to what registration needs: its first
 // InternalIP of each family, in canonical form, and its instance OCID, ""
@@ -97,10 +120,11 @@ func summarize(names []string) string {
 	return fmt.Sprintf("%v and %d more", names[:shown], len(names)-shown)
 }
 
-// Eligible reports whether a node may back a load balancer at all, as the
-// Kubernetes service controller decides it.
+// Eligible reports whether a node may back a load balancer at all: as the
+// Kubernetes service controller decides it, and not leaving by a
+// disruption taint or a graceful shutdown.
 func Eligible(n *corev1.Node) bool {
-	if n.DeletionTimestamp != nil {
+	if n.DeletionTimestamp != nil || ShuttingDown(n) {
 		return false
 	}
 	// The exclusion label counts by its value, as Kubernetes' cloud
@@ -111,12 +135,31 @@ func Eligible(n *corev1.Node) bool {
 			return false
 		}
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == TaintToBeDeletedByClusterAutoscaler {
-			return false
+	return !slices.ContainsFunc(n.Spec.Taints, departing)
+}
+
+func departing(t corev1.Taint) bool {
+	switch t.Key {
+	case TaintToBeDeletedByClusterAutoscaler, TaintKarpenterDisrupted, TaintNodeCloudShutdown,
+		corev1.TaintNodeOutOfService: // non-graceful node shutdown, KEP-2268
+		return true
+	case TaintKarpenterDisruption:
+		return t.Value == "disrupting"
+	}
+	return false
+}
+
+// ShuttingDown reports whether the kubelet says the node is shutting down.
+// Once it has stopped, the node lifecycle controller replaces the message
+// (Ready Unknown): the node is eligible again, as Kubernetes' service
+// controller has it, until a taint says otherwise.
+func ShuttingDown(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue && strings.Contains(c.Message, kubeletShuttingDown)
 		}
 	}
-	return true
+	return false
 }
 
 // IsReady reports whether the node's Ready condition is True.

@@ -14,13 +14,17 @@ import (
 // Nothing here writes the objects back, so nothing is lost on the server.
 
 // TrimNode keeps a node's name, labels, deletion mark, spec (taints,
-// provider ID), addresses and Ready condition.
+// provider ID), addresses and Ready condition's status, and of its message
+// only whether the kubelet says the node is shutting down.
 func TrimNode(n *corev1.Node) *corev1.Node {
 	trimMeta(&n.ObjectMeta)
 	var ready []corev1.NodeCondition
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			ready = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			if ShuttingDown(n) {
+				ready[0].Message = kubeletShuttingDown
+			}
 			break
 		}
 	}

@@ -41,6 +41,7 @@ func TestTrimKeepsWhatDesiredStateReads(t *testing.T) {
 	nodes := []*corev1.Node{
 		fatNode("a", "10.0.0.1"), fatNode("b", "10.0.0.2", notReady), fatNode("c", "10.0.0.3", excluded),
 		fatNode("d", "10.0.0.4", autoscaled), fatNode("e", "10.0.0.5", label("role", "edge")), fatNode("f", ""),
+		fatNode("g", "10.0.0.7", shuttingDown), fatNode("h", "10.0.0.8", notReady), fatNode("i", "10.0.0.9", tainted(TaintKarpenterDisrupted, "")),
 	}
 	svc := mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080})
 	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -62,6 +63,7 @@ func TestTrimKeepsWhatDesiredStateReads(t *testing.T) {
 	http := intstr.FromString("http")
 	for _, spec := range []v1beta1.LBRegistrarSpec{
 		{Services: []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &http, BackendSetName: "bs", Weight: 1}}},
+		{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "every", Weight: 1}}},
 		{Services: []v1beta1.Target{{NodePort: 30443, BackendSetName: "fixed", Weight: 2}}, NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "edge"}}},
 	} {
 		for _, o := range []Options{{}, {RequireReady: true}} {
