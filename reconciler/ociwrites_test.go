@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -365,6 +366,9 @@ func seedPreserved(f *fixture, sourceDestination bool) {
 	preserved.IsPreserveSource = common.Bool(true)
 	preserved.Backends = []networkloadbalancer.Backend{{TargetId: common.String("ocid1.instance.oc1.iad.node-b"), Port: common.Int(31070)}}
 	nlb.BackendSets["preserved"] = preserved
+	if sourceDestination {
+		delete(nlb.BackendSets, "tcp") // an address-only backend, and isPreserveSource false: OCI refuses both there
+	}
 	f.must(f.emu.SeedState(seed))
 }
 
@@ -418,4 +422,49 @@ func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
 	if n := f.emu.Counters().Conflicts; n != 1 {
 		t.Errorf("%d writes answered 409, want 1: the controller waited rather than retried", n)
 	}
+}
+
+// A backend set OCI lets hold fewer backends than are wanted (a
+// non-preemptive NLB pair) is filled to its limit, in backend order, with
+// no write OCI would refuse; Degraded and the withheld gauge say what does
+// not fit, and a freed place is taken at once.
+func TestBackendSetIsFilledToItsLimit(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	pair := seed.NetworkLoadBalancers[0].BackendSets["tcp"]
+	pair.AreOperationallyActiveBackendsPreferred, pair.Backends = common.Bool(true), nil
+	seed.NetworkLoadBalancers[0].BackendSets["pair"] = pair
+	f.must(f.emu.SeedState(seed))
+	for i, n := range []string{"a", "b", "c"} {
+		f.node(f.ns+"-"+n, fmt.Sprintf("10.0.47.%d", i+1))
+	}
+	f.startManager(f.options())
+	obj := f.registrar("pair", networkLB, []v1beta1.Target{fixedPort("pair", 31047)})
+	f.expectBackends(networkLB, "pair", "10.0.47.1:31047/1", "10.0.47.2:31047/1")
+	f.eventually(20*time.Second, func() error {
+		o := f.get(obj)
+		if c := condition(o, v1beta1.ConditionDegraded); c == nil || c.Reason != reconciler.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		if c := condition(o, v1beta1.ConditionReady); c == nil || strings.Contains(c.Message, "LimitExceeded") {
+			return fmt.Errorf("ready (no write OCI refuses is sent): %+v", c)
+		}
+		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "pair")); n != 1 {
+			return fmt.Errorf("lbregistrar_backends_withheld = %v, want 1", n)
+		}
+		if n := counter(t, metrics.BackendLimitUsed.WithLabelValues(obj.Name, "pair")); n != 1.5 {
+			return fmt.Errorf("lbregistrar_backend_limit_used_ratio = %v, want 1.5", n)
+		}
+		return nil
+	})
+
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-a"}}))
+	f.expectBackends(networkLB, "pair", "10.0.47.2:31047/1", "10.0.47.3:31047/1")
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
 }

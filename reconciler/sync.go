@@ -43,7 +43,7 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
 	}
 	return plan.Input{Mode: j.mode, Current: current, Owned: rec.Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained,
-		Draining: draining, DrainFor: j.drainFor, Now: time.Now(), NoAdds: j.noAdds}
+		Draining: draining, DrainFor: j.drainFor, Now: time.Now(), NoAdds: j.noAdds, Limit: j.prefetched.BackendLimit()}
 }
 
 // readBackendSets reads the named backend sets of a load balancer at once.
@@ -83,7 +83,7 @@ func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string 
 }
 
 // takes is what each backend set read takes of a node: addresses of its
-// NLB ipVersion (a classic one, which has none, takes either), and the
+// NLB ipVersion (a classic one, which has none, takes IPv4), and the
 // instance OCID too where it preserves the client's source address.
 func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 	out := make(map[string]desired.Takes, len(read))
@@ -306,6 +306,11 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 			r.rejections.clear(obj.Name, name)
 		}
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
+		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.prefetched.BackendLimit()
+		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(wanted) / float64(limit))
+		if is := nearLimit(name, wanted, limit); is != nil {
+			out.issues = append(out.issues, *is)
+		}
 		r.drains.set(obj.Name, lb, name, &res.Plan, j.drainFor)
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))
 		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(res.Plan.DrainEnded)))
@@ -319,6 +324,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *s
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
 		metrics.BackendsDraining.DeleteLabelValues(obj.Name, name)
 		metrics.BackendsWithheld.DeleteLabelValues(obj.Name, name)
+		metrics.BackendLimitUsed.DeleteLabelValues(obj.Name, name)
 		r.drains.set(obj.Name, lb, name, nil, 0)
 	}
 	return inLine

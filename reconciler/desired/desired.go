@@ -12,8 +12,10 @@
 //
 // A node is registered by an InternalIP of the family its backend set
 // takes (Options.BackendSets): an NLB backend set's ipVersion, IPv4 or IPv6. A
-// backend set that does not say (a classic load balancer's) takes a node's
-// first IPv4 InternalIP, else its first IPv6 one. A node with no InternalIP
+// backend set that does not say (a classic load balancer's) takes IPv4: OCI's
+// classic load balancer has no IPv6 backends ("Load Balancer support for
+// IPv6 doesn't include backend servers", OCI docs, Overview of Load
+// Balancer). A node with no InternalIP
 // of the family is left out of that backend set and reported; addresses are
 // written in canonical form, so IPv6 text written differently is the same
 // address. In a backend set that preserves the client's source address, OCI
@@ -83,7 +85,7 @@ type Options struct {
 	// cluster-wide NotReady never empties a backend set.
 	RequireReady bool
 	// BackendSets says what each backend set takes of a node, by name; a
-	// backend set not in it takes Preferred addresses.
+	// backend set not in it takes IPv4 addresses.
 	BackendSets map[string]Takes
 }
 
@@ -100,14 +102,12 @@ type Takes struct {
 type Family int
 
 const (
-	// Preferred is a node's IPv4 InternalIP, else its IPv6 one.
-	Preferred Family = iota
-	IPv4
+	IPv4 Family = iota
 	IPv6
 )
 
 func (f Family) String() string {
-	return [...]string{"IPv4 or IPv6", "IPv4", "IPv6"}[f]
+	return [...]string{"IPv4", "IPv6"}[f]
 }
 
 // Cluster is the part of the cluster the desired state depends on.

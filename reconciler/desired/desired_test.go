@@ -180,7 +180,8 @@ func TestCompute(t *testing.T) {
 			wantIssues: []string{ReasonNodeWithoutAddress},
 		},
 		{
-			name: "dual stack prefers ipv4, ipv6-only uses ipv6",
+			// OCI's classic load balancer has no IPv6 backends.
+			name: "a classic backend set takes IPv4 addresses only; an IPv6-only node is reported",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
 			cluster: Cluster{Nodes: []*corev1.Node{
 				mkNode("a", "", func(n *corev1.Node) {
@@ -188,7 +189,8 @@ func TestCompute(t *testing.T) {
 				}),
 				mkNode("b", "fd00::2"),
 			}},
-			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"fd00::2", 31000, 1, ""}}}},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
+			wantIssues: []string{ReasonNodeWithoutAddress},
 		},
 		{
 			name: "a backend set takes the addresses of its family, in canonical form; nodes without one are reported",
@@ -232,11 +234,11 @@ func TestCompute(t *testing.T) {
 				gwKey: withFamilies(mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}), corev1.IPv6Protocol)}},
 			opts: Options{BackendSets: map[string]Takes{"v4": {Family: IPv4}, "v6": {Family: IPv6}}},
 			want: []BackendSet{
-				{Name: "classic", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
+				{Name: "classic", Held: &Issue{Reason: ReasonServiceIPFamily}},
 				{Name: "v4", Held: &Issue{Reason: ReasonServiceIPFamily}},
 				{Name: "v6", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
 			},
-			wantIssues: []string{ReasonServiceIPFamily},
+			wantIssues: []string{ReasonServiceIPFamily, ReasonServiceIPFamily},
 		},
 		{
 			name: "a dual-stack Service, or one whose family only its ClusterIP says, is taken as it says",

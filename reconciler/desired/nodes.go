@@ -51,13 +51,10 @@ type node struct {
 
 // address is the node's address for a backend set of family f, or "".
 func (n node) address(f Family) string {
-	switch {
-	case f == IPv6:
+	if f == IPv6 {
 		return n.ipv6
-	case f == IPv4 || n.ipv4 != "":
-		return n.ipv4
 	}
-	return n.ipv6
+	return n.ipv4
 }
 
 // eligibleNodes filters and addresses the nodes once for every target.
@@ -103,7 +100,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	// Sorted by address, so each target's backends are usually in backend
 	// order already.
 	slices.SortStableFunc(out, func(a, b node) int {
-		return cmp.Or(cmp.Compare(a.address(Preferred), b.address(Preferred)), cmp.Compare(a.ipv6, b.ipv6))
+		return cmp.Or(cmp.Compare(a.ipv4, b.ipv4), cmp.Compare(a.ipv6, b.ipv6))
 	})
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)

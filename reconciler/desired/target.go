@@ -38,11 +38,9 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 			return nil, nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
-		family, ok := serviceFamily(svc, takes.Family)
-		if !ok {
+		if !answersOn(svc, takes.Family) {
 			return nil, nil, &Issue{ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
 		}
-		takes.Family = family
 		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key])
 			if len(onlyNodes) == 0 {
@@ -78,14 +76,12 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 	return out, noAddress, nil
 }
 
-// serviceFamily is the family of node addresses under which kube-proxy
-// answers svc's node port, for a backend set taking f: kube-proxy programs
-// a Service only for the IP families it has a ClusterIP of
-// (spec.ipFamilies; pkg/proxy skips a Service of another family), so a
-// single-stack Service is reached on nodes' addresses of its family alone.
-// A backend set that takes either family takes the Service's; one that
-// takes a family the Service lacks cannot reach it (ok false).
-func serviceFamily(svc *corev1.Service, f Family) (_ Family, ok bool) {
+// answersOn reports whether kube-proxy answers svc's node port on node
+// addresses of family f: it programs a Service only for the IP families it
+// has a ClusterIP of (spec.ipFamilies; pkg/proxy skips a Service of another
+// family), so a single-stack Service is reached on nodes' addresses of its
+// family alone.
+func answersOn(svc *corev1.Service, f Family) bool {
 	var v4, v6 bool
 	for _, fam := range svc.Spec.IPFamilies {
 		v4 = v4 || fam == corev1.IPv4Protocol
@@ -99,15 +95,10 @@ func serviceFamily(svc *corev1.Service, f Family) (_ Family, ok bool) {
 			}
 		}
 	}
-	switch {
-	case !v4 && !v6, v4 && v6: // unknown, or dual-stack: any family answers
-		return f, true
-	case f == Preferred && v4:
-		return IPv4, true
-	case f == Preferred:
-		return IPv6, true
+	if v4 == v6 { // unknown, or dual-stack: any family answers
+		return true
 	}
-	return f, (f == IPv4) == v4
+	return (f == IPv4) == v4
 }
 
 // servicePort is the TCP port of svc that t names by name or number. A

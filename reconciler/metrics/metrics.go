@@ -84,6 +84,14 @@ var (
 		Help: "Wanted backends an LBRegistrar could not add, per backend set, because OCI refused them (a limit, bad input); removals and weight changes go on without them, and they are tried again with backoff.",
 	}, []string{"lbregistrar", "backend_set"})
 
+	// BackendLimitUsed is the part of OCI's backend limit a backend set
+	// uses with what it is wanted to hold, so a set near it is seen before
+	// additions are refused.
+	BackendLimitUsed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_backend_limit_used_ratio",
+		Help: "Backends a backend set holds or is wanted to hold (refused ones included), as a part of the most OCI lets it hold (512, or 2 in a non-preemptive NLB backend set), per LBRegistrar and backend set.",
+	}, []string{"lbregistrar", "backend_set"})
+
 	// NodeDrains counts departing nodes' backends by what became of their
 	// drain: started, ended (removed after the drain period) or called_off
 	// (wanted again before it was over, so serving again).
@@ -94,5 +102,5 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, NodeDrains)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains)
 }

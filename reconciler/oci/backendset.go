@@ -32,6 +32,25 @@ type BackendSet struct {
 	nlb *networkloadbalancer.BackendSet
 }
 
+// OCI's documented backend limits per backend set (docs/oci-emulator.md):
+// 512 on both services ("Limits on Load Balancing Resources", "Limits on
+// Network Load Balancers"), 2 in a non-preemptive NLB backend set ("A
+// Non-preemption mode backend set only has a maximum of two backend
+// servers", Backend Sets for Network Load Balancers).
+const (
+	backendsPerSet        = 512
+	nonPreemptiveBackends = 2
+)
+
+// BackendLimit is the most backends OCI lets the backend set hold; for
+// one not read (nil), the limit of every backend set.
+func (bs *BackendSet) BackendLimit() int {
+	if bs != nil && bs.nlb != nil && bs.nlb.AreOperationallyActiveBackendsPreferred != nil && *bs.nlb.AreOperationallyActiveBackendsPreferred {
+		return nonPreemptiveBackends
+	}
+	return backendsPerSet
+}
+
 // GetBackendSet reads one backend set.
 func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string) (*BackendSet, error) {
 	sdkCtx, cs := call(ctx)

@@ -118,7 +118,8 @@ func filled[T, W any](f *filler) T {
 // that takes it out again, byte for byte.
 func TestWriteCarriesEveryOtherSetting(t *testing.T) {
 	classicValues := map[string]any{
-		"policy": "IP_HASH", "healthChecker.protocol": "HTTP", "backends.ipAddress": "192.168.9.9",
+		"policy": "LEAST_CONNECTIONS", "healthChecker.protocol": "HTTP", "backends.ipAddress": "192.168.9.9",
+		"backendMaxConnections": 300, "backends.maxConnections": 400,
 		"sslConfiguration.serverOrderPreference": "DISABLED",
 	}
 	networkValues := map[string]any{

@@ -20,7 +20,7 @@ import (
 func TestUpdateBodyIsTheSDKs(t *testing.T) {
 	odd := "<a&b> \"q\" \u2028 é"
 	classic := []loadbalancer.BackendDetails{
-		{IpAddress: common.String("10.0.0.1"), Port: common.Int(30080), Weight: common.Int(3), MaxConnections: common.Int(10),
+		{IpAddress: common.String("10.0.0.1"), Port: common.Int(30080), Weight: common.Int(3), MaxConnections: common.Int(300),
 			Backup: common.Bool(false), Drain: common.Bool(true), Offline: common.Bool(false)},
 		{IpAddress: common.String("10.0.0.2"), Port: common.Int(30080)},
 		{Port: common.Int(30081), Weight: common.Int(0)},

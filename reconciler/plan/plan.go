@@ -110,6 +110,10 @@ type Input struct {
 	// plan (Withheld names them): OCI refused adding them, and what else
 	// changes (removals, weights, drains) must not wait for them.
 	NoAdds bool
+	// Limit, when set, is the most backends the backend set may hold:
+	// additions past it are left out (Withheld names them), so no write is
+	// sent that OCI would refuse for its limit.
+	Limit int
 	// Drained says this resource's backends were marked drain already
 	// (its deletion's drain period is under way or over): in Drain and
 	// Remove, an owned backend no longer drained was taken back into
@@ -132,7 +136,7 @@ type Plan struct {
 	// starts, DrainEnded those removed because their drain period is over,
 	// and DrainCalledOff those wanted again before it was.
 	DrainStarted, DrainEnded, DrainCalledOff []string
-	// Withheld names the wanted backends NoAdds left out.
+	// Withheld names the wanted backends NoAdds or Limit left out.
 	Withheld []string
 	// DrainsUntil is, in Apply, when the first drain in Draining is over;
 	// zero for none.
@@ -228,12 +232,16 @@ func Compute(in Input) Plan {
 		}
 	}
 	slices.SortFunc(added, desired.CompareBackends)
+	fit := len(added)
 	if in.NoAdds {
-		for _, d := range added {
-			p.Withheld = append(p.Withheld, Key(d.IP, d.Port))
-		}
-		added = nil
+		fit = 0
+	} else if room := in.Limit - len(p.Backends); in.Limit > 0 && room < fit {
+		fit = max(room, 0)
 	}
+	for _, d := range added[fit:] {
+		p.Withheld = append(p.Withheld, Key(d.IP, d.Port))
+	}
+	added = added[:fit]
 	for _, d := range added {
 		p.Backends = append(p.Backends, Backend{IP: d.IP, TargetID: d.TargetID, Port: d.Port, Weight: d.Weight})
 		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})

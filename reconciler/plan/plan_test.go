@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -334,5 +335,31 @@ func TestNoAddsWithholdsOnlyAdditions(t *testing.T) {
 		Removed: []string{b.Key()}, Updated: []string{a.Key()}, Withheld: []string{"10.0.0.3:30080", "10.0.0.4:30080"}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
+
+// With Limit, additions fill the room the backend set has left, in backend
+// order, and the rest is withheld; what stays (a draining backend too)
+// counts against it.
+func TestLimitWithholdsAdditionsPastIt(t *testing.T) {
+	a := Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	foreign := Backend{IP: "10.0.0.9", Port: 30080, Weight: 1}
+	in := Input{
+		Current: []Backend{a, foreign},
+		Owned:   []v1beta1.Backend{{IP: a.IP, Port: a.Port, Weight: 1}},
+		Desired: []desired.Backend{{IP: "10.0.0.3", Port: 30080, Weight: 1}, {IP: "10.0.0.2", Port: 30080, Weight: 1}},
+		Limit:   3, DrainFor: time.Minute, Now: time.Unix(1000, 0),
+	}
+	got := Compute(in)
+	if !slices.Equal(got.Added, []string{"10.0.0.2:30080"}) || !slices.Equal(got.Withheld, []string{"10.0.0.3:30080"}) || len(got.Backends) != 3 {
+		t.Errorf("limit 3 with a draining and a foreign backend: added %v, withheld %v, backends %v", got.Added, got.Withheld, got.Backends)
+	}
+	in.Limit = 1 // already past it: nothing is added, nothing removed for it
+	if got := Compute(in); len(got.Added) != 0 || len(got.Withheld) != 2 || len(got.Removed) != 0 {
+		t.Errorf("limit 1: added %v, withheld %v, removed %v", got.Added, got.Withheld, got.Removed)
+	}
+	in.Limit = 0
+	if got := Compute(in); len(got.Added) != 2 || len(got.Withheld) != 0 {
+		t.Errorf("no limit: added %v, withheld %v", got.Added, got.Withheld)
 	}
 }

@@ -21,6 +21,10 @@ type family[S, B any] struct {
 	// etag is what reads of a backend set or its backends return and what
 	// If-Match on their writes is checked against.
 	etag func(b *balancer, set string) string
+	// perSet is the most backends a backend set may hold, and perBalancer
+	// the most all of a load balancer's may (rules.go).
+	perSet      func(S) int
+	perBalancer int
 }
 
 var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
@@ -37,7 +41,9 @@ var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
 	// version of the load balancer and the resources it contains" (SDK,
 	// GetBackendSetResponse.ETag), so any change to it, a backend set,
 	// listener or certificate alike, makes every etag read before stale.
-	etag: func(b *balancer, _ string) string { return b.etag() },
+	etag:        func(b *balancer, _ string) string { return b.etag() },
+	perSet:      func(loadbalancer.BackendSet) int { return classicBackendsPerSet },
+	perBalancer: classicBackendsPerBalancer,
 }
 
 var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.Backend]{
@@ -53,6 +59,13 @@ var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.B
 	// The NLB API documents its etags per resource ("the etag from a
 	// previous GET or POST response for that resource").
 	etag: func(b *balancer, set string) string { return b.setEtag(set) },
+	perSet: func(s networkloadbalancer.BackendSet) int {
+		if deref(s.AreOperationallyActiveBackendsPreferred) {
+			return nonPreemptiveBackends
+		}
+		return networkBackendsPerSet
+	},
+	perBalancer: networkBackendsPerBalancer,
 }
 
 // balancer finds a load balancer of this family; callers hold e.mu.
@@ -82,6 +95,14 @@ func (f family[S, B]) backendSet(e *Emulator, id, name string) (*balancer, S, *a
 	return b, set, nil
 }
 
+// requestedSet is a copy of the backend set a request's path names.
+func (f family[S, B]) requestedSet(e *Emulator, rc *requestContext) (S, *apiError) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, set, err := f.backendSet(e, rc.loadBalancerID, rc.r.PathValue("backendSetName"))
+	return set, err
+}
+
 // backendIndex is the index of the named backend in set, or -1.
 func (f family[S, B]) backendIndex(set S, backend string) int {
 	return slices.IndexFunc(*f.backends(&set), func(be B) bool { return f.name(be) == backend })
@@ -103,12 +124,12 @@ func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer,
 	}})
 }
 
-// addBackend submits appending be to the named backend set, within
-// Options.BackendsPerBackendSet.
+// addBackend submits appending be to the named backend set, within its
+// limits.
 func (f family[S, B]) addBackend(e *Emulator, rc *requestContext, b *balancer, name string, be B) (*response, error) {
 	sets, _ := f.sets(b)
 	set := sets[name]
-	if err := e.withinBackendLimit(name, len(*f.backends(&set))+1); err != nil {
+	if err := f.withinLimits(b, name, set, len(*f.backends(&set))+1, e.opts.BackendsPerBackendSet); err != nil {
 		return nil, err
 	}
 	return f.submitChange(e, rc, b, "CreateBackend", name, func(s *S) {

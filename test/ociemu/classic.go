@@ -83,7 +83,7 @@ func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error
 	}
 	updated, err := classicBackendSetFrom(name, d)
 	if err == nil {
-		err = e.withinBackendLimit(name, len(updated.Backends))
+		err = classicFamily.withinLimits(b, name, updated, len(updated.Backends), e.opts.BackendsPerBackendSet)
 	}
 	if err != nil {
 		return nil, err
@@ -113,12 +113,15 @@ func classicBackendSetFrom(name string, d loadbalancer.UpdateBackendSetDetails) 
 	for i := range set.Backends {
 		be := &set.Backends[i]
 		if err := normalizeClassicBackend(be); err != nil {
-			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: " + err.Error())
+			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: " + err.message)
 		}
 		if seen[*be.Name] {
 			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
 		}
 		seen[*be.Name] = true
+	}
+	if err := classicSetRules(&set); err != nil {
+		return loadbalancer.BackendSet{}, err
 	}
 	return set, nil
 }
@@ -163,10 +166,15 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	}
 	be := convertJSON[loadbalancer.Backend](d)
 	if err := normalizeClassicBackend(&be); err != nil {
-		return nil, invalidParameter(err.Error())
+		return nil, err
 	}
 	if classicFamily.backendIndex(set, *be.Name) >= 0 {
 		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
+	}
+	with := set
+	with.Backends = append(slices.Clone(set.Backends), be)
+	if err := classicSetRules(&with); err != nil {
+		return nil, err
 	}
 	return classicFamily.addBackend(e, rc, b, name, be)
 }
@@ -178,6 +186,18 @@ func (e *Emulator) classicUpdateBackend(rc *requestContext) (*response, error) {
 	}
 	if d.Weight == nil || d.Backup == nil || d.Drain == nil || d.Offline == nil {
 		return nil, invalidParameter("weight, backup, drain and offline are required")
+	}
+	if err := backendRules(d.Weight, d.MaxConnections); err != nil {
+		return nil, err
+	}
+	if *d.Backup {
+		set, err := classicFamily.requestedSet(e, rc)
+		if err == nil && deref(set.Policy) == "IP_HASH" {
+			err = invalidParameter("a backend set with the IP_HASH policy takes no backup backend")
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return classicFamily.changeBackend(e, rc, "UpdateBackend", func(be *loadbalancer.Backend) bool {
 		be.Weight, be.Backup, be.Drain, be.Offline, be.MaxConnections = d.Weight, d.Backup, d.Drain, d.Offline, d.MaxConnections

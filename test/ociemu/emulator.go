@@ -37,11 +37,9 @@ type Options struct {
 	// flight. Defaults to "Conflict"; see the comment on conflictError.
 	ClassicConflictCode string
 
-	// BackendsPerBackendSet, when set, is the most backends a backend set
-	// may hold: a write that would leave more is answered 400
-	// LimitExceeded, and changes nothing. OCI bounds backends by service
-	// limits that depend on the load balancer's shape and the tenancy, so
-	// a test sets the bound it needs.
+	// BackendsPerBackendSet, when set, lowers the most backends a backend
+	// set may hold below OCI's documented limit (rules.go): a write that
+	// would leave more is answered 400 LimitExceeded, and changes nothing.
 	BackendsPerBackendSet int
 
 	// MaxClockSkew is how far a request's date may be from the emulator's

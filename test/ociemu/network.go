@@ -130,7 +130,10 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 		}
 		updated.Backends = append(updated.Backends, be)
 	}
-	if err := e.withinBackendLimit(name, len(updated.Backends)); err != nil {
+	if err := networkSetRules(&updated, deref(b.network.IsPreserveSourceDestination)); err != nil {
+		return nil, err
+	}
+	if err := networkFamily.withinLimits(b, name, updated, len(updated.Backends), e.opts.BackendsPerBackendSet); err != nil {
 		return nil, err
 	}
 	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
@@ -153,7 +156,10 @@ func networkBackend(be networkloadbalancer.Backend) (networkloadbalancer.Backend
 	be.IsDrain = orDefault(be.IsDrain, false)
 	be.IsBackup = orDefault(be.IsBackup, false)
 	be.IsOffline = orDefault(be.IsOffline, false)
-	return be, nil
+	if err := backendRules(be.Weight, nil); err != nil {
+		return be, err
+	}
+	return be, networkBackendPortRule(*be.Port)
 }
 
 func (e *Emulator) networkListBackends(rc *requestContext) (*response, error) {
@@ -215,6 +221,11 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	}
 	if networkFamily.backendIndex(set, *be.Name) >= 0 || seen.add(be) {
 		return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
+	}
+	with := set
+	with.Backends = append(slices.Clone(set.Backends), be)
+	if err := networkSetRules(&with, deref(b.network.IsPreserveSourceDestination)); err != nil {
+		return nil, err
 	}
 	return networkFamily.addBackend(e, rc, b, name, be)
 }
@@ -279,6 +290,18 @@ func (ids *backendIdentities) add(be networkloadbalancer.Backend) bool {
 func (e *Emulator) networkUpdateBackend(rc *requestContext) (*response, error) {
 	var d networkloadbalancer.UpdateBackendDetails
 	if err := rc.decode(&d); err != nil {
+		return nil, err
+	}
+	if err := backendRules(d.Weight, nil); err != nil {
+		return nil, err
+	}
+	// OCI docs, Backend Sets for Network Load Balancers: "You can't edit a
+	// backend server that's part of a non-preemptive mode backend set".
+	set, err := networkFamily.requestedSet(e, rc)
+	if err == nil && deref(set.AreOperationallyActiveBackendsPreferred) {
+		err = invalidParameter("a backend of a non-preemptive backend set cannot be edited")
+	}
+	if err != nil {
 		return nil, err
 	}
 	return networkFamily.changeBackend(e, rc, "UpdateBackend", func(be *networkloadbalancer.Backend) bool {

@@ -38,15 +38,6 @@ func limitExceeded(message string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "LimitExceeded", message: message}
 }
 
-// withinBackendLimit refuses a backend set of n backends past
-// Options.BackendsPerBackendSet.
-func (e *Emulator) withinBackendLimit(name string, n int) *apiError {
-	if limit := e.opts.BackendsPerBackendSet; limit > 0 && n > limit {
-		return limitExceeded("backend set " + name + " would hold " + strconv.Itoa(n) + " backends; the limit is " + strconv.Itoa(limit))
-	}
-	return nil
-}
-
 func invalidParameter(message string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "InvalidParameter", message: message}
 }

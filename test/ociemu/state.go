@@ -159,24 +159,34 @@ func prepareClassic(lb loadbalancer.LoadBalancer, index int) (*balancer, error) 
 		}
 		for j := range set.Backends {
 			if err := normalizeClassicBackend(&set.Backends[j]); err != nil {
-				return nil, fmt.Errorf("%s.backends[%d]: %w", where, j, err)
+				return nil, fmt.Errorf("%s.backends[%d]: %s", where, j, err.message)
 			}
 		}
+		if err := classicSetRules(&set); err != nil {
+			return nil, fmt.Errorf("%s: %s", where, err.message)
+		}
 		lb.BackendSets[name] = set
+	}
+	for name, set := range lb.BackendSets {
+		if err := classicFamily.withinLimits(b, name, set, len(set.Backends), 0); err != nil {
+			return nil, fmt.Errorf("%s: %s", field, err.message)
+		}
 	}
 	return b, nil
 }
 
-func normalizeClassicBackend(be *loadbalancer.Backend) error {
+// normalizeClassicBackend checks a backend against the rules on its values
+// and fills in its name and defaults.
+func normalizeClassicBackend(be *loadbalancer.Backend) *apiError {
 	if be.IpAddress == nil || be.Port == nil {
-		return fmt.Errorf("ipAddress and port are required")
+		return invalidParameter("ipAddress and port are required")
 	}
 	be.Name = common.String(classicBackendName(*be.IpAddress, *be.Port))
 	setDefault(&be.Weight, 1)
 	setDefault(&be.Drain, false)
 	setDefault(&be.Backup, false)
 	setDefault(&be.Offline, false)
-	return nil
+	return classicBackendRules(be)
 }
 
 func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*balancer, error) {
@@ -217,19 +227,24 @@ func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*ba
 			set.Backends = []networkloadbalancer.Backend{}
 		}
 		for j := range set.Backends {
-			be := &set.Backends[j]
-			if be.Port == nil || (be.IpAddress == nil && be.TargetId == nil) {
-				return nil, fmt.Errorf("%s.backends[%d]: port and ipAddress or targetId are required", where, j)
+			be, err := networkBackend(set.Backends[j])
+			if err == nil {
+				err = admissible(b, set.IpVersion, be)
 			}
-			if be.Name == nil {
-				be.Name = common.String(networkBackendName(be.IpAddress, be.TargetId, *be.Port))
+			if err != nil {
+				return nil, fmt.Errorf("%s.backends[%d]: %s", where, j, err.message)
 			}
-			setDefault(&be.Weight, 1)
-			setDefault(&be.IsDrain, false)
-			setDefault(&be.IsBackup, false)
-			setDefault(&be.IsOffline, false)
+			set.Backends[j] = be
+		}
+		if err := networkSetRules(&set, deref(nlb.IsPreserveSourceDestination)); err != nil {
+			return nil, fmt.Errorf("%s: %s", where, err.message)
 		}
 		nlb.BackendSets[name] = set
+	}
+	for name, set := range nlb.BackendSets {
+		if err := networkFamily.withinLimits(b, name, set, len(set.Backends), 0); err != nil {
+			return nil, fmt.Errorf("%s: %s", field, err.message)
+		}
 	}
 	return b, nil
 }

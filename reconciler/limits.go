@@ -1,0 +1,26 @@
+package reconciler
+
+import (
+	"fmt"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+)
+
+// ReasonBackendLimit is the Degraded reason when a backend set holds, or
+// is wanted to hold, nine tenths or more of the backends OCI lets it hold.
+const ReasonBackendLimit = "BackendLimit"
+
+// nearLimit says why a backend set whose write leaves it wanting n
+// backends (those it holds and those OCI refused) is near or past its
+// limit, so it is raised before additions are refused; nil when it is
+// not. A small limit (a non-preemptive pair's 2) is the set's purpose, so
+// it is reported only past it.
+func nearLimit(name string, n, limit int) *desired.Issue {
+	switch {
+	case n > limit:
+		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to hold %d backends; OCI lets it hold %d", name, n, limit)}
+	case limit >= 10 && n*10 >= limit*9:
+		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q holds %d of the %d backends OCI lets it hold", name, n, limit)}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package reconciler
+
+import "testing"
+
+func TestNearLimit(t *testing.T) {
+	tests := []struct {
+		n, limit int
+		want     string
+	}{
+		{0, 512, ""},
+		{460, 512, ""},
+		{461, 512, `backend set "s" holds 461 of the 512 backends OCI lets it hold`},
+		{512, 512, `backend set "s" holds 512 of the 512 backends OCI lets it hold`},
+		{600, 512, `backend set "s" is wanted to hold 600 backends; OCI lets it hold 512`},
+		{2, 2, ""},
+		{3, 2, `backend set "s" is wanted to hold 3 backends; OCI lets it hold 2`},
+	}
+	for _, tc := range tests {
+		got := ""
+		if is := nearLimit("s", tc.n, tc.limit); is != nil {
+			got = is.Message
+			if is.Reason != ReasonBackendLimit {
+				t.Errorf("reason %q", is.Reason)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("nearLimit(%d, %d) = %q, want %q", tc.n, tc.limit, got, tc.want)
+		}
+	}
+}
