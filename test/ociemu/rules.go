@@ -1,8 +1,10 @@
 package ociemu
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
@@ -35,6 +37,18 @@ const (
 	// than 0 then that value must be greater or equal to 256".
 	minMaxConnections = 256
 )
+
+// backendSetNameRule: SDK BackendSet.Name of both services: "Valid backend
+// set names include only alphanumeric characters, dashes, and underscores."
+// Only seeds name backend sets; requests naming another find none (404).
+func backendSetNameRule(name string) error {
+	if name == "" || strings.TrimFunc(name, func(r rune) bool {
+		return r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}) != "" {
+		return fmt.Errorf("backend set name %q holds other than letters, digits, '-' and '_'", name)
+	}
+	return nil
+}
 
 // backendRules are the rules on one backend's values, for both services.
 func backendRules(weight, maxConnections *int) *apiError {

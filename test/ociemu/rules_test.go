@@ -150,6 +150,11 @@ func TestSeedsFollowTheRules(t *testing.T) {
 	must(t, err)
 	defer emu.Close()
 	hc := &loadbalancer.HealthChecker{Protocol: common.String("TCP")}
+	err = emu.SeedState(ociemu.Seed{LoadBalancers: []loadbalancer.LoadBalancer{{Id: common.String("ocid1.loadbalancer.oc1.iad.bad"),
+		BackendSets: map[string]loadbalancer.BackendSet{"my set": {Policy: common.String("ROUND_ROBIN"), HealthChecker: hc}}}}})
+	if err == nil {
+		t.Error("a seed with a backend set named \"my set\" was taken")
+	}
 	for _, be := range []loadbalancer.Backend{
 		{IpAddress: common.String("10.0.0.1"), Port: common.Int(80), Weight: common.Int(0)},
 		{IpAddress: common.String("fd00::1"), Port: common.Int(80)},

@@ -154,6 +154,9 @@ func prepareClassic(lb loadbalancer.LoadBalancer, index int) (*balancer, error) 
 	for name, set := range lb.BackendSets {
 		where := fmt.Sprintf("%s.backendSets[%s]", field, name)
 		set.Name = common.String(name)
+		if err := backendSetNameRule(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		if set.Policy == nil || set.HealthChecker == nil {
 			return nil, fmt.Errorf("%s: policy and healthChecker are required", where)
 		}
@@ -217,6 +220,9 @@ func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*ba
 	for name, set := range nlb.BackendSets {
 		where := fmt.Sprintf("%s.backendSets[%s]", field, name)
 		set.Name = common.String(name)
+		if err := backendSetNameRule(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		if set.HealthChecker == nil {
 			return nil, fmt.Errorf("%s: healthChecker is required", where)
 		}
