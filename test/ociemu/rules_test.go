@@ -144,6 +144,21 @@ func TestDocumentedValueRules(t *testing.T) {
 	serviceError(t, err, 400, "InvalidParameter")
 }
 
+// A load balancer FAILED or DELETING takes no write, on either service.
+func TestFailedLoadBalancerTakesNoWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	set := f.classicSet(t).BackendSet
+	for _, state := range []loadbalancer.LoadBalancerLifecycleStateEnum{loadbalancer.LoadBalancerLifecycleStateFailed, loadbalancer.LoadBalancerLifecycleStateDeleting} {
+		must(t, f.emu.SeedState(ociemu.Seed{LoadBalancers: []loadbalancer.LoadBalancer{{Id: common.String(classicID), LifecycleState: state,
+			BackendSets: map[string]loadbalancer.BackendSet{"web": set}}}}))
+		_, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
+			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(set)})
+		if se := serviceError(t, err, 409, "Conflict"); !strings.Contains(se.GetMessage(), string(state)) {
+			t.Errorf("%s: %v", state, se)
+		}
+	}
+}
+
 // A seed holds only what OCI would accept: the same rules refuse it.
 func TestSeedsFollowTheRules(t *testing.T) {
 	emu, err := ociemu.Start(ociemu.Options{})

@@ -82,6 +82,15 @@ func (e *Emulator) submit(rc *requestContext, b *balancer, wr write) (*workReque
 			return nil, e.conflictError(b) // no write leaves these states
 		}
 	}
+	if b.classic != nil {
+		// SDK LoadBalancerLifecycleStateEnum has FAILED and DELETING too;
+		// what a write then gets is not documented: refused as for an NLB.
+		switch s := b.classic.LifecycleState; s {
+		case loadbalancer.LoadBalancerLifecycleStateFailed, loadbalancer.LoadBalancerLifecycleStateDeleting:
+			return nil, &apiError{status: http.StatusConflict, code: e.opts.ClassicConflictCode,
+				message: "Load balancer " + b.id() + " is " + string(s) + " and takes no changes"}
+		}
+	}
 	for _, other := range e.workOrder {
 		if other.balancer == b && other.inFlight() {
 			e.counters.Conflicts++
