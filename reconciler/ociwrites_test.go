@@ -246,9 +246,17 @@ func TestRemovalsDoNotWaitForAdditionsThatDoNotFit(t *testing.T) {
 	obj := f.registrar("limited", classicLB, []v1beta1.Target{fixedPort("api", 31046)})
 	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1", "10.0.46.3:31046/1")
 
-	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-c"}}))
+	// Two join, then one leaves: every write that adds, adds both (seen
+	// one at a time, a join and the leave could fit in one write of three).
 	f.node(f.ns+"-d", "10.0.46.4")
 	f.node(f.ns+"-e", "10.0.46.5")
+	f.eventually(20*time.Second, func() error {
+		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "api")); n != 2 {
+			return fmt.Errorf("lbregistrar_backends_withheld = %v, want 2", n)
+		}
+		return nil
+	})
+	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-c"}}))
 	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1")
 	f.eventually(20*time.Second, func() error {
 		c := condition(f.get(obj), v1beta1.ConditionReady)
