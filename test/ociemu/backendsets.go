@@ -21,8 +21,10 @@ type family[S, B any] struct {
 	// etag is what reads of a backend set or its backends return and what
 	// If-Match on their writes is checked against.
 	etag func(b *balancer, set string) string
-	// perSet is the most backends a backend set may hold, and perBalancer
-	// the most all of a load balancer's may (rules.go).
+	// setRules are the rules on a backend set as a whole; perSet is the
+	// most backends it may hold, and perBalancer the most all of a load
+	// balancer's may (rules.go).
+	setRules    func(*balancer, *S) *apiError
 	perSet      func(S) int
 	perBalancer int
 }
@@ -42,6 +44,7 @@ var classicFamily = family[loadbalancer.BackendSet, loadbalancer.Backend]{
 	// GetBackendSetResponse.ETag), so any change to it, a backend set,
 	// listener or certificate alike, makes every etag read before stale.
 	etag:        func(b *balancer, _ string) string { return b.etag() },
+	setRules:    func(_ *balancer, s *loadbalancer.BackendSet) *apiError { return classicSetRules(s) },
 	perSet:      func(loadbalancer.BackendSet) int { return classicBackendsPerSet },
 	perBalancer: classicBackendsPerBalancer,
 }
@@ -59,6 +62,9 @@ var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.B
 	// The NLB API documents its etags per resource ("the etag from a
 	// previous GET or POST response for that resource").
 	etag: func(b *balancer, set string) string { return b.setEtag(set) },
+	setRules: func(b *balancer, s *networkloadbalancer.BackendSet) *apiError {
+		return networkSetRules(s, deref(b.network.IsPreserveSourceDestination))
+	},
 	perSet: func(s networkloadbalancer.BackendSet) int {
 		if deref(s.AreOperationallyActiveBackendsPreferred) {
 			return nonPreemptiveBackends
@@ -124,12 +130,14 @@ func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer,
 	}})
 }
 
-// addBackend submits appending be to the named backend set, within its
-// limits.
+// addBackend submits appending be to the named backend set, if the set
+// with it is admitted.
 func (f family[S, B]) addBackend(e *Emulator, rc *requestContext, b *balancer, name string, be B) (*response, error) {
 	sets, _ := f.sets(b)
-	set := sets[name]
-	if err := f.withinLimits(b, name, set, len(*f.backends(&set))+1, e.opts.BackendsPerBackendSet); err != nil {
+	with := sets[name]
+	backends := f.backends(&with)
+	*backends = append(slices.Clone(*backends), be)
+	if err := f.admits(b, name, with, e.opts.BackendsPerBackendSet); err != nil {
 		return nil, err
 	}
 	return f.submitChange(e, rc, b, "CreateBackend", name, func(s *S) {

@@ -83,7 +83,7 @@ func (e *Emulator) classicUpdateBackendSet(rc *requestContext) (*response, error
 	}
 	updated, err := classicBackendSetFrom(name, d)
 	if err == nil {
-		err = classicFamily.withinLimits(b, name, updated, len(updated.Backends), e.opts.BackendsPerBackendSet)
+		err = classicFamily.admits(b, name, updated, e.opts.BackendsPerBackendSet)
 	}
 	if err != nil {
 		return nil, err
@@ -119,9 +119,6 @@ func classicBackendSetFrom(name string, d loadbalancer.UpdateBackendSetDetails) 
 			return loadbalancer.BackendSet{}, invalidParameter("backends[" + itoa(i) + "]: duplicate backend " + *be.Name)
 		}
 		seen[*be.Name] = true
-	}
-	if err := classicSetRules(&set); err != nil {
-		return loadbalancer.BackendSet{}, err
 	}
 	return set, nil
 }
@@ -170,11 +167,6 @@ func (e *Emulator) classicCreateBackend(rc *requestContext) (*response, error) {
 	}
 	if classicFamily.backendIndex(set, *be.Name) >= 0 {
 		return nil, alreadyExists("backend " + *be.Name + " already exists in backend set " + name)
-	}
-	with := set
-	with.Backends = append(slices.Clone(set.Backends), be)
-	if err := classicSetRules(&with); err != nil {
-		return nil, err
 	}
 	return classicFamily.addBackend(e, rc, b, name, be)
 }

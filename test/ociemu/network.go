@@ -130,10 +130,7 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 		}
 		updated.Backends = append(updated.Backends, be)
 	}
-	if err := networkSetRules(&updated, deref(b.network.IsPreserveSourceDestination)); err != nil {
-		return nil, err
-	}
-	if err := networkFamily.withinLimits(b, name, updated, len(updated.Backends), e.opts.BackendsPerBackendSet); err != nil {
+	if err := networkFamily.admits(b, name, updated, e.opts.BackendsPerBackendSet); err != nil {
 		return nil, err
 	}
 	return networkFamily.submitChange(e, rc, b, "UpdateBackendSet", name, func(s *networkloadbalancer.BackendSet) { *s = updated })
@@ -221,11 +218,6 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	}
 	if networkFamily.backendIndex(set, *be.Name) >= 0 || seen.add(be) {
 		return nil, alreadyExists("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
-	}
-	with := set
-	with.Backends = append(slices.Clone(set.Backends), be)
-	if err := networkSetRules(&with, deref(b.network.IsPreserveSourceDestination)); err != nil {
-		return nil, err
 	}
 	return networkFamily.addBackend(e, rc, b, name, be)
 }

@@ -123,11 +123,15 @@ func networkBackendPortRule(port int) *apiError {
 	return nil
 }
 
-// withinLimits refuses a write that would leave n backends in the named
-// backend set (whose mode set says) past its limit, or past the load
-// balancer's total with the other sets as they are; lower, when set, lowers
-// the per-set limit (Options.BackendsPerBackendSet).
-func (f family[S, B]) withinLimits(b *balancer, name string, set S, n, lower int) *apiError {
+// admits checks the named backend set as a write would leave it: the
+// rules on it as a whole, then its backend limit (which its mode says) and
+// the load balancer's total with the other sets as they are; lower, when
+// set, lowers the per-set limit (Options.BackendsPerBackendSet).
+func (f family[S, B]) admits(b *balancer, name string, set S, lower int) *apiError {
+	if err := f.setRules(b, &set); err != nil {
+		return err
+	}
+	n := len(*f.backends(&set))
 	limit := f.perSet(set)
 	if lower > 0 && lower < limit {
 		limit = lower
@@ -144,6 +148,18 @@ func (f family[S, B]) withinLimits(b *balancer, name string, set S, n, lower int
 	}
 	if total > f.perBalancer {
 		return limitExceeded("the " + f.kind + " would hold " + strconv.Itoa(total) + " backends; the limit is " + strconv.Itoa(f.perBalancer))
+	}
+	return nil
+}
+
+// seeded checks every backend set of a seeded load balancer as admits
+// checks a write, so no seed holds what OCI would refuse.
+func (f family[S, B]) seeded(b *balancer, field string) error {
+	sets, _ := f.sets(b)
+	for _, name := range sortedKeys(sets) {
+		if err := f.admits(b, name, sets[name], 0); err != nil {
+			return fmt.Errorf("%s.backendSets[%s]: %s", field, name, err.message)
+		}
 	}
 	return nil
 }

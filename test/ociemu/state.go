@@ -165,17 +165,9 @@ func prepareClassic(lb loadbalancer.LoadBalancer, index int) (*balancer, error) 
 				return nil, fmt.Errorf("%s.backends[%d]: %s", where, j, err.message)
 			}
 		}
-		if err := classicSetRules(&set); err != nil {
-			return nil, fmt.Errorf("%s: %s", where, err.message)
-		}
 		lb.BackendSets[name] = set
 	}
-	for name, set := range lb.BackendSets {
-		if err := classicFamily.withinLimits(b, name, set, len(set.Backends), 0); err != nil {
-			return nil, fmt.Errorf("%s: %s", field, err.message)
-		}
-	}
-	return b, nil
+	return b, classicFamily.seeded(b, field)
 }
 
 // normalizeClassicBackend checks a backend against the rules on its values
@@ -242,17 +234,9 @@ func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*ba
 			}
 			set.Backends[j] = be
 		}
-		if err := networkSetRules(&set, deref(nlb.IsPreserveSourceDestination)); err != nil {
-			return nil, fmt.Errorf("%s: %s", where, err.message)
-		}
 		nlb.BackendSets[name] = set
 	}
-	for name, set := range nlb.BackendSets {
-		if err := networkFamily.withinLimits(b, name, set, len(set.Backends), 0); err != nil {
-			return nil, fmt.Errorf("%s: %s", field, err.message)
-		}
-	}
-	return b, nil
+	return b, networkFamily.seeded(b, field)
 }
 
 // classicBackendName is how the Load Balancing service names a backend.
