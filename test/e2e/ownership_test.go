@@ -130,15 +130,7 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 	}
 	objects := strings.Replace(classicIngressRegistrar, "metadata:", "metadata:\n  annotations:\n    "+v1alpha1.HubDataAnnotation+": '"+string(planted)+"'", 1)
 	kubectl(t, c, apiKeyFor(t, c, emu, objects), "apply", "-f", "-")
-	// The API server may answer 404 on a new CRD's status subresource for a
-	// moment after Established; the phase is written once it serves it.
-	eventually.Passes(t, 30*time.Second, 200*time.Millisecond, func() error {
-		_, stderr, err := c.Kubectl(ctx, "", "patch", "lbregistrar", "legit", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"READY"}}`)
-		if err != nil {
-			return fmt.Errorf("%v: %s", err, stderr)
-		}
-		return nil
-	})
+	kubectl(t, c, "", "patch", "lbregistrar", "legit", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"READY"}}`)
 	before := backendsOf(t, emu, classicIngress, "ingress")
 
 	// Planned before the switch, as the README says to.

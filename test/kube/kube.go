@@ -310,7 +310,11 @@ func (c *Cluster) Stored(ctx context.Context, key string) ([]byte, error) {
 
 // Kubectl runs bin/kubectl against the cluster with stdin as its input.
 func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	// Each cluster has its own discovery cache: kubectl keys its default
+	// one (~/.kube/cache) by host and port, and a later cluster on a port an
+	// earlier one used would be served that cluster's resources.
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Root, "bin", "kubectl"),
+		append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(c.dir, "kubectl-cache")}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
