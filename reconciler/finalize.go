@@ -22,6 +22,7 @@ import (
 
 func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	r.pending.forget(obj.Name)
+	r.watch.Forget(obj.Name)
 	// A dry run writes nothing, so it neither deregisters nor releases the
 	// finalizer a writing controller added; that one finishes the job.
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) || r.opts.DryRun {
@@ -58,7 +59,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.loadBalancerID)
-	drainUntil := obj.DeletionTimestamp.Add(r.opts.DrainPeriod)
+	drainUntil := r.drainEnds(obj)
 	mode := plan.Remove
 	if time.Now().Before(drainUntil) {
 		mode = plan.Drain
@@ -80,6 +81,7 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st
 		for i := range obj.Status.BackendSets {
 			obj.Status.BackendSets[i].Drained = true
 		}
+		drainUntil = r.drainEnds(obj)
 	}
 	// What another resource now records, or OCI no longer holds, left the
 	// record in the sync: only backends still owned wait.
@@ -92,6 +94,39 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st
 		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, st.flush(ctx)
 	}
 	return r.deregistered(ctx, st, &out)
+}
+
+// drainEnds is when the drain of deleted obj's backends is over: the drain
+// period counted from when the drain took effect, the end of the work
+// request that drained them (one can take 30 s and more, most of a short
+// period), or now while its outcome is not known. The record is the
+// controller's own, and a drain's work request is not waited for longer
+// than the work request timeout: it starts no later than that after the
+// deletion.
+func (r *Reconciler) drainEnds(obj *v1beta1.LBRegistrar) time.Time {
+	deleted := obj.DeletionTimestamp.Time
+	start := deleted
+	for _, rec := range obj.Status.BackendSets {
+		wr := rec.LastWorkRequest
+		switch {
+		case !rec.Drained || wr == nil:
+		case wr.Status == workRequestAccepted:
+			start = latest(start, time.Now())
+		case wr.Status == workRequestSucceeded:
+			start = latest(start, wr.Time.Time)
+		}
+	}
+	if bound := deleted.Add(r.opts.WorkRequestTimeout); start.After(bound) {
+		start = bound
+	}
+	return start.Add(r.opts.DrainPeriod)
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // deregistered removes the finalizer once nothing owned is left, or once

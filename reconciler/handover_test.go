@@ -213,26 +213,40 @@ func TestRestoredRecordIsNotActedOn(t *testing.T) {
 	f.expectBackends(classicLB, "admin", "10.0.43.1:30043/1", "10.0.43.2:30043/1")
 }
 
-// A drain write that outlasts the drain period (a slow OCI, retries) is
-// followed by the removal at once, not at the next resync.
-func TestDrainOutlastingItsPeriodStillEnds(t *testing.T) {
-	f := newFixture(t, ociemu.Options{})
+// The drain period of a deleted resource counts from when the drain took
+// effect, the end of its work request, not from the deletion: with work
+// requests as long as the period, the backend would otherwise be removed
+// the moment it was drained. The removal still follows at the period's
+// end, not at the next resync.
+func TestDrainPeriodStartsWhenTheDrainTookEffect(t *testing.T) {
+	const latency, period = 2 * time.Second, 3 * time.Second
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: latency})
 	f.node(f.ns+"-a", "10.0.45.1")
 	o := f.options()
-	// The period starts at the deletion timestamp, which has whole
-	// seconds: at least 200 ms of it are left when the drain is written.
-	o.DrainPeriod = 1200 * time.Millisecond
+	o.DrainPeriod = period
 	o.Resync = time.Hour
 	f.startManager(o)
 	obj := f.registrar("slow", classicLB, []v1beta1.Target{fixedPort("admin", 30045)})
 	f.expectBackends(classicLB, "admin", "10.0.45.1:30045/1")
-	f.emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: classicLB, BackendSet: "admin", Delay: 2500 * time.Millisecond, Times: 1})
 	f.must(k8s.Delete(f.ctx, obj))
+	var drained time.Time
 	f.eventually(15*time.Second, func() error {
+		switch got := f.backends(classicLB, "admin"); {
+		case slices.Equal(got, []string{"10.0.45.1:30045/1,drain"}) && drained.IsZero():
+			drained = time.Now()
+		case len(got) == 0:
+			return nil
+		}
+		return fmt.Errorf("not removed yet")
+	})
+	// Drained for the period, then for the removal's work request.
+	if held := time.Since(drained); drained.IsZero() || held < period+latency/2 {
+		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", held, period)
+	}
+	f.eventually(10*time.Second, func() error {
 		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
 			return fmt.Errorf("%s still present", obj.Name)
 		}
 		return nil
 	})
-	f.expectBackends(classicLB, "admin")
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -172,6 +173,7 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		events:    events.NewFakeRecorder(100),
 		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
 		lanes:     newLanes(),
+		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   newFlights(func(string, time.Duration) {}),
 		pending:   newPendingWrites(),
 		records:   &ownership.KeyStore{Reader: c, Writer: c, Secret: recordKey},

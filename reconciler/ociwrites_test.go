@@ -391,16 +391,12 @@ func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
 	o := f.options()
 	o.Backoff.Attempts = 1
 	f.startManager(o)
-	config, err := f.emu.NewUser()
-	f.must(err)
-	other, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(config)
-	f.must(err)
-	other.Host = f.emu.URL()
+	other := f.otherNLBWriter()
 	before := f.backends(networkLB, "tcp")
 
 	// The other writer's work request stays in progress until released.
 	stuck := f.emu.AddFault(ociemu.Fault{Operation: "CreateBackend", LoadBalancerID: networkLB, StuckUpdating: true})
-	_, err = other.CreateBackend(f.ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkLB), BackendSetName: common.String("tcp"),
+	_, err := other.CreateBackend(f.ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkLB), BackendSetName: common.String("tcp"),
 		CreateBackendDetails: networkloadbalancer.CreateBackendDetails{IpAddress: common.String("192.168.44.4"), Port: common.Int(30044), Weight: common.Int(1)}})
 	f.must(err)
 	obj := f.registrar("behind", networkLB, []v1beta1.Target{fixedPort("tcp", 30044)})
@@ -430,6 +426,81 @@ func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
 	if n := f.emu.Counters().Conflicts; n != 1 {
 		t.Errorf("%d writes answered 409, want 1: the controller waited rather than retried", n)
 	}
+}
+
+// Another writer (another cluster whose resource also registered the node,
+// on its way out) drains a backend this resource wants, then removes it:
+// each time the controller notices within the watch period, long before
+// its resync, and puts the backend back. Its own writes wake nothing: once
+// after a write of its own, the watch lists the load balancer's work
+// requests and nothing reads a backend set.
+func TestAnotherWritersChangeIsPutBack(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.node(f.ns+"-a", "10.0.45.1")
+	o := f.options()
+	o.Resync = time.Hour
+	o.WatchPeriod = 100 * time.Millisecond
+	f.startManager(o)
+	other := f.otherNLBWriter()
+	before := f.backends(networkLB, "tcp")
+	obj := f.registrar("wants", networkLB, []v1beta1.Target{fixedPort("tcp", 30045)})
+	want := append(before, "10.0.45.1:30045/1")
+	f.expectBackends(networkLB, "tcp", want...)
+	f.eventually(10*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+
+	// A node joins: the write that adds it is the controller's own, and its
+	// end wakes nothing.
+	calls := func(op string) int {
+		n := 0
+		for _, c := range f.emu.Calls() {
+			if c.Operation == op {
+				n++
+			}
+		}
+		return n
+	}
+	f.eventually(10*time.Second, func() error { // the watch has had its first look
+		if calls("ListWorkRequests") == 0 {
+			return fmt.Errorf("the load balancer's work requests were not listed yet")
+		}
+		return nil
+	})
+	f.node(f.ns+"-b", "10.0.45.2")
+	want = append(want, "10.0.45.2:30045/1")
+	f.expectBackends(networkLB, "tcp", want...)
+	settled := calls("GetBackendSet")
+	time.Sleep(time.Second)
+	if n := calls("GetBackendSet") - settled; n != 0 {
+		t.Errorf("%d backend set reads after the controller's own write: the watch took it for another writer's", n)
+	}
+
+	// done waits until the other writer's work request has succeeded: its
+	// change was made, whether or not it is still there.
+	done := func(id *string) {
+		f.eventually(10*time.Second, func() error {
+			wr, err := other.GetWorkRequest(f.ctx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: id})
+			if err != nil || wr.Status != networkloadbalancer.OperationStatusSucceeded {
+				return fmt.Errorf("the other writer's work request: %v %v", wr.Status, err)
+			}
+			return nil
+		})
+	}
+	backend := common.String("10.0.45.1:30045")
+	drained, err := other.UpdateBackend(f.ctx, networkloadbalancer.UpdateBackendRequest{NetworkLoadBalancerId: common.String(networkLB), BackendSetName: common.String("tcp"),
+		BackendName: backend, UpdateBackendDetails: networkloadbalancer.UpdateBackendDetails{IsDrain: common.Bool(true)}})
+	f.must(err)
+	done(drained.OpcWorkRequestId)
+	f.expectBackends(networkLB, "tcp", want...)
+
+	removed, err := other.DeleteBackend(f.ctx, networkloadbalancer.DeleteBackendRequest{NetworkLoadBalancerId: common.String(networkLB), BackendSetName: common.String("tcp"), BackendName: backend})
+	f.must(err)
+	done(removed.OpcWorkRequestId)
+	f.expectBackends(networkLB, "tcp", want...)
 }
 
 // A backend set OCI lets hold fewer backends than are wanted (a
@@ -475,4 +546,16 @@ func TestBackendSetIsFilledToItsLimit(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// otherNLBWriter is an NLB client of another OCI user: another cluster,
+// Terraform, the console.
+func (f *fixture) otherNLBWriter() networkloadbalancer.NetworkLoadBalancerClient {
+	f.t.Helper()
+	config, err := f.emu.NewUser()
+	f.must(err)
+	other, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(config)
+	f.must(err)
+	other.Host = f.emu.URL()
+	return other
 }

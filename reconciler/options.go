@@ -25,8 +25,13 @@ type Options struct {
 	// Resync is the period, jittered by up to 10%, at which every resource
 	// is reconciled again to repair drift made outside the controller.
 	Resync time.Duration
-	// DrainPeriod is how long a deleted resource's backends stay drained
-	// before they are removed.
+	// WatchPeriod is how often the work requests of each load balancer a
+	// resource keeps are listed, to notice within it a change another
+	// writer made (package lbwatch); 0 leaves that to the resync.
+	WatchPeriod time.Duration
+	// DrainPeriod is how long a deleted resource's backends stay drained,
+	// from the end of the work request that drained them, before they are
+	// removed.
 	DrainPeriod time.Duration
 	// NodeDrainPeriod is how long a backend this resource no longer wants
 	// (its node left, was excluded, or stopped hosting the Service's
@@ -83,6 +88,7 @@ func DefaultOptions() Options {
 		OCI:                oci.DefaultOptions(),
 		Workers:            8,
 		Resync:             10 * time.Minute,
+		WatchPeriod:        10 * time.Second,
 		DrainPeriod:        30 * time.Second,
 		NodeDrainPeriod:    DefaultNodeDrainPeriod,
 		CleanupTimeout:     30 * time.Minute,
@@ -116,7 +122,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
 	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, and status writes in progress at once; waiting for OCI work requests holds no worker, so this does not bound how many load balancers are written at once")
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
-	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained before removal")
+	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
+		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")
+	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained, from the end of the drain's work request, before removal")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")

@@ -136,7 +136,9 @@ func (f backendSets) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, _ [
 
 func (f backendSets) WaitWorkRequest(context.Context, string, string) error { return nil }
 
-func (f backendSets) InFlightWorkRequests(context.Context, string) ([]string, error) { return nil, nil }
+func (f backendSets) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
+	return nil, nil
+}
 
 func (f backendSets) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
 	return &oci.BackendSetHealth{Status: "OK"}, nil

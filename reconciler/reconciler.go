@@ -48,6 +48,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
@@ -78,6 +79,7 @@ type Reconciler struct {
 	clientFor   func(oci.Credentials) (backendSetAPI, error)
 	lanes       *lanes
 	wakeups     *wakeups
+	watch       *lbwatch.Watch // notices other writers' changes
 	flights     *flights
 	pending     *pendingWrites // held back by DryRun
 	rejections  rejections
@@ -112,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.rejections.forget(req.Name)
 			r.drains.forget(req.Name)
 			r.ownWrites.forget(req.Name)
+			r.watch.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -169,6 +172,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		obj.Status.Targets = int32(len(obj.Spec.Services))
 		setConditions(obj, &out, ce)
 		logDecisions(logger, before, obj, &out)
+		r.watch.Forget(obj.Name)
 		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason, "cause", ce.cause)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
 		// The Secret watch brings the resource back once the Secret is fixed.
@@ -201,6 +205,9 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
+	// Watched before the reads, so that another writer's change made after
+	// them is noticed.
+	r.watch.Keep(obj.Name, obj.Spec.LoadBalancerID, ociClient)
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
 	turn.step(PhaseReading, "", "")

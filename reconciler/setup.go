@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
@@ -35,14 +37,24 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	wakeups := &wakeups{}
+	// Noticing other writers' changes gets a quarter of the OCI rate limit,
+	// so writes keep the rest however many load balancers are watched.
+	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.wake)
 	r := &Reconciler{
-		client:      mgr.GetClient(),
-		apiReader:   mgr.GetAPIReader(),
-		secrets:     newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
-		events:      mgr.GetEventRecorder("lbregistrar"),
-		clientFor:   func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) },
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
+		events:    mgr.GetEventRecorder("lbregistrar"),
+		clientFor: func(c oci.Credentials) (backendSetAPI, error) {
+			ociClient, err := factory.Client(c)
+			if err != nil {
+				return nil, err
+			}
+			return ownedBy{ociClient, watch}, nil
+		},
 		lanes:       newLanes(),
 		wakeups:     wakeups,
+		watch:       watch,
 		flights:     newFlights(wakeups.after),
 		pending:     newPendingWrites(),
 		statusSlots: make(statusSlots, max(o.Workers, 1)),
@@ -63,6 +75,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	}
 
 	if err := mgr.Add(r.flights); err != nil {
+		return err
+	}
+	if err := mgr.Add(r.watch); err != nil {
 		return err
 	}
 	if err := mgr.AddMetricsServerExtraHandler(DebugLanesPath, http.HandlerFunc(r.serveLanes)); err != nil {
@@ -94,4 +109,19 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			),
 		}).
 		Complete(r)
+}
+
+// ownedBy tells the watch of each write this process makes, so that its end
+// is not taken for another writer's change.
+type ownedBy struct {
+	*oci.Client
+	watch *lbwatch.Watch
+}
+
+func (o ownedBy) UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
+	id, err := o.Client.UpdateBackendSet(ctx, bs, backends, failed)
+	if err == nil {
+		o.watch.Own(bs.LoadBalancerID, id)
+	}
+	return id, err
 }

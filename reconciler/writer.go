@@ -19,7 +19,7 @@ type backendSetAPI interface {
 	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
 	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error)
 	WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error
-	InFlightWorkRequests(ctx context.Context, loadBalancerID string) ([]string, error)
+	WorkRequests(ctx context.Context, loadBalancerID string) ([]oci.WorkRequest, error)
 	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
 }
 
@@ -199,7 +199,8 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 // (or they cannot be listed), the 409 is retried with backoff as usual.
 func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest) bool {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	ids, err := ociClient.InFlightWorkRequests(ctx, req.LoadBalancerID)
+	wrs, err := ociClient.WorkRequests(ctx, req.LoadBalancerID)
+	ids := oci.InFlight(wrs)
 	if err != nil {
 		logger.V(1).Info("listing the load balancer's work requests after a 409 failed; backing off instead", "error", err.Error())
 		return false

@@ -30,13 +30,16 @@ type scriptedAPI struct {
 	waited      []string   // the work requests waited for
 }
 
-func (s *scriptedAPI) InFlightWorkRequests(context.Context, string) ([]string, error) {
+func (s *scriptedAPI) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
 	if len(s.inFlight) == 0 {
 		return nil, nil
 	}
-	ids := s.inFlight[0]
+	var wrs []oci.WorkRequest
+	for _, id := range s.inFlight[0] {
+		wrs = append(wrs, oci.WorkRequest{ID: id})
+	}
 	s.inFlight = s.inFlight[1:]
-	return ids, nil
+	return wrs, nil
 }
 
 func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {

@@ -131,6 +131,9 @@ func NewFactory(o Options) *Factory {
 // contains key material.
 var ErrInvalidCredentials = errors.New("invalid OCI API key")
 
+// RateLimit is the OCI calls per second the factory's clients share.
+func (f *Factory) RateLimit() rate.Limit { return f.opts.RateLimit }
+
 // Client returns the cached client for c, building it on first use.
 func (f *Factory) Client(c Credentials) (*Client, error) {
 	d := c.digest()

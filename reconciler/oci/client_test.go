@@ -422,16 +422,16 @@ func TestGetBackendSetHealth(t *testing.T) {
 	}
 }
 
-// InFlightWorkRequests finds a load balancer's work requests that have not
+// WorkRequests lists a load balancer's work requests, saying which have
 // ended, on both APIs (an NLB's through its compartment), and only that
 // load balancer's.
-func TestInFlightWorkRequests(t *testing.T) {
+func TestWorkRequests(t *testing.T) {
 	ctx := context.Background()
 	for _, lb := range []string{lbID, nlbID} {
 		t.Run(lb, func(t *testing.T) {
 			emu, c := emulatorClient(t, true)
-			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || len(ids) != 0 {
-				t.Fatalf("before any write: %v, %v", ids, err)
+			if wrs, err := c.WorkRequests(ctx, lb); err != nil || len(wrs) != 0 {
+				t.Fatalf("before any write: %v, %v", wrs, err)
 			}
 			stuck := emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: lb, StuckUpdating: true})
 			bs, err := c.GetBackendSet(ctx, lb, setOf(lb))
@@ -442,15 +442,15 @@ func TestInFlightWorkRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || !slices.Equal(ids, []string{id}) {
-				t.Errorf("while it runs: %v, %v; want [%s]", ids, err, id)
+			if wrs, err := c.WorkRequests(ctx, lb); err != nil || !slices.Equal(wrs, []oci.WorkRequest{{ID: id}}) {
+				t.Errorf("while it runs: %v, %v; want %s in flight", wrs, err, id)
 			}
 			emu.RemoveFault(stuck)
 			if err := c.WaitWorkRequest(ctx, lb, id); err != nil {
 				t.Fatal(err)
 			}
-			if ids, err := c.InFlightWorkRequests(ctx, lb); err != nil || len(ids) != 0 {
-				t.Errorf("after it ended: %v, %v", ids, err)
+			if wrs, err := c.WorkRequests(ctx, lb); err != nil || !slices.Equal(wrs, []oci.WorkRequest{{ID: id, Ended: true}}) {
+				t.Errorf("after it ended: %v, %v; want %s ended", wrs, err, id)
 			}
 		})
 	}

@@ -12,15 +12,34 @@ const (
 	opGetNetworkLoadBalancer = "GetNetworkLoadBalancer"
 )
 
-// InFlightWorkRequests lists the work requests of a load balancer that have
-// not ended (ACCEPTED or IN_PROGRESS): after a write answered 409, another
-// writer's (another cluster, Terraform, the console), to wait for rather
-// than to retry against. Oracle's cloud controller manager looks the same
-// way before it updates a load balancer. Only the first page is read: the
-// newest work requests come first, and a busy load balancer has one or two.
-func (c *Client) InFlightWorkRequests(ctx context.Context, loadBalancerID string) ([]string, error) {
-	sdkCtx, cs := call(ctx)
+// WorkRequest is one of a load balancer's work requests as a listing shows it.
+type WorkRequest struct {
+	ID string
+	// Ended: SUCCEEDED, FAILED or (NLB) CANCELED; one that has not ended
+	// holds the load balancer, and OCI answers other writes 409 meanwhile.
+	Ended bool
+}
+
+// InFlight are the IDs of those of wrs that have not ended.
+func InFlight(wrs []WorkRequest) []string {
 	var ids []string
+	for _, wr := range wrs {
+		if !wr.Ended {
+			ids = append(ids, wr.ID)
+		}
+	}
+	return ids
+}
+
+// WorkRequests lists a load balancer's work requests, newest first: those
+// in flight after a write answered 409 are another writer's (another
+// cluster, Terraform, the console) to wait for rather than to retry against,
+// as Oracle's cloud controller manager looks before it updates a load
+// balancer; those ended since the last look are changes another writer
+// made. Only the first page is read: the newest work requests come first.
+func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]WorkRequest, error) {
+	sdkCtx, cs := call(ctx)
+	var out []WorkRequest
 	if !IsNetworkLoadBalancer(loadBalancerID) {
 		resp, err := c.lb.ListWorkRequests(sdkCtx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: &loadBalancerID})
 		if err := classify(opListWorkRequests, err, cs); err != nil {
@@ -29,10 +48,12 @@ func (c *Client) InFlightWorkRequests(ctx context.Context, loadBalancerID string
 		for _, wr := range resp.Items {
 			switch wr.LifecycleState {
 			case loadbalancer.WorkRequestLifecycleStateAccepted, loadbalancer.WorkRequestLifecycleStateInProgress:
-				ids = append(ids, deref(wr.Id))
+				out = append(out, WorkRequest{ID: deref(wr.Id)})
+			default:
+				out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
 			}
 		}
-		return ids, nil
+		return out, nil
 	}
 	// NLB work requests are listed by compartment: the load balancer's.
 	nlb, err := c.nlb.GetNetworkLoadBalancer(sdkCtx, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: &loadBalancerID})
@@ -45,17 +66,25 @@ func (c *Client) InFlightWorkRequests(ctx context.Context, loadBalancerID string
 		return nil, err
 	}
 	for _, wr := range resp.Items {
-		switch wr.Status {
-		case networkloadbalancer.OperationStatusAccepted, networkloadbalancer.OperationStatusInProgress:
-		default:
+		if !touches(wr, loadBalancerID) {
 			continue
 		}
-		for _, r := range wr.Resources {
-			if deref(r.Identifier) == loadBalancerID {
-				ids = append(ids, deref(wr.Id))
-				break
-			}
+		switch wr.Status {
+		case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed, networkloadbalancer.OperationStatusCanceled:
+			out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
+		default: // ACCEPTED, IN_PROGRESS, CANCELING
+			out = append(out, WorkRequest{ID: deref(wr.Id)})
 		}
 	}
-	return ids, nil
+	return out, nil
+}
+
+// touches reports whether an NLB work request acts on the load balancer.
+func touches(wr networkloadbalancer.WorkRequestSummary, loadBalancerID string) bool {
+	for _, r := range wr.Resources {
+		if deref(r.Identifier) == loadBalancerID {
+			return true
+		}
+	}
+	return false
 }
