@@ -24,6 +24,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -34,11 +35,14 @@ const modelChecks = 200
 
 // TestOwnershipModel drives the controller, against the real API server
 // and the emulator, through random sequences of what happens to it in a
-// cluster: nodes joining and leaving, resources created, deleted, moved to
+// cluster: nodes joining, leaving (drained for the node drain period
+// first) and marked departing then coming back, resources created, deleted, moved to
 // another port and handed over (replaces, as lbregistrar migrate writes
 // them), backends added by hand, ownership records forged by another
-// status writer, v1alpha1 phase writes, controller restarts (the leader
-// changing), drain periods running out and OCI faults. After every step it
+// status writer, another writer draining a wanted backend (put back by the
+// watch of other writers' changes, the resync being an hour away), v1alpha1
+// phase writes, controller restarts (the leader changing), drain periods
+// running out and OCI faults. After every step it
 // waits for the cluster to settle and checks what the controller promises:
 //
 //   - a backend it did not register (added by hand or seeded) is never
@@ -71,6 +75,9 @@ func TestOwnershipModel(t *testing.T) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"addNode":            m.addNode,
 			"removeNode":         m.removeNode,
+			"departNode":         m.departNode,
+			"returnNode":         m.returnNode,
+			"drainByOther":       m.drainByOther,
 			"create":             m.create,
 			"delete":             m.delete,
 			"replace":            m.replace,
@@ -124,8 +131,9 @@ func newModelWorld(t *testing.T) *modelWorld {
 	t.Cleanup(cancel)
 	f.ctx = ctx
 	o := f.options()
-	o.DrainPeriod = modelDrain
-	o.Resync = time.Hour // nothing but events and wake-ups drives a reconcile
+	o.DrainPeriod, o.NodeDrainPeriod = modelDrain, modelDrain
+	o.Resync = time.Hour // nothing but events, wake-ups and the watch drives a reconcile
+	o.WatchPeriod = 100 * time.Millisecond
 	config, err := f.emu.NewUser()
 	f.must(err)
 	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(config)
@@ -175,7 +183,7 @@ func (w *modelWorld) begin(rt *rapid.T) *model {
 	f.must(f.emu.SeedState(seed))
 	f.emu.ClearFaults()
 	w.run++
-	m := &model{w: w, rt: rt, prefix: fmt.Sprintf("model-%d", w.run), nodes: map[string]string{}, resources: map[string]*modelResource{},
+	m := &model{w: w, rt: rt, prefix: fmt.Sprintf("model-%d", w.run), nodes: map[string]string{}, departing: map[string]string{}, resources: map[string]*modelResource{},
 		foreign: map[string]string{}, leakable: map[string]bool{}}
 	for _, s := range modelSets {
 		for _, b := range f.backends(s.lb, s.name) {
@@ -195,6 +203,9 @@ type model struct {
 	seq    int
 	// nodes are the live nodes, name -> address.
 	nodes map[string]string
+	// departing are the nodes marked as leaving (by the cluster
+	// autoscaler's taint), name -> address: present, but wanted by nobody.
+	departing map[string]string
 	// resources are the resources created and not gone yet.
 	resources map[string]*modelResource
 	// foreign are the backends someone else registered, set/ip:port ->
@@ -238,6 +249,56 @@ func (m *model) removeNode(rt *rapid.T) {
 	name := rapid.SampledFrom(slices.Sorted(maps.Keys(m.nodes))).Draw(rt, "node")
 	m.w.f.must(m.w.f.api.Delete(m.w.f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 	delete(m.nodes, name)
+}
+
+// departNode marks a node as leaving, as the cluster autoscaler does
+// before it deletes it: its backends are drained, then removed.
+func (m *model) departNode(rt *rapid.T) {
+	if len(m.nodes) < 2 {
+		rt.Skip("the last node stays")
+	}
+	name := rapid.SampledFrom(slices.Sorted(maps.Keys(m.nodes))).Draw(rt, "node")
+	m.w.f.updateNode(name, func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: desired.TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule})
+	})
+	m.departing[name] = m.nodes[name]
+	delete(m.nodes, name)
+}
+
+// returnNode takes the leaving mark off a node (the scale-down was
+// called off): it serves again.
+func (m *model) returnNode(rt *rapid.T) {
+	if len(m.departing) == 0 {
+		rt.Skip("no node is leaving")
+	}
+	name := rapid.SampledFrom(slices.Sorted(maps.Keys(m.departing))).Draw(rt, "node")
+	m.w.f.updateNode(name, func(n *corev1.Node) { n.Spec.Taints = nil })
+	m.nodes[name] = m.departing[name]
+	delete(m.departing, name)
+}
+
+// drainByOther drains, through OCI's own API as another cluster or the
+// console would, a backend a resource wants in a classic backend set.
+func (m *model) drainByOther(rt *rapid.T) {
+	var wanted []string
+	for _, s := range modelSets[:2] {
+		if h := m.holder(s); h != nil {
+			for _, ip := range slices.Sorted(maps.Values(m.nodes)) {
+				wanted = append(wanted, s.name+"/"+plainKey(ip, h.port))
+			}
+		}
+	}
+	if len(wanted) == 0 {
+		rt.Skip("no backend is wanted")
+	}
+	set, backend, _ := strings.Cut(rapid.SampledFrom(wanted).Draw(rt, "backend"), "/")
+	f := m.w.f
+	eventually.Passes(rt, 20*time.Second, 20*time.Millisecond, func() error {
+		_, err := m.w.lb.UpdateBackend(f.ctx, loadbalancer.UpdateBackendRequest{LoadBalancerId: common.String(classicLB), BackendSetName: common.String(set),
+			BackendName: common.String(backend), UpdateBackendDetails: loadbalancer.UpdateBackendDetails{
+				Weight: common.Int(1), Backup: common.Bool(false), Drain: common.Bool(true), Offline: common.Bool(false)}})
+		return err // a 409 while the controller writes: again
+	})
 }
 
 // claimants are the resources claiming set, deleting ones included.

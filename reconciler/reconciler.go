@@ -207,7 +207,7 @@ func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	// Watched before the reads, so that another writer's change made after
 	// them is noticed.
-	r.watch.Keep(obj.Name, obj.Spec.LoadBalancerID, ociClient)
+	r.watch.Keep(ctx, obj.Name, obj.Spec.LoadBalancerID, ociClient)
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
 	turn.step(PhaseReading, "", "")

@@ -58,7 +58,7 @@ type balancerView struct {
 }
 
 // New returns a watch that lists each kept load balancer's work requests
-// every period, at most callsPerSecond listings in all, and calls wake for
+// every period, at most callsPerSecond listings per second in all, and calls wake for
 // each resource kept on a load balancer another writer changed. A period of
 // 0 watches nothing.
 func New(period time.Duration, callsPerSecond rate.Limit, wake func(resource string)) *Watch {
@@ -72,10 +72,11 @@ func New(period time.Duration, callsPerSecond rate.Limit, wake func(resource str
 }
 
 // Keep watches the load balancer the resource keeps, listing with lister,
-// in place of whatever it kept before.
-func (w *Watch) Keep(resource, loadBalancerID string, lister Lister) {
+// in place of whatever it kept before. The first time a load balancer is
+// kept, its work requests are listed at once, so that the caller, reading
+// the backend sets after it, misses no change made after its reads.
+func (w *Watch) Keep(ctx context.Context, resource, loadBalancerID string, lister Lister) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if prev, ok := w.resources[resource]; ok && prev != loadBalancerID {
 		w.release(resource, prev)
 	}
@@ -86,6 +87,11 @@ func (w *Watch) Keep(resource, loadBalancerID string, lister Lister) {
 		w.balancers[loadBalancerID] = b
 	}
 	b.keepers[resource] = lister
+	unseen := b.ended == nil
+	w.mu.Unlock()
+	if unseen && w.period > 0 {
+		w.look(ctx, loadBalancerID)
+	}
 }
 
 // Forget stops watching for the resource.

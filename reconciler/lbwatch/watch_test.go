@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -52,9 +53,9 @@ func TestWatchWakesOnAnotherWritersChange(t *testing.T) {
 		wakes []string
 	}
 	everyone := func(w *Watch, l listing) {
-		w.Keep("blue-a", "lb1", l)
-		w.Keep("blue-b", "lb1", l)
-		w.Keep("other", "lb2", l)
+		w.Keep(context.Background(), "blue-a", "lb1", l)
+		w.Keep(context.Background(), "blue-b", "lb1", l)
+		w.Keep(context.Background(), "other", "lb2", l)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -82,8 +83,18 @@ func TestWatchWakesOnAnotherWritersChange(t *testing.T) {
 		}},
 		{name: "a write accepted while a listing was under way is own", rounds: []round{
 			{lists: listing{"lb1": {}, "lb2": {}}},
-			{act: func(w *Watch, l listing) { w.Keep("blue-a", "lb1", &writing{w: w, rest: l}) }, lists: listing{"lb1": {}, "lb2": {}}},
+			{act: func(w *Watch, l listing) { w.Keep(context.Background(), "blue-a", "lb1", &writing{w: w, rest: l}) }, lists: listing{"lb1": {}, "lb2": {}}},
 			{lists: listing{"lb1": {ended("mine")}, "lb2": {}}},
+		}},
+		{name: "a load balancer first kept is listed at once, so a change right after is noticed", rounds: []round{
+			{lists: listing{"lb1": {}, "lb2": {}}},
+			{act: func(w *Watch, l listing) { // "theirs" ends after Keep
+				later := l["lb3"]
+				l["lb3"] = []oci.WorkRequest{ended("old")}
+				w.Keep(context.Background(), "new", "lb3", l)
+				l["lb3"] = later
+			},
+				lists: listing{"lb1": {}, "lb2": {}, "lb3": {ended("theirs"), ended("old")}}, wakes: []string{"new"}},
 		}},
 		{name: "a forgotten resource is not woken, nor is its load balancer listed", rounds: []round{
 			{lists: listing{"lb1": {}, "lb2": {}}},
@@ -91,17 +102,19 @@ func TestWatchWakesOnAnotherWritersChange(t *testing.T) {
 		}},
 		{name: "a resource moved to another load balancer is woken by that one's changes", rounds: []round{
 			{lists: listing{"lb1": {}, "lb2": {}}},
-			{act: func(w *Watch, _ listing) { w.Keep("blue-b", "lb2", listing{"lb2": {ended("theirs")}}) }, lists: listing{"lb1": {ended("x")}, "lb2": {ended("theirs")}},
+			{act: func(w *Watch, _ listing) {
+				w.Keep(context.Background(), "blue-b", "lb2", listing{"lb2": {ended("theirs")}})
+			}, lists: listing{"lb1": {ended("x")}, "lb2": {ended("theirs")}},
 				wakes: []string{"blue-a", "blue-b", "other"}},
 		}},
 		{name: "a listing that fails is tried with the next resource's credentials", rounds: []round{
-			{act: func(w *Watch, _ listing) { w.Keep("blue-a", "lb1", listing{}) }, lists: listing{"lb1": {}, "lb2": {}}},
-			{act: func(w *Watch, _ listing) { w.Keep("blue-a", "lb1", listing{}) }, lists: listing{"lb1": {ended("theirs")}, "lb2": {}}, wakes: []string{"blue-a", "blue-b"}},
+			{act: func(w *Watch, _ listing) { w.Keep(context.Background(), "blue-a", "lb1", listing{}) }, lists: listing{"lb1": {}, "lb2": {}}},
+			{act: func(w *Watch, _ listing) { w.Keep(context.Background(), "blue-a", "lb1", listing{}) }, lists: listing{"lb1": {ended("theirs")}, "lb2": {}}, wakes: []string{"blue-a", "blue-b"}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var woken []string
-			w := New(0, rate.Inf, func(name string) { woken = append(woken, name) })
+			w := New(time.Hour, rate.Inf, func(name string) { woken = append(woken, name) })
 			lists := listing{}
 			everyone(w, lists)
 			for i, r := range tc.rounds {
