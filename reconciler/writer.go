@@ -200,11 +200,11 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest) bool {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	wrs, err := ociClient.WorkRequests(ctx, req.LoadBalancerID)
-	ids := oci.InFlight(wrs)
 	if err != nil {
 		logger.V(1).Info("listing the load balancer's work requests after a 409 failed; backing off instead", "error", err.Error())
 		return false
 	}
+	ids := oci.InFlight(wrs)
 	for _, id := range ids {
 		logger.Info("another writer's work request is in flight; waiting for it before writing again", "workRequest", id)
 		req.Turn.step(PhaseWaitingForOthers, req.Name, id)

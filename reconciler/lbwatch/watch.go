@@ -159,12 +159,8 @@ func (w *Watch) Start(ctx context.Context) error {
 // the resources of those another writer changed since the last round.
 func (w *Watch) Round(ctx context.Context) {
 	w.mu.Lock()
-	lbs := make([]string, 0, len(w.balancers))
-	for lb := range w.balancers {
-		lbs = append(lbs, lb)
-	}
+	lbs := slices.Sorted(maps.Keys(w.balancers))
 	w.mu.Unlock()
-	slices.Sort(lbs)
 	for _, lb := range lbs {
 		if err := w.pace.Wait(ctx); err != nil {
 			return
