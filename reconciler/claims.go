@@ -126,7 +126,7 @@ func (r *Reconciler) wakeClaimants(ctx context.Context, obj *v1beta1.LBRegistrar
 	}
 	for i := range others {
 		if others[i].DeletionTimestamp.IsZero() {
-			r.wakeups.wake(others[i].Name)
+			r.wakeups.Wake(others[i].Name)
 		}
 	}
 }

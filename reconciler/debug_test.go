@@ -15,49 +15,25 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
 func TestLanesView(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
-	now := t0
-	l := newLanes()
-	l.now = func() time.Time { return now }
+	l := lanes.New()
 	elected := make(chan struct{})
 	close(elected)
 	r := &Reconciler{lanes: l, elected: elected, pending: newPendingWrites()}
 
-	busy, ok := l.tryAcquire("lb-b", "holder", nil)
-	if !ok {
-		t.Fatal("free lane not taken")
-	}
-	now = t0.Add(time.Second)
-	busy.step(PhaseWaiting, "api", "wr-1")
-	now = t0.Add(2 * time.Second)
-	l.tryAcquire("lb-b", "second", func() {})
-	now = t0.Add(3 * time.Second)
-	l.tryAcquire("lb-b", "first", func() {})
-	l.tryAcquire("lb-b", "second", func() {}) // parked again: still waiting since it first parked
-	idle, _ := l.tryAcquire("lb-a", "alone", nil)
-	now = t0.Add(4 * time.Second)
-
-	want := LanesView{Time: now, Leader: true, LoadBalancers: []LaneStatus{
-		{LoadBalancerID: "lb-a", Holder: "alone", HeldSince: t0.Add(3 * time.Second),
-			Step: LaneStep{Phase: PhaseReading, Since: t0.Add(3 * time.Second)}, Parked: []ParkedResource{}},
-		{LoadBalancerID: "lb-b", Holder: "holder", HeldSince: t0,
-			Step:   LaneStep{Phase: PhaseWaiting, BackendSet: "api", WorkRequest: "wr-1", Since: t0.Add(time.Second)},
-			Parked: []ParkedResource{{Name: "second", Since: t0.Add(2 * time.Second)}, {Name: "first", Since: t0.Add(3 * time.Second)}}},
-	}, NodeDrains: []NodeDrain{}}
-	if diff := cmp.Diff(want, serve(t, r)); diff != "" {
-		t.Fatalf("view (-want +got):\n%s", diff)
-	}
-
-	idle.release()
-	busy.release()
+	busy, _ := l.TryAcquire("lb-b", "holder", nil)
+	busy.Step(lanes.Waiting, "api", "wr-1")
+	l.TryAcquire("lb-b", "parked", func() {})
 	got := serve(t, r)
-	if got.LoadBalancers == nil || len(got.LoadBalancers) != 0 {
-		t.Fatalf("after release: %+v, want an empty list", got.LoadBalancers)
+	if diff := cmp.Diff(l.Snapshot(), got.LoadBalancers); diff != "" || !got.Leader || got.NodeDrains == nil {
+		t.Fatalf("view %+v; lanes (-want +got):\n%s", got, diff)
 	}
+	busy.Release()
 
 	// Drains are listed the first to end first, until their resource is gone.
 	drained := func(ip string, since time.Time) *plan.Plan {
@@ -94,21 +70,21 @@ func serve(t *testing.T, r *Reconciler) LanesView {
 // observingAPI records the lane while its work request runs.
 type observingAPI struct {
 	scriptedAPI
-	lanes  *lanes
-	during []LaneStatus
+	lanes  *lanes.Lanes
+	during []lanes.Status
 }
 
 func (o *observingAPI) WaitWorkRequest(ctx context.Context, lb, id string) error {
-	o.during = o.lanes.snapshot()
+	o.during = o.lanes.Snapshot()
 	return o.scriptedAPI.WaitWorkRequest(ctx, lb, id)
 }
 
 // A write reports its work request on the lane and logs its outcome with
 // the load balancer, backend set, work request and duration.
 func TestSyncReportsOnLaneAndLog(t *testing.T) {
-	l := newLanes()
-	turn, _ := l.tryAcquire("lb", "res", nil)
-	defer turn.release()
+	l := lanes.New()
+	turn, _ := l.TryAcquire("lb", "res", nil)
+	defer turn.Release()
 	ociClient := &observingAPI{lanes: l}
 	var lines []map[string]any
 	logger := funcr.NewJSON(func(obj string) {
@@ -130,7 +106,7 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != PhaseWaiting || ociClient.during[0].Step.WorkRequest != "wr-1" ||
+	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != lanes.Waiting || ociClient.during[0].Step.WorkRequest != "wr-1" ||
 		ociClient.during[0].Step.BackendSet != "api" {
 		t.Fatalf("lane during the work request: %+v", ociClient.during)
 	}

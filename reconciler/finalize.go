@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
@@ -43,12 +44,12 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		out.fail("*", err)
 		return r.deregistered(ctx, st, &out)
 	}
-	turn, ok := r.lanes.tryAcquire(recordedLoadBalancer(obj), obj.Name, r.wakeFunc(obj.Name))
+	turn, ok := r.lanes.TryAcquire(recordedLoadBalancer(obj), obj.Name, r.wakeFunc(obj.Name))
 	if !ok {
 		logger.V(1).Info("deleted, and the load balancer is busy with another write; parked until it is done")
 		return ctrl.Result{}, nil // enqueued again when the lane is free
 	}
-	r.flights.launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+	r.flights.Launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
 		return r.deregister(ctx, ociClient, st, turn)
 	})
 	return ctrl.Result{}, nil
@@ -56,9 +57,9 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 
 // deregister drains obj's owned backends for the drain period, then removes
 // them, on its turn of the lane.
-func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn) (ctrl.Result, error) {
+func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *lanes.Turn) (ctrl.Result, error) {
 	obj := st.obj
-	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.loadBalancerID)
+	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.LoadBalancerID())
 	drainUntil := r.drainEnds(obj)
 	mode := plan.Remove
 	if time.Now().Before(drainUntil) {
@@ -185,11 +186,11 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient backend
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
 		return nil
 	}
-	turn, err := r.lanes.acquire(ctx, old, obj.Name)
+	turn, err := r.lanes.Acquire(ctx, old, obj.Name)
 	if err != nil {
 		return err
 	}
-	defer turn.release()
+	defer turn.Release()
 	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
 	var jobs []syncJob

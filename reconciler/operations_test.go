@@ -18,6 +18,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -36,7 +37,7 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 	a := f.registrar("dbg-a", classicLB, []v1beta1.Target{fixedPort("api", 30800)})
 	b := f.registrar("dbg-b", classicLB, []v1beta1.Target{fixedPort("admin", 30800)})
 
-	var lane reconciler.LaneStatus
+	var lane lanes.Status
 	f.eventually(10*time.Second, func() error {
 		view, err := getLanes(addr)
 		if err != nil {
@@ -46,7 +47,7 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 			return fmt.Errorf("view: %+v", view)
 		}
 		lane = view.LoadBalancers[0]
-		if lane.Step.Phase != reconciler.PhaseWaiting || len(lane.Parked) != 1 {
+		if lane.Step.Phase != lanes.Waiting || len(lane.Parked) != 1 {
 			return fmt.Errorf("lane: %+v", lane)
 		}
 		return nil

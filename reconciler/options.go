@@ -4,11 +4,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"net/http"
 	"os"
 	"strconv"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"

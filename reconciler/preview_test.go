@@ -185,7 +185,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&obj)}); err != nil {
 			t.Fatalf("reconcile %s: %v", obj.Name, err)
 		}
-		r.flights.wait()
+		r.flights.Wait()
 		rp, err := planner.Plan(ctx, &obj, all)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@
 //  1. credentials from the API key's Secrets (a bad key is a condition);
 //  2. the load balancer's lane is taken (or the resource parks until it is
 //     free), so writes to one load balancer are serialized across resources;
-//     the rest goes on as a flight (flights.go), which holds the lane but no
+//     the rest goes on as a flight (package lanes), which holds the lane but no
 //     reconcile worker while it waits for OCI;
 //  3. decide, only then, so changes that arrived while waiting are folded
 //     into this write: a backend set another live resource keeps
@@ -48,6 +48,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -77,10 +78,10 @@ type Reconciler struct {
 	secrets     *secretValues
 	events      events.EventRecorder
 	clientFor   func(oci.Credentials) (backendSetAPI, error)
-	lanes       *lanes
-	wakeups     *wakeups
+	lanes       *lanes.Lanes
+	wakeups     *lanes.Wakeups
 	watch       *lbwatch.Watch // notices other writers' changes
-	flights     *flights
+	flights     *lanes.Flights
 	pending     *pendingWrites // held back by DryRun
 	rejections  rejections
 	drains      drains
@@ -93,12 +94,12 @@ type Reconciler struct {
 
 // wakeFunc enqueues the named resource again; it never blocks the caller.
 func (r *Reconciler) wakeFunc(name string) func() {
-	return func() { r.wakeups.wake(name) }
+	return func() { r.wakeups.Wake(name) }
 }
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.flights.parkBehind(req.Name, r.wakeFunc(req.Name)) {
+	if r.flights.ParkBehind(req.Name, r.wakeFunc(req.Name)) {
 		log.FromContext(ctx).V(1).Info("a write of this resource is under way; parked until it is done")
 		return ctrl.Result{}, nil
 	}
@@ -185,14 +186,14 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
 
-	turn, ok := r.lanes.tryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
+	turn, ok := r.lanes.TryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
 	if !ok {
 		logger.V(1).Info("load balancer busy with another write; parked until it is done")
 		return ctrl.Result{}, nil // enqueued again when the lane is free
 	}
 	// From here on the lane is held, and the reconcile goes on as a flight,
 	// without this worker.
-	r.flights.launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+	r.flights.Launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
 		return r.converge(ctx, ociClient, st, turn, claimants, before)
 	})
 	return ctrl.Result{}, nil
@@ -202,7 +203,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 // decides from the cluster as it is now, so changes that arrived while the
 // resource waited for the lane go into this write, then syncs and records
 // the status.
-func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
+func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	// Watched before the reads, so that another writer's change made after
@@ -210,7 +211,7 @@ func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *
 	r.watch.Keep(ctx, obj.Name, obj.Spec.LoadBalancerID, ociClient)
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
-	turn.step(PhaseReading, "", "")
+	turn.Step(lanes.Reading, "", "")
 	out, jobs, err := assess(ctx, r.client, ociClient, obj, claimants, r.opts)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
@@ -36,10 +37,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	wakeups := &wakeups{}
+	wakeups := &lanes.Wakeups{}
 	// Noticing other writers' changes gets a quarter of the OCI rate limit,
 	// so writes keep the rest however many load balancers are watched.
-	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.wake)
+	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.Wake)
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -52,10 +53,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			}
 			return ownedBy{ociClient, watch}, nil
 		},
-		lanes:       newLanes(),
+		lanes:       lanes.New(),
 		wakeups:     wakeups,
 		watch:       watch,
-		flights:     newFlights(wakeups.after),
+		flights:     lanes.NewFlights(wakeups.After),
 		pending:     newPendingWrites(),
 		statusSlots: make(statusSlots, max(o.Workers, 1)),
 		records:     &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey},

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 )
 
 // A writer whose status patch conflicts with a newer record (a leader that
@@ -123,14 +124,14 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 	r := unitReconciler(t, ociClient, obj, node("a", "10.0.0.1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}})
 	var failed []string
-	r.flights.requeue = func(name string, _ time.Duration) { failed = append(failed, name) }
+	r.flights = lanes.NewFlights(func(name string, _ time.Duration) { failed = append(failed, name) })
 	api := r.client
 	reconcile := func() {
 		t.Helper()
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}); err != nil {
 			t.Fatal(err)
 		}
-		r.flights.wait()
+		r.flights.Wait()
 	}
 
 	// The cache keeps the version before the first reconcile's writes.

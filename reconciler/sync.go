@@ -14,6 +14,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -133,10 +134,10 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome,
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
-func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, jobs []syncJob) {
-	obj, lb := st.obj, turn.loadBalancerID
+func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *lanes.Turn, jobs []syncJob) {
+	obj, lb := st.obj, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
-	turn.step(PhaseReading, "", "")
+	turn.Step(lanes.Reading, "", "")
 	if r.opts.DryRun {
 		r.holdWrites(ctx, ociClient, obj, lb, out, jobs)
 		return
@@ -215,7 +216,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 	switch {
 	case !r.opts.BackendHealth:
 		recordHealth(ctx, ociClient, obj, lb, nil, out) // nothing read; health an earlier run recorded is cleared
-	case r.flights.awaited(obj.Name):
+	case r.flights.Awaited(obj.Name):
 		// A reconcile is parked behind this one (a change came in during
 		// the writes): it reads health after its own writes, moments from
 		// now, and the status keeps what was read before until then.
@@ -227,8 +228,8 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 
 // syncOne syncs one backend set and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *turn, j *syncJob, current bool) bool {
-	obj, name, mode, lb := st.obj, j.name, j.mode, turn.loadBalancerID
+func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
+	obj, name, mode, lb := st.obj, j.name, j.mode, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := syncBackendSet(ctx, ociClient, r.opts.Backoff, syncRequest{
 		LoadBalancerID: lb,

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -80,7 +81,7 @@ type syncRequest struct {
 	ShutdownWait time.Duration
 	// Turn is the caller's turn on the load balancer's lane; the sync
 	// reports its steps there.
-	Turn *turn
+	Turn *lanes.Turn
 }
 
 // modeNames name the plan modes in logs.
@@ -135,7 +136,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 	for attempt, refused, waits := 0, 0, 0; ; {
 		bs, err := current, error(nil)
 		if current = nil; bs == nil {
-			req.Turn.step(PhaseReading, req.Name, "")
+			req.Turn.Step(lanes.Reading, req.Name, "")
 			bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
 		}
 		if err == nil {
@@ -181,7 +182,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 		delay := b.delay(attempt, after)
 		logger.Info("retrying the backend set write", "reason", reason, "attempt", attempt+1, "delay", delay, "error", err.Error())
 		attempt++
-		req.Turn.step(PhaseBackingOff, req.Name, "")
+		req.Turn.Step(lanes.BackingOff, req.Name, "")
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -207,7 +208,7 @@ func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest
 	ids := oci.InFlight(wrs)
 	for _, id := range ids {
 		logger.Info("another writer's work request is in flight; waiting for it before writing again", "workRequest", id)
-		req.Turn.step(PhaseWaitingForOthers, req.Name, id)
+		req.Turn.Step(lanes.WaitingForOthers, req.Name, id)
 		waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout)
 		err := ociClient.WaitWorkRequest(waitCtx, req.LoadBalancerID, id)
 		cancel()
@@ -253,13 +254,13 @@ func failedID(wr *v1beta1.WorkRequest) string {
 
 func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	req.Turn.step(PhaseWriting, req.Name, "")
+	req.Turn.Step(lanes.Writing, req.Name, "")
 	start := time.Now()
 	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends, failedID(res.WorkRequest))
 	if err != nil {
 		return err
 	}
-	req.Turn.step(PhaseWaiting, req.Name, id)
+	req.Turn.Step(lanes.Waiting, req.Name, id)
 	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: workRequestAccepted, Time: metav1.Now()}

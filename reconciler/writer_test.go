@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,68 +239,6 @@ func TestBackoffCapsRetryAfter(t *testing.T) {
 		if d := b.delay(0, after); d != b.Max {
 			t.Errorf("delay with Retry-After %s = %s, want %s", after, d, b.Max)
 		}
-	}
-}
-
-func TestLanesSerializePerLoadBalancer(t *testing.T) {
-	l := newLanes()
-	ctx := context.Background()
-	var inA, maxA atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lane, err := l.acquire(ctx, "a", fmt.Sprint("r", i))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			n := inA.Add(1)
-			for {
-				m := maxA.Load()
-				if n <= m || maxA.CompareAndSwap(m, n) {
-					break
-				}
-			}
-			time.Sleep(time.Millisecond)
-			inA.Add(-1)
-			lane.release()
-		}()
-	}
-	wg.Wait()
-	if maxA.Load() != 1 {
-		t.Fatalf("%d writers held lane a at once", maxA.Load())
-	}
-
-	// A busy lane parks the resource once and wakes it on release;
-	// another load balancer is not held up.
-	laneA, ok := l.tryAcquire("a", "x", nil)
-	if !ok {
-		t.Fatal("free lane not taken")
-	}
-	woken := 0
-	for range 3 {
-		if _, ok := l.tryAcquire("a", "y", func() { woken++ }); ok {
-			t.Fatal("busy lane taken twice")
-		}
-	}
-	laneB, ok := l.tryAcquire("b", "z", nil)
-	if !ok {
-		t.Fatal("lane b blocked by lane a")
-	}
-	laneB.release()
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := l.acquire(cctx, "a", "w"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquire on a busy lane with a cancelled context = %v", err)
-	}
-	laneA.release()
-	if woken != 1 {
-		t.Fatalf("parked resource woken %d times, want 1", woken)
-	}
-	if len(l.busy) != 0 {
-		t.Fatalf("lanes left behind: %v", l.busy)
 	}
 }
 

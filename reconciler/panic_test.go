@@ -2,10 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,76 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
-
-func TestAcquireWaitIsBounded(t *testing.T) {
-	l := newLanes()
-	l.maxWait = 10 * time.Millisecond
-	busy, _ := l.tryAcquire("lb", "holder", nil)
-
-	_, err := l.acquire(context.Background(), "lb", "deleted")
-	if !errors.Is(err, errLaneWait) || !strings.Contains(err.Error(), "LBRegistrar holder has held it since") {
-		t.Fatalf("acquire of a busy lane = %v, want an error naming its holder", err)
-	}
-	if got := l.snapshot(); len(got) != 1 || len(got[0].Parked) != 0 {
-		t.Fatalf("lanes after giving up: %+v, want the holder alone", got)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := l.acquire(ctx, "lb", "deleted"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquire with a canceled context = %v", err)
-	}
-
-	busy.release()
-	h, err := l.acquire(context.Background(), "lb", "deleted")
-	if err != nil {
-		t.Fatalf("acquire of a free lane: %v", err)
-	}
-	h.release()
-}
-
-// Releasing a lane wakes every parked resource at once, however many, with
-// nothing left running to deliver the wakes: the controller's queue holds
-// each resource once however often it is woken, and drops wakes once the
-// manager has shut it down.
-func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
-	const parked = 2000
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	r := &Reconciler{lanes: newLanes(), wakeups: &wakeups{}, pending: newPendingWrites()}
-	if err := r.wakeups.Start(context.Background(), queue); err != nil {
-		t.Fatal(err)
-	}
-	busy, _ := r.lanes.tryAcquire("lb", "holder", nil)
-	for i := range parked {
-		name := fmt.Sprintf("parked-%d", i)
-		r.lanes.tryAcquire("lb", name, r.wakeFunc(name))
-	}
-	busy.release()
-	if n := queue.Len(); n != parked {
-		t.Fatalf("%d resources enqueued by the release, want %d", n, parked)
-	}
-	for i := range parked {
-		r.wakeFunc(fmt.Sprintf("parked-%d", i))()
-	}
-	if n := queue.Len(); n != parked {
-		t.Fatalf("%d resources enqueued after waking them again, want each once (%d)", n, parked)
-	}
-	queue.ShutDown()
-	r.wakeFunc("after-shutdown")() // returns, dropped
-}
 
 // panickingAPI panics on a write, as a bug in a reconcile would.
 type panickingAPI struct {
@@ -123,17 +62,17 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 					Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}},
 				}})
 			var requeued []string
-			r.flights.requeue = func(name string, _ time.Duration) { requeued = append(requeued, name) }
+			r.flights = lanes.NewFlights(func(name string, _ time.Duration) { requeued = append(requeued, name) })
 
 			recovered := reconcileRecovering(r, obj.Name)
-			r.flights.wait()
+			r.flights.Wait()
 			if !ociClient.reached.Load() {
 				t.Fatal("the reconcile did not reach the write")
 			}
 			if recovered == nil && !slices.Equal(requeued, []string{obj.Name}) {
 				t.Fatalf("the flight's panic was recovered, but the resource was requeued %v", requeued)
 			}
-			if busy := r.lanes.snapshot(); len(busy) != 0 {
+			if busy := r.lanes.Snapshot(); len(busy) != 0 {
 				t.Fatalf("lanes after the panic: %+v", busy)
 			}
 		})
@@ -172,9 +111,9 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		secrets:   secrets,
 		events:    events.NewFakeRecorder(100),
 		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
-		lanes:     newLanes(),
+		lanes:     lanes.New(),
 		watch:     lbwatch.New(0, 1, func(string) {}),
-		flights:   newFlights(func(string, time.Duration) {}),
+		flights:   lanes.NewFlights(func(string, time.Duration) {}),
 		pending:   newPendingWrites(),
 		records:   &ownership.KeyStore{Reader: c, Writer: c, Secret: recordKey},
 		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},

@@ -1,4 +1,4 @@
-package reconciler
+package lanes
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // for) retry apart: each after its backoff plus up to half of it again.
 func TestFailedFlightsRetryJittered(t *testing.T) {
 	retries := map[string]time.Duration{}
-	f := newFlights(func(name string, after time.Duration) { retries[name] = after })
+	f := NewFlights(func(name string, after time.Duration) { retries[name] = after })
 	const flights = 50
 	distinct := map[time.Duration]bool{}
 	for i := range flights {

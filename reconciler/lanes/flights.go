@@ -1,4 +1,4 @@
-package reconciler
+package lanes
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
-// flights runs the part of a reconcile that holds a load balancer's lane
+// Flights runs the part of a reconcile that holds a load balancer's lane
 // (reading its backend sets, writing them, waiting for each work request,
 // recording the outcome) in a goroutine of its own, so the reconcile worker
 // is free as soon as the lane is taken. OCI work requests take tens of
@@ -36,7 +36,7 @@ import (
 // At shutdown (or loss of leadership) the flights' context is cancelled and
 // the manager waits for them: a write under way is still waited for and
 // recorded (ShutdownWait), as when it ran in the reconcile.
-type flights struct {
+type Flights struct {
 	ctx    context.Context // outlives reconciles; cancelled at shutdown
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -49,11 +49,11 @@ type flights struct {
 	requeue func(name string, after time.Duration)
 }
 
-// newFlights returns flights whose landing schedules the resource's next
+// NewFlights returns flights whose landing schedules the resource's next
 // reconcile with requeue.
-func newFlights(requeue func(name string, after time.Duration)) *flights {
+func NewFlights(requeue func(name string, after time.Duration)) *Flights {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &flights{
+	return &Flights{
 		ctx: ctx, cancel: cancel, airborne: map[string][]func(){},
 		// The controller's own per-item backoff, which a flight's failure
 		// would otherwise not reach.
@@ -68,9 +68,9 @@ const (
 	failureBackoffMax  = 5 * time.Minute
 )
 
-// parkBehind reports whether name has a flight in the air; if so, wake is
+// ParkBehind reports whether name has a flight in the air; if so, wake is
 // called when it lands.
-func (f *flights) parkBehind(name string, wake func()) bool {
+func (f *Flights) ParkBehind(name string, wake func()) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	wakes, flying := f.airborne[name]
@@ -80,25 +80,25 @@ func (f *flights) parkBehind(name string, wake func()) bool {
 	return flying
 }
 
-// awaited reports whether a reconcile of name is parked behind its flight:
+// Awaited reports whether a reconcile of name is parked behind its flight:
 // one will run as soon as the flight lands.
-func (f *flights) awaited(name string) bool {
+func (f *Flights) Awaited(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.airborne[name]) > 0
 }
 
-// launch runs fly for name on its turn of the lane, which it releases when
+// Launch runs fly for name on its turn of the lane, which it releases when
 // done. ctx carries the reconcile's logger; its cancellation does not reach
 // the flight, which ends with the flights' context.
-func (f *flights) launch(ctx context.Context, name string, turn *turn, fly func(context.Context) (ctrl.Result, error)) {
+func (f *Flights) Launch(ctx context.Context, name string, turn *Turn, fly func(context.Context) (ctrl.Result, error)) {
 	logger := log.FromContext(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.grounded {
 		// The manager is stopping: the next leader does this reconcile.
 		logger.V(1).Info("shutting down; the write is left to the next leader")
-		turn.release()
+		turn.Release()
 		return
 	}
 	f.airborne[name] = nil
@@ -114,7 +114,7 @@ func (f *flights) launch(ctx context.Context, name string, turn *turn, fly func(
 				err = fmt.Errorf("panic: %v", p)
 				logger.Error(err, "flight panicked", "stack", string(debug.Stack()))
 			}
-			turn.release()
+			turn.Release()
 			f.land(logger, name, res, err)
 			metrics.Flights.Dec()
 		}()
@@ -124,7 +124,7 @@ func (f *flights) launch(ctx context.Context, name string, turn *turn, fly func(
 
 // land schedules name's next reconcile by how its flight ended, and wakes
 // the reconciles parked behind it.
-func (f *flights) land(logger logr.Logger, name string, res ctrl.Result, err error) {
+func (f *Flights) land(logger logr.Logger, name string, res ctrl.Result, err error) {
 	f.mu.Lock()
 	wakes := f.airborne[name]
 	delete(f.airborne, name)
@@ -147,21 +147,21 @@ func (f *flights) land(logger logr.Logger, name string, res ctrl.Result, err err
 	}
 }
 
-// wait blocks until every flight has landed.
-func (f *flights) wait() { f.wg.Wait() }
+// Wait blocks until every flight has landed.
+func (f *Flights) Wait() { f.wg.Wait() }
 
 // Start implements manager.Runnable: it keeps the manager from stopping
 // until the flights have landed, after cancelling them when ctx ends.
-func (f *flights) Start(ctx context.Context) error {
+func (f *Flights) Start(ctx context.Context) error {
 	<-ctx.Done()
 	f.mu.Lock()
 	f.grounded = true // before waiting, so no flight starts while the manager waits
 	f.mu.Unlock()
 	f.cancel()
-	f.wait()
+	f.Wait()
 	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: flights
 // exist only on the leader, and the lease is released after they land.
-func (f *flights) NeedLeaderElection() bool { return true }
+func (f *Flights) NeedLeaderElection() bool { return true }

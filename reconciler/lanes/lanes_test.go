@@ -1,0 +1,173 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestAcquireWaitIsBounded(t *testing.T) {
+	l := New()
+	l.maxWait = 10 * time.Millisecond
+	busy, _ := l.TryAcquire("lb", "holder", nil)
+
+	_, err := l.Acquire(context.Background(), "lb", "deleted")
+	if !errors.Is(err, errLaneWait) || !strings.Contains(err.Error(), "LBRegistrar holder has held it since") {
+		t.Fatalf("acquire of a busy lane = %v, want an error naming its holder", err)
+	}
+	if got := l.Snapshot(); len(got) != 1 || len(got[0].Parked) != 0 {
+		t.Fatalf("lanes after giving up: %+v, want the holder alone", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Acquire(ctx, "lb", "deleted"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire with a canceled context = %v", err)
+	}
+
+	busy.Release()
+	h, err := l.Acquire(context.Background(), "lb", "deleted")
+	if err != nil {
+		t.Fatalf("acquire of a free lane: %v", err)
+	}
+	h.Release()
+}
+
+// Releasing a lane wakes every parked resource at once, however many, with
+// nothing left running to deliver the wakes: the controller's queue holds
+// each resource once however often it is woken, and drops wakes once the
+// manager has shut it down.
+func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
+	const parked = 2000
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	l, w := New(), &Wakeups{}
+	if err := w.Start(context.Background(), queue); err != nil {
+		t.Fatal(err)
+	}
+	wake := func(name string) func() { return func() { w.Wake(name) } }
+	busy, _ := l.TryAcquire("lb", "holder", nil)
+	for i := range parked {
+		name := fmt.Sprintf("parked-%d", i)
+		l.TryAcquire("lb", name, wake(name))
+	}
+	busy.Release()
+	if n := queue.Len(); n != parked {
+		t.Fatalf("%d resources enqueued by the release, want %d", n, parked)
+	}
+	for i := range parked {
+		wake(fmt.Sprintf("parked-%d", i))()
+	}
+	if n := queue.Len(); n != parked {
+		t.Fatalf("%d resources enqueued after waking them again, want each once (%d)", n, parked)
+	}
+	queue.ShutDown()
+	wake("after-shutdown")() // returns, dropped
+}
+
+func TestSnapshot(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
+	now := t0
+	l := New()
+	l.now = func() time.Time { return now }
+
+	busy, ok := l.TryAcquire("lb-b", "holder", nil)
+	if !ok {
+		t.Fatal("free lane not taken")
+	}
+	now = t0.Add(time.Second)
+	busy.Step(Waiting, "api", "wr-1")
+	now = t0.Add(2 * time.Second)
+	l.TryAcquire("lb-b", "second", func() {})
+	now = t0.Add(3 * time.Second)
+	l.TryAcquire("lb-b", "first", func() {})
+	l.TryAcquire("lb-b", "second", func() {}) // parked again: still waiting since it first parked
+	idle, _ := l.TryAcquire("lb-a", "alone", nil)
+
+	want := []Status{
+		{LoadBalancerID: "lb-a", Holder: "alone", HeldSince: t0.Add(3 * time.Second),
+			Step: Step{Phase: Reading, Since: t0.Add(3 * time.Second)}, Parked: []Parked{}},
+		{LoadBalancerID: "lb-b", Holder: "holder", HeldSince: t0,
+			Step:   Step{Phase: Waiting, BackendSet: "api", WorkRequest: "wr-1", Since: t0.Add(time.Second)},
+			Parked: []Parked{{Name: "second", Since: t0.Add(2 * time.Second)}, {Name: "first", Since: t0.Add(3 * time.Second)}}},
+	}
+	if diff := cmp.Diff(want, l.Snapshot()); diff != "" {
+		t.Fatalf("snapshot (-want +got):\n%s", diff)
+	}
+
+	idle.Release()
+	busy.Release()
+	if got := l.Snapshot(); got == nil || len(got) != 0 {
+		t.Fatalf("after release: %+v, want an empty list", got)
+	}
+}
+
+func TestLanesSerializePerLoadBalancer(t *testing.T) {
+	l := New()
+	ctx := context.Background()
+	var inA, maxA atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lane, err := l.Acquire(ctx, "a", fmt.Sprint("r", i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := inA.Add(1)
+			for {
+				m := maxA.Load()
+				if n <= m || maxA.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+			inA.Add(-1)
+			lane.Release()
+		}()
+	}
+	wg.Wait()
+	if maxA.Load() != 1 {
+		t.Fatalf("%d writers held lane a at once", maxA.Load())
+	}
+
+	// A busy lane parks the resource once and wakes it on release;
+	// another load balancer is not held up.
+	laneA, ok := l.TryAcquire("a", "x", nil)
+	if !ok {
+		t.Fatal("free lane not taken")
+	}
+	woken := 0
+	for range 3 {
+		if _, ok := l.TryAcquire("a", "y", func() { woken++ }); ok {
+			t.Fatal("busy lane taken twice")
+		}
+	}
+	laneB, ok := l.TryAcquire("b", "z", nil)
+	if !ok {
+		t.Fatal("lane b blocked by lane a")
+	}
+	laneB.Release()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Acquire(cctx, "a", "w"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire on a busy lane with a cancelled context = %v", err)
+	}
+	laneA.Release()
+	if woken != 1 {
+		t.Fatalf("parked resource woken %d times, want 1", woken)
+	}
+	if len(l.busy) != 0 {
+		t.Fatalf("lanes left behind: %v", l.busy)
+	}
+}
