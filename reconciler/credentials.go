@@ -154,7 +154,7 @@ func valueRef(src *v1beta1.SecretKeySource) string {
 }
 
 // ociClientFor returns the OCI client for obj's credentials.
-func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
+func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
 	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar)
 
 // clientWith builds the OCI client for creds; a key that cannot be used is
 // a credentialError, the user's to fix.
-func clientWith(build func(oci.Credentials) (backendSetAPI, error), creds oci.Credentials) (backendSetAPI, error) {
+func clientWith(build func(oci.Credentials) (ociAPI, error), creds oci.Credentials) (ociAPI, error) {
 	ociClient, err := build(creds)
 	if err != nil {
 		if errors.Is(err, oci.ErrInvalidCredentials) {

@@ -1,20 +1,15 @@
 package reconciler
 
 import (
-	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
@@ -65,62 +60,4 @@ func serve(t *testing.T, r *Reconciler) LanesView {
 		t.Fatalf("%v: %s", err, rec.Body)
 	}
 	return v
-}
-
-// observingAPI records the lane while its work request runs.
-type observingAPI struct {
-	scriptedAPI
-	lanes  *lanes.Lanes
-	during []lanes.Status
-}
-
-func (o *observingAPI) WaitWorkRequest(ctx context.Context, lb, id string) error {
-	o.during = o.lanes.Snapshot()
-	return o.scriptedAPI.WaitWorkRequest(ctx, lb, id)
-}
-
-// A write reports its work request on the lane and logs its outcome with
-// the load balancer, backend set, work request and duration.
-func TestSyncReportsOnLaneAndLog(t *testing.T) {
-	l := lanes.New()
-	turn, _ := l.TryAcquire("lb", "res", nil)
-	defer turn.Release()
-	ociClient := &observingAPI{lanes: l}
-	var lines []map[string]any
-	logger := funcr.NewJSON(func(obj string) {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(obj), &m); err != nil {
-			t.Errorf("log line %q: %v", obj, err)
-		}
-		lines = append(lines, m)
-	}, funcr.Options{Verbosity: 1})
-	ctx := log.IntoContext(context.Background(), logger)
-
-	_, err := syncBackendSet(ctx, ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 2}, syncRequest{
-		LoadBalancerID: "lb", Name: "api", Turn: turn, WaitTimeout: time.Second,
-		Input: func(cur []plan.Backend) plan.Input {
-			return plan.Input{Current: cur, Desired: []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}
-		},
-		RecordIntent: func([]v1beta1.Backend) error { return nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != lanes.Waiting || ociClient.during[0].Step.WorkRequest != "wr-1" ||
-		ociClient.during[0].Step.BackendSet != "api" {
-		t.Fatalf("lane during the work request: %+v", ociClient.during)
-	}
-
-	var done map[string]any
-	for _, m := range lines {
-		if m["loadBalancer"] != "lb" || m["backendSet"] != "api" {
-			t.Errorf("log line without loadBalancer and backendSet: %v", m)
-		}
-		if strings.HasPrefix(m["msg"].(string), "backend set updated") {
-			done = m
-		}
-	}
-	if done == nil || done["workRequest"] != "wr-1" || done["duration"] == nil {
-		t.Fatalf("no completion line with work request and duration in %v", lines)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
@@ -27,7 +28,7 @@ func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]s
 // has them, read with ociClient (nil when obj's credentials cannot be used:
 // nothing is read, and the desired state is decided without them). The
 // controller's turn and lbregistrar plan both start here.
-func assess(ctx context.Context, reader client.Reader, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts Options) (outcome, []syncJob, error) {
+func assess(ctx context.Context, reader client.Reader, ociClient ociAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts Options) (outcome, []syncJob, error) {
 	cluster, err := readView(ctx, reader, obj)
 	if err != nil {
 		return outcome{}, nil, err
@@ -38,7 +39,7 @@ func assess(ctx context.Context, reader client.Reader, ociClient backendSetAPI, 
 	}
 	var read map[string]*oci.BackendSet
 	if ociClient != nil {
-		read = readBackendSets(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
+		read = backendset.ReadAll(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
 	}
 	out, jobs := decide(obj, cluster, lost, read, opts)
 	return out, jobs, nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
@@ -21,7 +22,7 @@ const ReasonDryRun = "DryRun"
 // plan does and, instead of writing, reports each write it would make as an
 // Event, in lbregistrar_pending_writes and the lanes view, and in out for
 // the Ready condition. The ownership record stays as it is.
-func (r *Reconciler) holdWrites(ctx context.Context, read backendSetReader, obj *v1beta1.LBRegistrar, lb string, out *outcome, jobs []syncJob) {
+func (r *Reconciler) holdWrites(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, out *outcome, jobs []syncJob) {
 	changes := planJobs(ctx, read, obj, lb, jobs, r.claimantsOf(ctx, obj), out)
 	for i := range changes {
 		c := &changes[i]

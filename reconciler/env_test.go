@@ -38,6 +38,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -141,7 +142,7 @@ func (f *fixture) options() reconciler.Options {
 	f.must(os.WriteFile(o.OCICAFile, f.emu.CACertPEM(), 0o600))
 	o.OCI.RateLimit, o.OCI.Burst = 1000, 1000
 	o.OCI.PollMin, o.OCI.PollMax = 5*time.Millisecond, 100*time.Millisecond
-	o.Backoff = reconciler.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}
+	o.Backoff = backendset.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}
 	o.DrainPeriod, o.NodeDrainPeriod = 0, 0
 	o.CleanupTimeout = 30 * time.Second
 	o.Resync = time.Minute

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -57,7 +58,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 
 // deregister drains obj's owned backends for the drain period, then removes
 // them, on its turn of the lane.
-func (r *Reconciler) deregister(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *lanes.Turn) (ctrl.Result, error) {
+func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statusWriter, turn *lanes.Turn) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.LoadBalancerID())
 	drainUntil := r.drainEnds(obj)
@@ -111,9 +112,9 @@ func (r *Reconciler) drainEnds(obj *v1beta1.LBRegistrar) time.Time {
 		wr := rec.LastWorkRequest
 		switch {
 		case !rec.Drained || wr == nil:
-		case wr.Status == workRequestAccepted:
+		case wr.Status == backendset.WorkRequestAccepted:
 			start = latest(start, time.Now())
-		case wr.Status == workRequestSucceeded:
+		case wr.Status == backendset.WorkRequestSucceeded:
 			start = latest(start, wr.Time.Time)
 		}
 	}
@@ -180,7 +181,7 @@ func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
 
 // leaveOldLoadBalancer removes what obj registered in a load balancer its
 // spec no longer names, before anything is registered in the new one.
-func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome) error {
+func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome) error {
 	obj := st.obj
 	old := recordedLoadBalancer(obj)
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 )
 
 // When a deleted resource's drain is over: its period after the drain's
@@ -25,25 +26,25 @@ func TestDrainEnds(t *testing.T) {
 		sets []v1beta1.BackendSetStatus
 		want time.Time
 	}{
-		{name: "not drained yet", sets: []v1beta1.BackendSetStatus{set(false, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(-time.Hour)})},
+		{name: "not drained yet", sets: []v1beta1.BackendSetStatus{set(false, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(-time.Hour)})},
 			want: deleted.Add(30 * time.Second)},
 		{name: "drained by a work request that ended 40 s after the deletion",
-			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(40 * time.Second)})},
+			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(40 * time.Second)})},
 			want: deleted.Add(70 * time.Second)},
 		{name: "the latest of several drains", sets: []v1beta1.BackendSetStatus{
-			set(true, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(40 * time.Second)}),
-			set(true, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(80 * time.Second)}),
+			set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(40 * time.Second)}),
+			set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(80 * time.Second)}),
 		}, want: deleted.Add(110 * time.Second)},
-		{name: "a failed drain does not move it", sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: workRequestFailed, Time: at(time.Minute)})},
+		{name: "a failed drain does not move it", sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestFailed, Time: at(time.Minute)})},
 			want: deleted.Add(30 * time.Second)},
 		{name: "a record older than the deletion does not shorten it",
-			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(-time.Hour)})},
+			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(-time.Hour)})},
 			want: deleted.Add(30 * time.Second)},
 		{name: "a record far in the future is bounded by the work request timeout",
-			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: workRequestSucceeded, Time: at(1000 * time.Hour)})},
+			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestSucceeded, Time: at(1000 * time.Hour)})},
 			want: deleted.Add(10*time.Minute + 30*time.Second)},
 		{name: "a drain whose outcome is not known counts from now, bounded",
-			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: workRequestAccepted, Time: at(0)})},
+			sets: []v1beta1.BackendSetStatus{set(true, &v1beta1.WorkRequest{Status: backendset.WorkRequestAccepted, Time: at(0)})},
 			want: deleted.Add(10*time.Minute + 30*time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

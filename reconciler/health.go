@@ -25,7 +25,7 @@ const ReasonBackendsUnhealthy = "BackendsUnhealthy"
 // unhealthy own backends to out; other records are left without health,
 // which this reconcile did not learn. Health only informs: a failed read
 // leaves the record without health and is logged, nothing more.
-func recordHealth(ctx context.Context, ociClient backendSetAPI, obj *v1beta1.LBRegistrar, lb string, names []string, out *outcome) {
+func recordHealth(ctx context.Context, ociClient ociAPI, obj *v1beta1.LBRegistrar, lb string, names []string, out *outcome) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	read := make(map[string]*oci.BackendSetHealth, len(names))
 	var mu sync.Mutex

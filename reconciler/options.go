@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
 
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
@@ -56,7 +57,7 @@ type Options struct {
 	BackendHealth bool
 	// RequireReadyNodes registers only Ready nodes (see desired.Options).
 	RequireReadyNodes bool
-	Backoff           Backoff
+	Backoff           backendset.Backoff
 	// SecretNamespaces are the namespaces API key Secrets are read from and
 	// watched in; empty means every namespace (which needs cluster-wide
 	// access to Secrets).
@@ -96,7 +97,7 @@ func DefaultOptions() Options {
 		WorkRequestTimeout: 10 * time.Minute,
 		ShutdownWait:       85 * time.Second,
 		BackendHealth:      true,
-		Backoff:            Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
+		Backoff:            backendset.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
 	// In a cluster, API keys are read from the controller's own namespace
 	// unless said otherwise; that is what the shipped RBAC allows.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -27,7 +29,7 @@ import (
 
 // panickingAPI panics on a write, as a bug in a reconcile would.
 type panickingAPI struct {
-	scriptedAPI
+	backendsettest.API
 	reached atomic.Bool
 }
 
@@ -55,7 +57,7 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 				APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 				Services:       []v1beta1.Target{{NodePort: backend.Port, BackendSetName: "api", Weight: 1}},
 			}
-			ociClient := &panickingAPI{scriptedAPI: scriptedAPI{backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
+			ociClient := &panickingAPI{API: backendsettest.API{Backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
 			r := unitReconciler(t, ociClient, obj,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}},
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}, Status: corev1.NodeStatus{
@@ -81,7 +83,7 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 
 // unitReconciler is a Reconciler over a fake client holding objs, writing
 // through api.
-func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object) *Reconciler {
+func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reconciler {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -110,13 +112,13 @@ func unitReconciler(t *testing.T, ociClient backendSetAPI, objs ...client.Object
 		apiReader: c,
 		secrets:   secrets,
 		events:    events.NewFakeRecorder(100),
-		clientFor: func(oci.Credentials) (backendSetAPI, error) { return ociClient, nil },
+		clientFor: func(oci.Credentials) (ociAPI, error) { return ociClient, nil },
 		lanes:     lanes.New(),
 		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   lanes.NewFlights(func(string, time.Duration) {}),
 		pending:   newPendingWrites(),
 		records:   &ownership.KeyStore{Reader: c, Writer: c, Secret: recordKey},
-		opts:      Options{Backoff: Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},
+		opts:      Options{Backoff: backendset.Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 type Planner struct {
 	reader  client.Reader
 	secrets *secretValues
-	build   func(oci.Credentials) (backendSetAPI, error)
+	build   func(oci.Credentials) (ociAPI, error)
 	opts    Options
 	apiKey  *oci.Credentials
 	records *ownership.KeyStore
@@ -40,10 +40,10 @@ func NewPlanner(reader client.Reader, o Options, apiKey *oci.Credentials) (*Plan
 	if err != nil {
 		return nil, err
 	}
-	return newPlanner(reader, func(c oci.Credentials) (backendSetAPI, error) { return factory.Client(c) }, o, apiKey), nil
+	return newPlanner(reader, func(c oci.Credentials) (ociAPI, error) { return factory.Client(c) }, o, apiKey), nil
 }
 
-func newPlanner(reader client.Reader, build func(oci.Credentials) (backendSetAPI, error), o Options, apiKey *oci.Credentials) *Planner {
+func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error), o Options, apiKey *oci.Credentials) *Planner {
 	// API keys may be read from any namespace the user may read.
 	secrets := newSecretValues(reader, nil)
 	secrets.meta = reader
@@ -107,7 +107,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 }
 
 // ociClientFor is the OCI client for obj: its own API key, or the one given.
-func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (backendSetAPI, error) {
+func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
 	if p.apiKey != nil {
 		creds := *p.apiKey
 		creds.Region = obj.Spec.APIKey.Region

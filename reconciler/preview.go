@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
@@ -172,20 +173,15 @@ func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor
 	return c
 }
 
-// backendSetReader is what planning needs from OCI.
-type backendSetReader interface {
-	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
-}
-
 // planJobs plans each job's backend set of lb over what OCI holds, as a
 // sync does, and writes nothing. What a sync would report as failed goes
 // into out as the sync puts it.
-func planJobs(ctx context.Context, read backendSetReader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *outcome) []BackendSetChange {
+func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *outcome) []BackendSetChange {
 	// Planning adds empty ownership records, which stay in this copy.
 	obj = obj.DeepCopy()
 	changes := make([]BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
-		c := BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: modeNames[j.mode]}
+		c := BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: j.mode.String()}
 		bs, err := j.prefetched, error(nil)
 		if bs == nil { // not read yet, or its read failed: read again for the error
 			bs, err = read.GetBackendSet(ctx, lb, j.name)

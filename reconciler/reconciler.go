@@ -77,7 +77,7 @@ type Reconciler struct {
 	apiReader   client.Reader // uncached reads
 	secrets     *secretValues
 	events      events.EventRecorder
-	clientFor   func(oci.Credentials) (backendSetAPI, error)
+	clientFor   func(oci.Credentials) (ociAPI, error)
 	lanes       *lanes.Lanes
 	wakeups     *lanes.Wakeups
 	watch       *lbwatch.Watch // notices other writers' changes
@@ -203,7 +203,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 // decides from the cluster as it is now, so changes that arrived while the
 // resource waited for the lane go into this write, then syncs and records
 // the status.
-func (r *Reconciler) converge(ctx context.Context, ociClient backendSetAPI, st *statusWriter, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
+func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *statusWriter, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
 	obj := st.obj
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	// Watched before the reads, so that another writer's change made after

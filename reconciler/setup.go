@@ -46,7 +46,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		apiReader: mgr.GetAPIReader(),
 		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    mgr.GetEventRecorder("lbregistrar"),
-		clientFor: func(c oci.Credentials) (backendSetAPI, error) {
+		clientFor: func(c oci.Credentials) (ociAPI, error) {
 			ociClient, err := factory.Client(c)
 			if err != nil {
 				return nil, err

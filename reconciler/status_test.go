@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 )
 
@@ -120,7 +121,7 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
 		}}
 	}
-	ociClient := &scriptedAPI{}
+	ociClient := &backendsettest.API{}
 	r := unitReconciler(t, ociClient, obj, node("a", "10.0.0.1"),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}})
 	var failed []string
@@ -153,8 +154,8 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile()
-	if len(failed) != 0 || ociClient.writes != 2 {
-		t.Errorf("%d writes, reconciles failed: %v; want both nodes written, one each, and no failure", ociClient.writes, failed)
+	if len(failed) != 0 || ociClient.Writes != 2 {
+		t.Errorf("%d writes, reconciles Failed: %v; want both nodes written, one each, and no failure", ociClient.Writes, failed)
 	}
 }
 

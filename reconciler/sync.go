@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
@@ -47,23 +47,10 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 		Draining: draining, DrainFor: j.drainFor, Now: time.Now(), NoAdds: j.noAdds, Limit: j.prefetched.BackendLimit()}
 }
 
-// readBackendSets reads the named backend sets of a load balancer at once.
-// A backend set whose read failed is left out: the sync reads it again, and
-// reports what it finds.
-func readBackendSets(ctx context.Context, ociClient backendSetAPI, lb string, names []string) map[string]*oci.BackendSet {
-	read := make([]*oci.BackendSet, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() { read[i], _ = ociClient.GetBackendSet(ctx, lb, name) })
-	}
-	wg.Wait()
-	out := make(map[string]*oci.BackendSet, len(names))
-	for i, name := range names {
-		if read[i] != nil {
-			out[name] = read[i]
-		}
-	}
-	return out
+// ociAPI is what a reconcile needs from OCI; *oci.Client implements it.
+type ociAPI interface {
+	backendset.API
+	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
 }
 
 // backendSetNames are the backend sets a reconcile of obj may write: those
@@ -134,7 +121,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome,
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
-func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *lanes.Turn, jobs []syncJob) {
+func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome, turn *lanes.Turn, jobs []syncJob) {
 	obj, lb := st.obj, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	turn.Step(lanes.Reading, "", "")
@@ -156,7 +143,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 			unread = append(unread, j.name)
 		}
 	}
-	read := readBackendSets(ctx, ociClient, lb, unread)
+	read := backendset.ReadAll(ctx, ociClient, lb, unread)
 	for i := range jobs {
 		if bs := read[jobs[i].name]; bs != nil {
 			jobs[i].prefetched = bs
@@ -228,10 +215,10 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient backendSetAPI, st *s
 
 // syncOne syncs one backend set and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient backendSetAPI, st *statusWriter, out *outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
+func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
 	obj, name, mode, lb := st.obj, j.name, j.mode, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
-	res, err := syncBackendSet(ctx, ociClient, r.opts.Backoff, syncRequest{
+	res, err := backendset.Sync(ctx, ociClient, r.opts.Backoff, backendset.Request{
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,

@@ -16,6 +16,7 @@
 package plan
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -88,6 +89,21 @@ const (
 	// Remove takes every owned backend out (resource deleted, target moved away).
 	Remove
 )
+
+// String names the mode as logs and plans show it.
+func (m Mode) String() string {
+	switch m {
+	case Apply:
+		return "apply"
+	case Hold:
+		return "hold"
+	case Drain:
+		return "drain"
+	case Remove:
+		return "remove"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
 
 // Input is everything one backend set's plan depends on.
 type Input struct {

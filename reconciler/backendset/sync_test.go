@@ -1,78 +1,26 @@
-package reconciler
+package backendset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
-
-// scriptedAPI answers reads with its backends and fails writes as scripted.
-type scriptedAPI struct {
-	backends    []plan.Backend
-	writeErrors []error // consumed one per write
-	waitErrors  []error // consumed one per wait
-	pending     []plan.Backend
-	reads       int
-	writes      int
-	failed      []string   // what each write named as the failed work request before it
-	inFlight    [][]string // others' work requests in flight, consumed one list per listing
-	waited      []string   // the work requests waited for
-}
-
-func (s *scriptedAPI) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
-	if len(s.inFlight) == 0 {
-		return nil, nil
-	}
-	var wrs []oci.WorkRequest
-	for _, id := range s.inFlight[0] {
-		wrs = append(wrs, oci.WorkRequest{ID: id})
-	}
-	s.inFlight = s.inFlight[1:]
-	return wrs, nil
-}
-
-func (s *scriptedAPI) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
-	s.reads++
-	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.backends...)}, nil
-}
-
-func (s *scriptedAPI) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
-	s.writes++
-	s.failed = append(s.failed, failed)
-	if len(s.writeErrors) > 0 {
-		err := s.writeErrors[0]
-		s.writeErrors = s.writeErrors[1:]
-		if err != nil {
-			return "", err
-		}
-	}
-	s.pending = backends
-	return fmt.Sprint("wr-", s.writes), nil
-}
-
-func (s *scriptedAPI) WaitWorkRequest(_ context.Context, _, id string) error {
-	s.waited = append(s.waited, id)
-	if len(s.waitErrors) > 0 {
-		err := s.waitErrors[0]
-		s.waitErrors = s.waitErrors[1:]
-		return err
-	}
-	s.backends = s.pending
-	return nil
-}
-
-func (s *scriptedAPI) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
-	return &oci.BackendSetHealth{Status: "OK"}, nil
-}
 
 func TestSyncBackendSetRetries(t *testing.T) {
 	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Reason: "conflict", Err: errors.New("busy")}
@@ -84,30 +32,30 @@ func TestSyncBackendSetRetries(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		ociClient  *scriptedAPI
+		ociClient  *backendsettest.API
 		wantWrites int
 		wantErr    error
 		wantReads  int
 	}{
-		{"no change, no write", &scriptedAPI{backends: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}, 0, nil, 1},
-		{"409 then ok", &scriptedAPI{writeErrors: []error{conflict, conflict}}, 3, nil, 3},
-		{"412 re-reads", &scriptedAPI{writeErrors: []error{stale}}, 2, nil, 2},
-		{"412 costs no attempt", &scriptedAPI{writeErrors: []error{stale, stale, stale, conflict, stale}}, 6, nil, 6},
-		{"412s past their own budget cost attempts", &scriptedAPI{writeErrors: []error{stale, stale, stale, stale, stale, stale}}, 6, stale, 6},
-		{"failed work request is retried", &scriptedAPI{waitErrors: []error{failedWR}}, 2, nil, 2},
-		{"401 is not retried", &scriptedAPI{writeErrors: []error{denied}}, 1, denied, 1},
-		{"attempts are bounded", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict}}, 3, conflict, 3},
+		{"no change, no write", &backendsettest.API{Backends: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}, 0, nil, 1},
+		{"409 then ok", &backendsettest.API{WriteErrors: []error{conflict, conflict}}, 3, nil, 3},
+		{"412 re-reads", &backendsettest.API{WriteErrors: []error{stale}}, 2, nil, 2},
+		{"412 costs no attempt", &backendsettest.API{WriteErrors: []error{stale, stale, stale, conflict, stale}}, 6, nil, 6},
+		{"412s past their own budget cost attempts", &backendsettest.API{WriteErrors: []error{stale, stale, stale, stale, stale, stale}}, 6, stale, 6},
+		{"failed work request is retried", &backendsettest.API{WaitErrors: []error{failedWR}}, 2, nil, 2},
+		{"401 is not retried", &backendsettest.API{WriteErrors: []error{denied}}, 1, denied, 1},
+		{"attempts are bounded", &backendsettest.API{WriteErrors: []error{conflict, conflict, conflict, conflict}}, 3, conflict, 3},
 		// Another writer's work request in flight is waited out, then the
 		// write goes again: no attempt spent.
-		{"409 behind another writer's work request costs no attempt", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict},
-			inFlight: [][]string{{"theirs-1"}, {"theirs-2", "theirs-3"}, {"theirs-4"}, {"theirs-5"}}}, 5, nil, 5},
-		{"waits for others are bounded too", &scriptedAPI{writeErrors: []error{conflict, conflict, conflict, conflict, conflict, conflict, conflict},
-			inFlight: [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}, {"f"}, {"g"}}}, 6, conflict, 6},
+		{"409 behind another writer's work request costs no attempt", &backendsettest.API{WriteErrors: []error{conflict, conflict, conflict, conflict},
+			InFlight: [][]string{{"theirs-1"}, {"theirs-2", "theirs-3"}, {"theirs-4"}, {"theirs-5"}}}, 5, nil, 5},
+		{"waits for others are bounded too", &backendsettest.API{WriteErrors: []error{conflict, conflict, conflict, conflict, conflict, conflict, conflict},
+			InFlight: [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}, {"f"}, {"g"}}}, 6, conflict, 6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var intents int
-			res, err := syncBackendSet(context.Background(), tc.ociClient, Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}, syncRequest{
+			res, err := Sync(context.Background(), tc.ociClient, Backoff{Base: time.Millisecond, Max: 2 * time.Millisecond, Attempts: 3}, Request{
 				LoadBalancerID: "lb", Name: "bs",
 				Input: func(cur []plan.Backend) plan.Input {
 					return plan.Input{Current: cur, Desired: want}
@@ -118,8 +66,8 @@ func TestSyncBackendSetRetries(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
-			if tc.ociClient.writes != tc.wantWrites || tc.ociClient.reads != tc.wantReads {
-				t.Errorf("writes, reads = %d, %d; want %d, %d", tc.ociClient.writes, tc.ociClient.reads, tc.wantWrites, tc.wantReads)
+			if tc.ociClient.Writes != tc.wantWrites || tc.ociClient.Reads != tc.wantReads {
+				t.Errorf("writes, reads = %d, %d; want %d, %d", tc.ociClient.Writes, tc.ociClient.Reads, tc.wantWrites, tc.wantReads)
 			}
 			if tc.wantWrites > 0 && intents == 0 {
 				t.Errorf("no intent recorded before adding backends")
@@ -142,16 +90,16 @@ func TestSyncBackendSetRetries(t *testing.T) {
 		{"prefetched and changed: read again, then written", nil, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ociClient := &scriptedAPI{}
-			_, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+			ociClient := &backendsettest.API{}
+			_, err := Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, Request{
 				LoadBalancerID: "lb", Name: "bs",
 				Prefetched:   &oci.BackendSet{LoadBalancerID: "lb", Name: "bs", Backends: tc.prefetched, ETag: "read-before-another-set-was-written"},
 				Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
 				RecordIntent: func([]v1beta1.Backend) error { return nil },
 				WaitTimeout:  time.Second,
 			})
-			if err != nil || ociClient.reads != tc.wantReads || ociClient.writes != tc.writes {
-				t.Fatalf("err %v, reads %d, writes %d; want reads %d, writes %d", err, ociClient.reads, ociClient.writes, tc.wantReads, tc.writes)
+			if err != nil || ociClient.Reads != tc.wantReads || ociClient.Writes != tc.writes {
+				t.Fatalf("err %v, reads %d, writes %d; want reads %d, writes %d", err, ociClient.Reads, ociClient.Writes, tc.wantReads, tc.writes)
 			}
 		})
 	}
@@ -160,15 +108,15 @@ func TestSyncBackendSetRetries(t *testing.T) {
 	// request, so it gets a retry token of its own instead of the failure
 	// replayed; the first write names the failure the record kept.
 	t.Run("failed work request", func(t *testing.T) {
-		ociClient := &scriptedAPI{waitErrors: []error{failedWR, failedWR}}
-		_, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+		ociClient := &backendsettest.API{WaitErrors: []error{failedWR, failedWR}}
+		_, err := Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, Request{
 			LoadBalancerID: "lb", Name: "bs", Last: &v1beta1.WorkRequest{ID: "wr-recorded", Status: "FAILED"},
 			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
 			RecordIntent: func([]v1beta1.Backend) error { return nil },
 			WaitTimeout:  time.Second,
 		})
-		if want := []string{"wr-recorded", "wr-1", "wr-2"}; err != nil || !slices.Equal(ociClient.failed, want) {
-			t.Fatalf("err %v; writes named %q as failed before them, want %q", err, ociClient.failed, want)
+		if want := []string{"wr-recorded", "wr-1", "wr-2"}; err != nil || !slices.Equal(ociClient.Failed, want) {
+			t.Fatalf("err %v; writes named %q as failed before them, want %q", err, ociClient.Failed, want)
 		}
 	})
 
@@ -178,28 +126,28 @@ func TestSyncBackendSetRetries(t *testing.T) {
 	notVisible := &oci.Error{Op: "GetWorkRequest", Status: 404, Code: "NotAuthorizedOrNotFound", Err: errors.New("no such work request")}
 	for _, waitErr := range []error{context.DeadlineExceeded, notVisible} {
 		t.Run(fmt.Sprint("outcome unknown: ", waitErr), func(t *testing.T) {
-			ociClient := &scriptedAPI{waitErrors: []error{waitErr}}
-			req := syncRequest{
+			ociClient := &backendsettest.API{WaitErrors: []error{waitErr}}
+			req := Request{
 				LoadBalancerID: "lb", Name: "bs",
 				Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
 				RecordIntent: func([]v1beta1.Backend) error { return nil },
 				WaitTimeout:  time.Second,
 			}
-			res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
+			res, err := Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
 			if !errors.Is(err, waitErr) || res.NotFound != nil || res.WorkRequest == nil || res.WorkRequest.Status != "ACCEPTED" {
 				t.Fatalf("res %+v, err %v; want the error, the work request ACCEPTED, and the backend set not said missing", res, err)
 			}
 			req.Last = res.WorkRequest
-			res, err = syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
-			if err != nil || res.Written || ociClient.writes != 1 || res.WorkRequest.ID != req.Last.ID || res.WorkRequest.Status != "SUCCEEDED" {
-				t.Fatalf("next sync: res %+v, err %v, %d writes; want the work request looked up, SUCCEEDED, and nothing written", res, err, ociClient.writes)
+			res, err = Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, req)
+			if err != nil || res.Written || ociClient.Writes != 1 || res.WorkRequest.ID != req.Last.ID || res.WorkRequest.Status != "SUCCEEDED" {
+				t.Fatalf("next sync: res %+v, err %v, %d writes; want the work request looked up, SUCCEEDED, and nothing written", res, err, ociClient.Writes)
 			}
 		})
 	}
 
 	t.Run("not found", func(t *testing.T) {
 		ociClient := &notFoundAPI{err: gone}
-		res, err := syncBackendSet(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, syncRequest{
+		res, err := Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, Request{
 			Input: func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur} },
 		})
 		if err != nil || res.NotFound == nil {
@@ -209,7 +157,7 @@ func TestSyncBackendSetRetries(t *testing.T) {
 }
 
 type notFoundAPI struct {
-	scriptedAPI
+	backendsettest.API
 	err error
 }
 
@@ -249,7 +197,7 @@ func TestThrottledWriteWaitsBoundedAndInterruptibly(t *testing.T) {
 	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
 	sync := func(ctx context.Context, b Backoff) (time.Duration, error) {
 		start := time.Now()
-		_, err := syncBackendSet(ctx, &scriptedAPI{writeErrors: []error{throttled}}, b, syncRequest{
+		_, err := Sync(ctx, &backendsettest.API{WriteErrors: []error{throttled}}, b, Request{
 			LoadBalancerID: "lb", Name: "bs",
 			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
 			RecordIntent: func([]v1beta1.Backend) error { return nil },
@@ -264,5 +212,63 @@ func TestThrottledWriteWaitsBoundedAndInterruptibly(t *testing.T) {
 	defer cancel()
 	if took, err := sync(ctx, Backoff{Base: time.Millisecond, Max: time.Hour, Attempts: 3}); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second {
 		t.Errorf("shutdown during the wait: took %s, err %v", took, err)
+	}
+}
+
+// observingAPI records the lane while its work request runs.
+type observingAPI struct {
+	backendsettest.API
+	lanes  *lanes.Lanes
+	during []lanes.Status
+}
+
+func (o *observingAPI) WaitWorkRequest(ctx context.Context, lb, id string) error {
+	o.during = o.lanes.Snapshot()
+	return o.API.WaitWorkRequest(ctx, lb, id)
+}
+
+// A write reports its work request on the lane and logs its outcome with
+// the load balancer, backend set, work request and duration.
+func TestSyncReportsOnLaneAndLog(t *testing.T) {
+	l := lanes.New()
+	turn, _ := l.TryAcquire("lb", "res", nil)
+	defer turn.Release()
+	ociClient := &observingAPI{lanes: l}
+	var lines []map[string]any
+	logger := funcr.NewJSON(func(obj string) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(obj), &m); err != nil {
+			t.Errorf("log line %q: %v", obj, err)
+		}
+		lines = append(lines, m)
+	}, funcr.Options{Verbosity: 1})
+	ctx := log.IntoContext(context.Background(), logger)
+
+	_, err := Sync(ctx, ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 2}, Request{
+		LoadBalancerID: "lb", Name: "api", Turn: turn, WaitTimeout: time.Second,
+		Input: func(cur []plan.Backend) plan.Input {
+			return plan.Input{Current: cur, Desired: []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}}
+		},
+		RecordIntent: func([]v1beta1.Backend) error { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ociClient.during) != 1 || ociClient.during[0].Step.Phase != lanes.Waiting || ociClient.during[0].Step.WorkRequest != "wr-1" ||
+		ociClient.during[0].Step.BackendSet != "api" {
+		t.Fatalf("lane during the work request: %+v", ociClient.during)
+	}
+
+	var done map[string]any
+	for _, m := range lines {
+		if m["loadBalancer"] != "lb" || m["backendSet"] != "api" {
+			t.Errorf("log line without loadBalancer and backendSet: %v", m)
+		}
+		if strings.HasPrefix(m["msg"].(string), "backend set updated") {
+			done = m
+		}
+	}
+	if done == nil || done["workRequest"] != "wr-1" || done["duration"] == nil {
+		t.Fatalf("no completion line with work request and duration in %v", lines)
 	}
 }

@@ -1,8 +1,21 @@
-package reconciler
+// Package backendset brings one backend set in line on its load
+// balancer's turn (package lanes): read it, plan it over the ownership
+// record (package plan), and only when something changed write it with
+// If-Match and wait for the work request, retrying on 409, 412, 429, 5xx,
+// network errors and failed work requests. A write OCI accepted is waited
+// for even through shutdown, so its outcome is recorded, not lost or
+// repeated.
+//
+// It reads and writes OCI through API and nothing else: the ownership
+// record reaches it as a plan input and leaves it through
+// Request.RecordIntent and Result, and what the resource's status says is
+// its caller's to decide.
+package backendset
 
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,13 +28,36 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// backendSetAPI is what syncing a backend set needs from OCI; *oci.Client implements it.
-type backendSetAPI interface {
-	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
+// API is what syncing a backend set needs from OCI; *oci.Client implements it.
+type API interface {
+	Reader
 	UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error)
 	WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error
 	WorkRequests(ctx context.Context, loadBalancerID string) ([]oci.WorkRequest, error)
-	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
+}
+
+// Reader is what planning a backend set needs from OCI.
+type Reader interface {
+	GetBackendSet(ctx context.Context, loadBalancerID, name string) (*oci.BackendSet, error)
+}
+
+// ReadAll reads the named backend sets of a load balancer at once. A
+// backend set whose read failed is left out: its sync reads it again, and
+// reports what it finds.
+func ReadAll(ctx context.Context, ociClient Reader, lb string, names []string) map[string]*oci.BackendSet {
+	read := make([]*oci.BackendSet, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { read[i], _ = ociClient.GetBackendSet(ctx, lb, name) })
+	}
+	wg.Wait()
+	out := make(map[string]*oci.BackendSet, len(names))
+	for i, name := range names {
+		if read[i] != nil {
+			out[name] = read[i]
+		}
+	}
+	return out
 }
 
 // Backoff spaces the retries of one backend-set write.
@@ -51,8 +87,8 @@ func (b Backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
 	return min(max(d, retryAfter), b.Max)
 }
 
-// syncRequest is one backend set to bring in line.
-type syncRequest struct {
+// Request is one backend set to bring in line.
+type Request struct {
 	LoadBalancerID string
 	Name           string
 	// Input returns the plan input for the backend set's current content;
@@ -84,11 +120,8 @@ type syncRequest struct {
 	Turn *lanes.Turn
 }
 
-// modeNames name the plan modes in logs.
-var modeNames = map[plan.Mode]string{plan.Apply: "apply", plan.Hold: "hold", plan.Drain: "drain", plan.Remove: "remove"}
-
-// syncResult is the outcome of a sync.
-type syncResult struct {
+// Result is the outcome of a sync.
+type Result struct {
 	Plan    plan.Plan
 	Written bool // a write was accepted
 	// WorkRequest is the backend set's last work request as now known:
@@ -102,26 +135,26 @@ type syncResult struct {
 // Work request states as the ownership record keeps them. ACCEPTED is a
 // work request whose outcome is not known yet.
 const (
-	workRequestAccepted  = "ACCEPTED"
-	workRequestSucceeded = "SUCCEEDED"
-	workRequestFailed    = "FAILED"
+	WorkRequestAccepted  = "ACCEPTED"
+	WorkRequestSucceeded = "SUCCEEDED"
+	WorkRequestFailed    = "FAILED"
 )
 
-// syncBackendSet reads, plans and, when something changed, writes one
+// Sync reads, plans and, when something changed, writes one
 // backend set with If-Match and waits for its work request, retrying the
 // whole read-modify-write on 409, 412, 429, 5xx, network errors and failed
 // work requests. A write under way when ctx is cancelled (shutdown) is still
 // waited for, so its outcome is recorded rather than lost or repeated.
-func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req syncRequest) (syncResult, error) {
+func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	res := syncResult{WorkRequest: settle(ctx, ociClient, req)}
+	res := Result{WorkRequest: settle(ctx, ociClient, req)}
 	// changes plans bs into res and reports whether it must be written.
 	changes := func(bs *oci.BackendSet) (plan.Input, bool) {
 		in := req.Input(bs.Backends)
 		if res.Plan = plan.Compute(in); res.Plan.Changed() {
 			return in, true
 		}
-		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", modeNames[in.Mode])
+		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", in.Mode)
 		return in, false
 	}
 	var current *oci.BackendSet
@@ -149,7 +182,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 					return res, err
 				}
 			}
-			logger.Info("updating backend set", "mode", modeNames[in.Mode], "attempt", attempt+1,
+			logger.Info("updating backend set", "mode", in.Mode, "attempt", attempt+1,
 				"added", len(res.Plan.Added), "removed", len(res.Plan.Removed), "updated", len(res.Plan.Updated))
 			err = write(ctx, ociClient, bs, req, &res)
 			if err == nil {
@@ -198,7 +231,7 @@ func syncBackendSet(ctx context.Context, ociClient backendSetAPI, b Backoff, req
 // 409: OCI refuses every write until they end, so retrying meanwhile only
 // spends attempts. It reports whether there were any; when none is found
 // (or they cannot be listed), the 409 is retried with backoff as usual.
-func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest) bool {
+func waitForOthers(ctx context.Context, ociClient API, req Request) bool {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	wrs, err := ociClient.WorkRequests(ctx, req.LoadBalancerID)
 	if err != nil {
@@ -225,9 +258,9 @@ func waitForOthers(ctx context.Context, ociClient backendSetAPI, req syncRequest
 // settle looks up the outcome of the record's last work request when the
 // record does not know it: a wait that ended first is no failure, the work
 // request may well have succeeded since.
-func settle(ctx context.Context, ociClient backendSetAPI, req syncRequest) *v1beta1.WorkRequest {
+func settle(ctx context.Context, ociClient API, req Request) *v1beta1.WorkRequest {
 	last := req.Last
-	if last == nil || last.Status == workRequestSucceeded || last.Status == workRequestFailed {
+	if last == nil || last.Status == WorkRequestSucceeded || last.Status == WorkRequestFailed {
 		return last
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, req.WaitTimeout)
@@ -235,9 +268,9 @@ func settle(ctx context.Context, ociClient backendSetAPI, req syncRequest) *v1be
 	err := ociClient.WaitWorkRequest(waitCtx, req.LoadBalancerID, last.ID)
 	switch {
 	case err == nil:
-		return &v1beta1.WorkRequest{ID: last.ID, Status: workRequestSucceeded, Time: metav1.Now()}
+		return &v1beta1.WorkRequest{ID: last.ID, Status: WorkRequestSucceeded, Time: metav1.Now()}
 	case oci.IsWorkRequestFailed(err):
-		return &v1beta1.WorkRequest{ID: last.ID, Status: workRequestFailed, Time: metav1.Now()}
+		return &v1beta1.WorkRequest{ID: last.ID, Status: WorkRequestFailed, Time: metav1.Now()}
 	}
 	log.FromContext(ctx).Info("the outcome of the last work request is still not known", "loadBalancer", req.LoadBalancerID,
 		"backendSet", req.Name, "workRequest", last.ID, "error", err.Error())
@@ -246,13 +279,13 @@ func settle(ctx context.Context, ociClient backendSetAPI, req syncRequest) *v1be
 
 // failedID is wr's id when it failed, "" otherwise.
 func failedID(wr *v1beta1.WorkRequest) string {
-	if wr != nil && wr.Status == workRequestFailed {
+	if wr != nil && wr.Status == WorkRequestFailed {
 		return wr.ID
 	}
 	return ""
 }
 
-func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req syncRequest, res *syncResult) error {
+func write(ctx context.Context, ociClient API, bs *oci.BackendSet, req Request, res *Result) error {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
 	req.Turn.Step(lanes.Writing, req.Name, "")
 	start := time.Now()
@@ -263,7 +296,7 @@ func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req
 	req.Turn.Step(lanes.Waiting, req.Name, id)
 	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
-	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: workRequestAccepted, Time: metav1.Now()}
+	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: WorkRequestAccepted, Time: metav1.Now()}
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.WaitTimeout)
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() {
@@ -273,14 +306,14 @@ func write(ctx context.Context, ociClient backendSetAPI, bs *oci.BackendSet, req
 	defer stopGrace()
 	if err := ociClient.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		if oci.IsWorkRequestFailed(err) {
-			res.WorkRequest.Status, res.WorkRequest.Time = workRequestFailed, metav1.Now()
+			res.WorkRequest.Status, res.WorkRequest.Time = WorkRequestFailed, metav1.Now()
 			logger.Info("work request failed", "workRequest", id, "duration", time.Since(start), "error", err.Error())
 		} else {
 			logger.Info("the work request's outcome is not known; it is looked up next time", "workRequest", id, "duration", time.Since(start), "error", err.Error())
 		}
 		return err
 	}
-	res.WorkRequest.Status = workRequestSucceeded
+	res.WorkRequest.Status = WorkRequestSucceeded
 	res.WorkRequest.Time = metav1.Now()
 	logger.Info("backend set updated", "workRequest", id, "duration", time.Since(start))
 	return nil
