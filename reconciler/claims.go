@@ -10,6 +10,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // claimantsFunc lists the resources, other than the one decided for, that
@@ -147,7 +148,7 @@ func protectedBy(claimants claimantsFunc, lb, name string) (map[string]bool, err
 		if !others[i].DeletionTimestamp.IsZero() {
 			continue
 		}
-		if rec := findRecord(&others[i], name); rec != nil {
+		if rec := status.FindRecord(&others[i], name); rec != nil {
 			for _, b := range rec.Owned() {
 				keys[plan.Key(b.IP, b.Port)] = true
 			}

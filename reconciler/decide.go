@@ -9,6 +9,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // decide is what a reconcile of obj decides from the cluster and the
@@ -17,9 +18,9 @@ import (
 // backend sets to bring in line in which mode (held ones keep what is
 // registered). The controller and lbregistrar plan both decide here, so the
 // plan shows what the controller will do.
-func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, o Options) (outcome, []syncJob) {
+func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, o Options) (status.Outcome, []syncJob) {
 	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: o.RequireReadyNodes, BackendSets: takes(read)})
-	out := outcome{lost: lost, issues: result.Issues}
+	out := status.Outcome{Lost: lost, Issues: result.Issues}
 	return out, registerJobs(obj, result, &out, read, o.NodeDrainPeriod)
 }
 
@@ -28,14 +29,14 @@ func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]s
 // has them, read with ociClient (nil when obj's credentials cannot be used:
 // nothing is read, and the desired state is decided without them). The
 // controller's turn and lbregistrar plan both start here.
-func assess(ctx context.Context, reader client.Reader, ociClient ociAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts Options) (outcome, []syncJob, error) {
+func assess(ctx context.Context, reader client.Reader, ociClient ociAPI, obj *v1beta1.LBRegistrar, claimants claimantsFunc, opts Options) (status.Outcome, []syncJob, error) {
 	cluster, err := readView(ctx, reader, obj)
 	if err != nil {
-		return outcome{}, nil, err
+		return status.Outcome{}, nil, err
 	}
 	lost, err := lostClaims(obj, claimants)
 	if err != nil {
-		return outcome{}, nil, err
+		return status.Outcome{}, nil, err
 	}
 	var read map[string]*oci.BackendSet
 	if ociClient != nil {

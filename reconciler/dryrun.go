@@ -12,25 +12,22 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
-
-// ReasonDryRun is the Ready reason, and the Event reason, of a write serve
-// --dry-run holds back.
-const ReasonDryRun = "DryRun"
 
 // holdWrites is syncAll under --dry-run: it plans every job as lbregistrar
 // plan does and, instead of writing, reports each write it would make as an
 // Event, in lbregistrar_pending_writes and the lanes view, and in out for
 // the Ready condition. The ownership record stays as it is.
-func (r *Reconciler) holdWrites(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, out *outcome, jobs []syncJob) {
+func (r *Reconciler) holdWrites(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, out *status.Outcome, jobs []syncJob) {
 	changes := planJobs(ctx, read, obj, lb, jobs, r.claimantsOf(ctx, obj), out)
 	for i := range changes {
 		c := &changes[i]
 		if !c.Changed() {
 			continue
 		}
-		out.pending = append(out.pending, fmt.Sprintf("backend set %q: %s", c.BackendSet, c.Details()))
-		r.events.Eventf(obj, nil, corev1.EventTypeNormal, ReasonDryRun, "UpdateBackendSet",
+		out.Pending = append(out.Pending, fmt.Sprintf("backend set %q: %s", c.BackendSet, c.Details()))
+		r.events.Eventf(obj, nil, corev1.EventTypeNormal, status.ReasonDryRun, "UpdateBackendSet",
 			"dry run, not written: backend set %q: %s", c.BackendSet, c.Details())
 	}
 	r.pending.set(obj.Name, lb, changes)

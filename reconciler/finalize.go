@@ -20,6 +20,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
@@ -31,18 +32,18 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
-	st, err := r.statusWriterFor(ctx, obj)
+	st, err := r.status.Open(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
-	var out outcome
+	var out status.Outcome
 	if !ownsBackends(obj) {
 		return r.deregistered(ctx, st, &out)
 	}
 	ociClient, err := r.ociClientFor(ctx, obj)
 	if err != nil {
-		out.fail("*", err)
+		out.Fail("*", err)
 		return r.deregistered(ctx, st, &out)
 	}
 	turn, ok := r.lanes.TryAcquire(recordedLoadBalancer(obj), obj.Name, r.wakeFunc(obj.Name))
@@ -58,8 +59,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 
 // deregister drains obj's owned backends for the drain period, then removes
 // them, on its turn of the lane.
-func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statusWriter, turn *lanes.Turn) (ctrl.Result, error) {
-	obj := st.obj
+func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn) (ctrl.Result, error) {
+	obj := st.Object()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.LoadBalancerID())
 	drainUntil := r.drainEnds(obj)
 	mode := plan.Remove
@@ -77,9 +78,9 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	} else {
 		logger.Info("deleted: removing this resource's backends", "backendSets", names)
 	}
-	var out outcome
+	var out status.Outcome
 	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
-	if mode == plan.Drain && out.err == nil {
+	if mode == plan.Drain && out.Err == nil {
 		for i := range obj.Status.BackendSets {
 			obj.Status.BackendSets[i].Drained = true
 		}
@@ -87,13 +88,13 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	}
 	// What another resource now records, or OCI no longer holds, left the
 	// record in the sync: only backends still owned wait.
-	if out.err == nil && mode == plan.Drain && ownsBackends(obj) {
-		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting,
+	if out.Err == nil && mode == plan.Drain && ownsBackends(obj) {
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonDeleting,
 			fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
 		// The writes may have outlasted the period: a requeue of zero or
 		// less would be none at all, and the removal would wait for the
 		// resync.
-		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, st.flush(ctx)
+		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, st.Flush(ctx)
 	}
 	return r.deregistered(ctx, st, &out)
 }
@@ -133,28 +134,28 @@ func latest(a, b time.Time) time.Time {
 
 // deregistered removes the finalizer once nothing owned is left, or once
 // the cleanup timeout has passed; until then a failed cleanup is retried.
-func (r *Reconciler) deregistered(ctx context.Context, st *statusWriter, out *outcome) (ctrl.Result, error) {
-	obj := st.obj
+func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *status.Outcome) (ctrl.Result, error) {
+	obj := st.Object()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
 	deleted := obj.DeletionTimestamp.Time
-	if out.err != nil {
+	if out.Err != nil {
 		if time.Now().Before(deleted.Add(r.opts.CleanupTimeout)) {
-			logger.Error(out.err, "cleanup failed; retrying until the cleanup timeout",
-				"failures", out.failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
-			setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.failures, "; "))
-			if err := st.flush(ctx); err != nil {
+			logger.Error(out.Err, "cleanup failed; retrying until the cleanup timeout",
+				"failures", out.Failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
+			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.Failures, "; "))
+			if err := st.Flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
 			}
 			var ce *credentialError
-			if errors.As(out.err, &ce) {
+			if errors.As(out.Err, &ce) {
 				return ctrl.Result{RequeueAfter: min(30*time.Second, time.Until(deleted.Add(r.opts.CleanupTimeout)))}, nil
 			}
-			return ctrl.Result{}, out.err
+			return ctrl.Result{}, out.Err
 		}
-		logger.Error(out.err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
-			"failures", out.failures, "cleanupTimeout", r.opts.CleanupTimeout)
+		logger.Error(out.Err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
+			"failures", out.Failures, "cleanupTimeout", r.opts.CleanupTimeout)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
-			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.failures, "; "))
+			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.Failures, "; "))
 	}
 	for _, rec := range obj.Status.BackendSets {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
@@ -181,8 +182,8 @@ func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
 
 // leaveOldLoadBalancer removes what obj registered in a load balancer its
 // spec no longer names, before anything is registered in the new one.
-func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome) error {
-	obj := st.obj
+func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome) error {
+	obj := st.Object()
 	old := recordedLoadBalancer(obj)
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
 		return nil
@@ -199,8 +200,8 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI,
 		jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
 	}
 	r.syncAll(ctx, ociClient, st, out, turn, jobs)
-	if out.err != nil {
-		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.err)
+	if out.Err != nil {
+		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.Err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // Planner computes what the controller would write for resources read from
@@ -101,7 +102,10 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	} else {
 		rp.BackendSets = planJobs(ctx, ociClient, obj, lb, jobs, claimants, &out)
 	}
-	setConditions(obj, &out, ce)
+	if ce != nil {
+		out.Unusable = &status.Unusable{Reason: ce.reason, Message: ce.message}
+	}
+	status.SetConditions(obj, &out)
 	rp.Conditions = obj.Status.Conditions
 	return rp, nil
 }

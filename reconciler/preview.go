@@ -10,6 +10,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // BackendSetChange is what a reconcile would do to one backend set. serve
@@ -176,7 +177,7 @@ func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor
 // planJobs plans each job's backend set of lb over what OCI holds, as a
 // sync does, and writes nothing. What a sync would report as failed goes
 // into out as the sync puts it.
-func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *outcome) []BackendSetChange {
+func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *status.Outcome) []BackendSetChange {
 	// Planning adds empty ownership records, which stay in this copy.
 	obj = obj.DeepCopy()
 	changes := make([]BackendSetChange, 0, len(jobs))
@@ -193,11 +194,11 @@ func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegist
 		case oci.IsNotFound(err):
 			c.NotFound = true
 			if j.mode != plan.Remove && j.mode != plan.Drain { // nothing left to remove counts as done
-				out.failures = append(out.failures, missingBackendSet(j.name, lb))
+				out.Failures = append(out.Failures, missingBackendSet(j.name, lb))
 			}
 		case err != nil:
 			c.Error = err.Error()
-			out.fail(j.name, err)
+			out.Fail(j.name, err)
 		default:
 			p := plan.Compute(j.input(obj, bs.Backends))
 			c = describe(c, bs.Backends, &p, j.drainFor)

@@ -22,6 +22,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 func TestDescribe(t *testing.T) {
@@ -221,7 +222,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1beta1.ConditionReady)
-	if ready == nil || ready.Reason != ReasonDryRun || !strings.Contains(ready.Message, `backend set "api": add 10.0.0.2:30080 weight 1`) {
+	if ready == nil || ready.Reason != status.ReasonDryRun || !strings.Contains(ready.Message, `backend set "api": add 10.0.0.2:30080 weight 1`) {
 		t.Errorf("older's Ready = %+v, want reason DryRun naming the pending write", ready)
 	}
 	if len(got.Finalizers) != 0 || !cmp.Equal(got.Status.BackendSets, older.Status.BackendSets) {
@@ -230,7 +231,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(newer), &got); err != nil {
 		t.Fatal(err)
 	}
-	for typ, reason := range map[string]string{v1beta1.ConditionConflict: ReasonClaimed, v1beta1.ConditionReady: ReasonWriteFailed} {
+	for typ, reason := range map[string]string{v1beta1.ConditionConflict: status.ReasonClaimed, v1beta1.ConditionReady: status.ReasonWriteFailed} {
 		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.Reason != reason {
 			t.Errorf("newer's %s = %+v, want reason %s", typ, c, reason)
 		}

@@ -53,43 +53,30 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // Finalizer holds a resource until its own backends are deregistered.
 const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
-// Condition reasons beyond those of api/v1beta1.
-const (
-	ReasonAsExpected  = "AsExpected"
-	ReasonHeld        = "Held"
-	ReasonWriteFailed = "WriteFailed"
-	ReasonClaimed     = "BackendSetClaimed"
-	ReasonDeleting    = "Deleting"
-	ReasonRecordLarge = "OwnershipRecordLarge"
-	// ReasonRecordUnverified is the Warning event of a record set aside
-	// because it does not carry the controller's signature.
-	ReasonRecordUnverified = "OwnershipRecordUnverified"
-)
-
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client      client.Client
-	apiReader   client.Reader // uncached reads
-	secrets     *secretValues
-	events      events.EventRecorder
-	clientFor   func(oci.Credentials) (ociAPI, error)
-	lanes       *lanes.Lanes
-	wakeups     *lanes.Wakeups
-	watch       *lbwatch.Watch // notices other writers' changes
-	flights     *lanes.Flights
-	pending     *pendingWrites // held back by DryRun
-	rejections  rejections
-	drains      drains
-	ownWrites   ownWrites
-	statusSlots statusSlots
-	records     *ownership.KeyStore
-	elected     <-chan struct{} // closed once this replica leads
-	opts        Options
+	client     client.Client
+	apiReader  client.Reader // uncached reads
+	secrets    *secretValues
+	events     events.EventRecorder
+	clientFor  func(oci.Credentials) (ociAPI, error)
+	lanes      *lanes.Lanes
+	wakeups    *lanes.Wakeups
+	watch      *lbwatch.Watch // notices other writers' changes
+	flights    *lanes.Flights
+	pending    *pendingWrites // held back by DryRun
+	rejections rejections
+	drains     drains
+	status     *status.Recorder
+	records    *ownership.KeyStore
+	elected    <-chan struct{} // closed once this replica leads
+	opts       Options
 }
 
 // wakeFunc enqueues the named resource again; it never blocks the caller.
@@ -105,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var obj v1beta1.LBRegistrar
 	err := r.client.Get(ctx, req.NamespacedName, &obj)
-	if err == nil && r.ownWrites.behind(&obj) {
+	if err == nil && r.status.Behind(&obj) {
 		err = r.apiReader.Get(ctx, req.NamespacedName, &obj)
 	}
 	if err != nil {
@@ -114,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pending.forget(req.Name)
 			r.rejections.forget(req.Name)
 			r.drains.forget(req.Name)
-			r.ownWrites.forget(req.Name)
+			r.status.Forget(req.Name)
 			r.watch.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -152,12 +139,12 @@ type outcome struct {
 
 func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
-	st, err := r.statusWriterFor(ctx, obj)
+	st, err := r.status.Open(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	before := slices.Clone(obj.Status.Conditions)
-	var out outcome
+	var out status.Outcome
 
 	claimants := r.claimantsOf(ctx, obj)
 	ociClient, err := r.ociClientFor(ctx, obj)
@@ -166,23 +153,24 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		if !errors.As(err, &ce) {
 			return ctrl.Result{}, err
 		}
-		if out.lost, err = lostClaims(obj, claimants); err != nil {
+		if out.Lost, err = lostClaims(obj, claimants); err != nil {
 			return ctrl.Result{}, err
 		}
 		obj.Status.ObservedGeneration = obj.Generation
 		obj.Status.Targets = int32(len(obj.Spec.Services))
-		setConditions(obj, &out, ce)
-		logDecisions(logger, before, obj, &out)
+		out.Unusable = &status.Unusable{Reason: ce.reason, Message: ce.message}
+		status.SetConditions(obj, &out)
+		status.LogDecisions(logger, before, obj, &out)
 		r.watch.Forget(obj.Name)
 		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason, "cause", ce.cause)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
 		// The Secret watch brings the resource back once the Secret is fixed.
-		return r.resync(), st.flush(ctx)
+		return r.resync(), st.Flush(ctx)
 	}
 
 	if err := r.leaveOldLoadBalancer(ctx, ociClient, st, &out); err != nil {
-		setConditions(obj, &out, nil)
-		return ctrl.Result{}, errors.Join(err, st.flush(ctx))
+		status.SetConditions(obj, &out)
+		return ctrl.Result{}, errors.Join(err, st.Flush(ctx))
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
 
@@ -203,8 +191,8 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 // decides from the cluster as it is now, so changes that arrived while the
 // resource waited for the lane go into this write, then syncs and records
 // the status.
-func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *statusWriter, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
-	obj := st.obj
+func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
+	obj := st.Object()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	// Watched before the reads, so that another writer's change made after
 	// them is noticed.
@@ -216,25 +204,25 @@ func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *statusW
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(out.lost) > 0 {
-		metrics.Conflicts.Add(float64(len(out.lost)))
+	if len(out.Lost) > 0 {
+		metrics.Conflicts.Add(float64(len(out.Lost)))
 	}
 
 	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
 
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
-	setConditions(obj, &out, nil)
-	logDecisions(logger, before, obj, &out)
-	if err := st.flush(ctx); err != nil {
+	status.SetConditions(obj, &out)
+	status.LogDecisions(logger, before, obj, &out)
+	if err := st.Flush(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	if out.err != nil {
-		return ctrl.Result{}, out.err
+	if out.Err != nil {
+		return ctrl.Result{}, out.Err
 	}
 	res := r.resync()
-	if !out.revisitAt.IsZero() {
-		if until := max(time.Until(out.revisitAt), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
+	if !out.RevisitAt.IsZero() {
+		if until := max(time.Until(out.RevisitAt), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
 			res.RequeueAfter = until
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
@@ -41,11 +42,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Noticing other writers' changes gets a quarter of the OCI rate limit,
 	// so writes keep the rest however many load balancers are watched.
 	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.Wake)
+	events := mgr.GetEventRecorder("lbregistrar")
+	records := &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey}
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
 		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
-		events:    mgr.GetEventRecorder("lbregistrar"),
+		events:    events,
 		clientFor: func(c oci.Credentials) (ociAPI, error) {
 			ociClient, err := factory.Client(c)
 			if err != nil {
@@ -53,15 +56,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			}
 			return ownedBy{ociClient, watch}, nil
 		},
-		lanes:       lanes.New(),
-		wakeups:     wakeups,
-		watch:       watch,
-		flights:     lanes.NewFlights(wakeups.After),
-		pending:     newPendingWrites(),
-		statusSlots: make(statusSlots, max(o.Workers, 1)),
-		records:     &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey},
-		elected:     mgr.Elected(),
-		opts:        o,
+		lanes:   lanes.New(),
+		wakeups: wakeups,
+		watch:   watch,
+		flights: lanes.NewFlights(wakeups.After),
+		pending: newPendingWrites(),
+		records: records,
+		// As many status writes at once as reconcile workers.
+		status:  status.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(), events, records, max(o.Workers, 1)),
+		elected: mgr.Elected(),
+		opts:    o,
 	}
 	return r.setup(ctx, mgr)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // syncJob is one backend set to bring in line within a reconcile.
@@ -38,7 +39,7 @@ type syncJob struct {
 }
 
 func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	rec := record(obj, j.name)
+	rec := status.Record(obj, j.name)
 	draining := map[string]time.Time{}
 	for _, b := range rec.DrainingBackends() {
 		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
@@ -50,7 +51,7 @@ func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.I
 // ociAPI is what a reconcile needs from OCI; *oci.Client implements it.
 type ociAPI interface {
 	backendset.API
-	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
+	backendset.HealthReader
 }
 
 // backendSetNames are the backend sets a reconcile of obj may write: those
@@ -93,18 +94,18 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 // state is uncertain keep what is registered, and out says so), and every
 // recorded one the spec no longer names, whose owned backends go. read are
 // the backend sets already read.
-func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []syncJob {
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []syncJob {
 	var jobs []syncJob
 	inSpec := map[string]bool{}
 	for _, bs := range result.BackendSets {
 		inSpec[bs.Name] = true
-		if _, ok := out.lost[bs.Name]; ok {
+		if _, ok := out.Lost[bs.Name]; ok {
 			continue
 		}
 		mode := plan.Apply
 		if bs.Held != nil {
 			mode = plan.Hold
-			out.held = append(out.held, bs.Name)
+			out.Held = append(out.Held, bs.Name)
 		}
 		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends, drainFor: drainFor, prefetched: read[bs.Name]})
 	}
@@ -121,8 +122,8 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *outcome,
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
-func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome, turn *lanes.Turn, jobs []syncJob) {
-	obj, lb := st.obj, turn.LoadBalancerID()
+func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, jobs []syncJob) {
+	obj, lb := st.Object(), turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	turn.Step(lanes.Reading, "", "")
 	if r.opts.DryRun {
@@ -135,7 +136,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWr
 		var err error
 		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
 			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
-			out.fail(j.name, err)
+			out.Fail(j.name, err)
 			j.skip = true
 			continue
 		}
@@ -160,7 +161,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWr
 		if rej := r.rejections.inForce(obj.Name, j.name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
 			logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", j.name,
 				"withheld", len(p.Added), "retryAt", rej.retryAt, "error", rej.err.Error())
-			out.refused(j.name, len(p.Added), rej.err, rej.retryAt)
+			out.Refused(j.name, len(p.Added), rej.err, rej.retryAt)
 			j.noAdds = true
 			in = j.input(obj, j.prefetched.Backends)
 			p = plan.Compute(in)
@@ -171,17 +172,17 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWr
 		j.changing = true
 		changing = append(changing, j.name)
 		if len(p.Added) > 0 {
-			record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
+			status.Record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
 		}
 	}
-	r.warnLargeRecord(obj)
+	r.status.WarnLargeRecord(obj)
 	if len(changing) > 0 && obj.DeletionTimestamp.IsZero() {
-		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
 			"writing backend sets "+strings.Join(changing, ", "))
 	}
-	if err := st.flush(ctx); err != nil {
+	if err := st.Flush(ctx); err != nil {
 		logger.Error(err, "recording the intended ownership; nothing written", "backendSets", changing)
-		out.fail("*", err)
+		out.Fail("*", err)
 		return
 	}
 	// Health is read for the backend sets that now hold what this resource
@@ -202,43 +203,43 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *statusWr
 	}
 	switch {
 	case !r.opts.BackendHealth:
-		recordHealth(ctx, ociClient, obj, lb, nil, out) // nothing read; health an earlier run recorded is cleared
+		status.RecordHealth(obj, nil, out) // nothing read; health an earlier run recorded is cleared
 	case r.flights.Awaited(obj.Name):
 		// A reconcile is parked behind this one (a change came in during
 		// the writes): it reads health after its own writes, moments from
 		// now, and the status keeps what was read before until then.
-		keepHealth(obj, out)
+		status.KeepHealth(obj, out)
 	default:
-		recordHealth(ctx, ociClient, obj, lb, inLine, out)
+		status.RecordHealth(obj, backendset.ReadHealth(ctx, ociClient, lb, inLine), out)
 	}
 }
 
 // syncOne syncs one backend set and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWriter, out *outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
-	obj, name, mode, lb := st.obj, j.name, j.mode, turn.LoadBalancerID()
+func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
+	obj, name, mode, lb := st.Object(), j.name, j.mode, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := backendset.Sync(ctx, ociClient, r.opts.Backoff, backendset.Request{
 		LoadBalancerID: lb,
 		Name:           name,
 		Prefetched:     j.prefetched,
 		Current:        current,
-		Last:           lastWorkRequest(obj, name),
+		Last:           status.LastWorkRequest(obj, name),
 		WaitTimeout:    r.opts.WorkRequestTimeout,
 		ShutdownWait:   r.opts.ShutdownWait,
 		Turn:           turn,
 		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
-			rec := record(obj, name)
+			rec := status.Record(obj, name)
 			if slices.Equal(rec.Owned(), owned) {
 				return nil // recorded ahead, by syncAll
 			}
 			rec.SetOwned(owned)
-			return st.flush(ctx)
+			return st.Flush(ctx)
 		},
 	})
 	if res.WorkRequest != nil {
-		record(obj, name).LastWorkRequest = res.WorkRequest
+		status.Record(obj, name).LastWorkRequest = res.WorkRequest
 	}
 	if res.Written && err == nil {
 		r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
@@ -262,16 +263,16 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWr
 		retryAt := r.rejections.put(obj.Name, name, obj.Generation, res.Plan.Added, err, time.Now(), r.opts.Backoff.Max, last)
 		logger.Error(err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "%s", out.refused(name, len(res.Plan.Added), err, retryAt))
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "%s", out.Refused(name, len(res.Plan.Added), err, retryAt))
 		j.noAdds = true
 		return r.syncOne(ctx, ociClient, st, out, turn, j, false)
 	case err != nil:
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
-		out.fail(name, err)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
+		out.Fail(name, err)
 	case res.NotFound != nil && (mode == plan.Remove || mode == plan.Drain):
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
-		dropRecord(obj, name)
+		status.DropRecord(obj, name)
 	case res.NotFound != nil:
 		// OCI answers 404 alike for a backend set that does not exist and for
 		// one this key may not read yet (a policy still propagating), so it
@@ -279,25 +280,25 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWr
 		// rarely, and found soon after either changes.
 		missing := fmt.Errorf("%s: %w", missingBackendSet(name, lb), res.NotFound)
 		logger.Error(missing, "registering nothing there until it exists")
-		out.failures = append(out.failures, missing.Error())
-		if out.err == nil {
-			out.err = missing
+		out.Failures = append(out.Failures, missing.Error())
+		if out.Err == nil {
+			out.Err = missing
 		}
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
-		dropRecord(obj, name)
+		status.DropRecord(obj, name)
 	default:
-		rec := record(obj, name)
+		rec := status.Record(obj, name)
 		rec.SetOwned(res.Plan.Owned)
 		rec.SetDraining(res.Plan.Draining)
-		out.revisit(res.Plan.DrainsUntil)
+		out.Revisit(res.Plan.DrainsUntil)
 		if !j.noAdds {
 			r.rejections.clear(obj.Name, name)
 		}
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
 		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.prefetched.BackendLimit()
 		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(wanted) / float64(limit))
-		if is := nearLimit(name, wanted, limit); is != nil {
-			out.issues = append(out.issues, *is)
+		if is := status.NearLimit(name, wanted, limit); is != nil {
+			out.Issues = append(out.Issues, *is)
 		}
 		r.drains.set(obj.Name, lb, name, &res.Plan, j.drainFor)
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))
@@ -305,7 +306,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWr
 		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(res.Plan.DrainCalledOff)))
 		inLine = true
 	}
-	if rec := findRecord(obj, name); rec != nil {
+	if rec := status.FindRecord(obj, name); rec != nil {
 		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(rec.OwnedCount()))
 		metrics.BackendsDraining.WithLabelValues(obj.Name, name).Set(float64(len(rec.DrainingBackends())))
 	} else {
@@ -316,28 +317,4 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *statusWr
 		r.drains.set(obj.Name, lb, name, nil, 0)
 	}
 	return inLine
-}
-
-// refused records that OCI refused adding n backends to a backend set, and
-// when that is tried again, and returns what it records.
-func (o *outcome) refused(name string, n int, err error, retryAt time.Time) string {
-	msg := fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
-		name, n, err, retryAt.UTC().Format(time.RFC3339))
-	o.failures = append(o.failures, msg)
-	o.revisit(retryAt)
-	return msg
-}
-
-// revisit asks for the resource to be reconciled again at t, or earlier.
-func (o *outcome) revisit(t time.Time) {
-	if !t.IsZero() && (o.revisitAt.IsZero() || t.Before(o.revisitAt)) {
-		o.revisitAt = t
-	}
-}
-
-func (o *outcome) fail(name string, err error) {
-	o.failures = append(o.failures, fmt.Sprintf("backend set %q: %v", name, err))
-	if o.err == nil {
-		o.err = err
-	}
 }

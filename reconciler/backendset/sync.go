@@ -318,3 +318,32 @@ func write(ctx context.Context, ociClient API, bs *oci.BackendSet, req Request, 
 	logger.Info("backend set updated", "workRequest", id, "duration", time.Since(start))
 	return nil
 }
+
+// HealthReader is what reading backend sets' health needs from OCI.
+type HealthReader interface {
+	GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*oci.BackendSetHealth, error)
+}
+
+// ReadHealth reads the health of the named backend sets, one read each,
+// all at once. Health only informs: a backend set whose read failed is
+// left out, and the failure logged, nothing more.
+func ReadHealth(ctx context.Context, ociClient HealthReader, lb string, names []string) map[string]*oci.BackendSetHealth {
+	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
+	read := make(map[string]*oci.BackendSetHealth, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			h, err := ociClient.GetBackendSetHealth(ctx, lb, name)
+			if err != nil {
+				logger.Info("could not read the backend set's health; its status shows none", "backendSet", name, "error", err.Error())
+				return
+			}
+			mu.Lock()
+			read[name] = h
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return read
+}

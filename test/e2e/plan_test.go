@@ -23,6 +23,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -124,7 +125,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		for _, r := range list.Items {
 			want := v1beta1.ReasonRegistered
 			if pendingOn[r.Name] {
-				want = reconciler.ReasonDryRun
+				want = status.ReasonDryRun
 			}
 			if ready := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != want || ready.ObservedGeneration != r.Generation {
 				return fmt.Errorf("%s: Ready %+v, want reason %s", r.Name, ready, want)
@@ -138,9 +139,9 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 	if diff := gocmp.Diff(sortedChanges(nodeCJoined), lanes.PendingWrites); !lanes.DryRun || diff != "" {
 		t.Errorf("/debug/lanes: dryRun %v, pending writes (-want +got):\n%s", lanes.DryRun, diff)
 	}
-	out, status := runPlan(t, append(endpoints, "--kubeconfig", c.Kubeconfig, "-o", "json")...)
-	if diff := gocmp.Diff(lanes.PendingWrites, pendingIn(t, out)); status != 0 || diff != "" {
-		t.Errorf("lbregistrar plan beside serve --dry-run: exit %d; pending writes (-serve +plan):\n%s", status, diff)
+	out, exit := runPlan(t, append(endpoints, "--kubeconfig", c.Kubeconfig, "-o", "json")...)
+	if diff := gocmp.Diff(lanes.PendingWrites, pendingIn(t, out)); exit != 0 || diff != "" {
+		t.Errorf("lbregistrar plan beside serve --dry-run: exit %d; pending writes (-serve +plan):\n%s", exit, diff)
 	}
 	serve.assertMetrics(t, `lbregistrar_pending_writes{backend_set="fixed",load_balancer="ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2"} 1`,
 		`lbregistrar_pending_writes{backend_set="ingress-http",load_balancer="ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4"} 0`)
@@ -152,7 +153,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		}
 		held := map[string]bool{}
 		for _, e := range events.Items {
-			if e.Reason == reconciler.ReasonDryRun {
+			if e.Reason == status.ReasonDryRun {
 				held[e.Regarding.Name] = true
 			}
 		}

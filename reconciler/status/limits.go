@@ -1,4 +1,4 @@
-package reconciler
+package status
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 // is wanted to hold, nine tenths or more of the backends OCI lets it hold.
 const ReasonBackendLimit = "BackendLimit"
 
-// nearLimit says why a backend set whose write leaves it wanting n
+// NearLimit says why a backend set whose write leaves it wanting n
 // backends (those it holds and those OCI refused) is near or past its
 // limit, so it is raised before additions are refused; nil when it is
 // not. A small limit (a non-preemptive pair's 2) is the set's purpose, so
 // it is reported only past it.
-func nearLimit(name string, n, limit int) *desired.Issue {
+func NearLimit(name string, n, limit int) *desired.Issue {
 	switch {
 	case n > limit:
 		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to hold %d backends; OCI lets it hold %d", name, n, limit)}

@@ -1,67 +1,40 @@
-package reconciler
+package status
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// ReasonBackendsUnhealthy is the Degraded reason when OCI reports backends
-// this resource owns WARNING or CRITICAL. Registration itself succeeded, so
-// Ready stays as it is.
-const ReasonBackendsUnhealthy = "BackendsUnhealthy"
-
-// recordHealth reads the health of each named backend set, one read each,
-// all at once, into its ownership record, and adds the backend sets with
-// unhealthy own backends to out; other records are left without health,
-// which this reconcile did not learn. Health only informs: a failed read
-// leaves the record without health and is logged, nothing more.
-func recordHealth(ctx context.Context, ociClient ociAPI, obj *v1beta1.LBRegistrar, lb string, names []string, out *outcome) {
-	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
-	read := make(map[string]*oci.BackendSetHealth, len(names))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range names {
-		wg.Go(func() {
-			h, err := ociClient.GetBackendSetHealth(ctx, lb, name)
-			if err != nil {
-				logger.Info("could not read the backend set's health; its status shows none", "backendSet", name, "error", err.Error())
-				return
-			}
-			mu.Lock()
-			read[name] = h
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+// RecordHealth records in obj's ownership records the health read of each
+// backend set, and adds the backend sets with unhealthy own backends to
+// out; records without a read are left without health, which this
+// reconcile did not learn.
+func RecordHealth(obj *v1beta1.LBRegistrar, read map[string]*oci.BackendSetHealth, out *Outcome) {
 	for i := range obj.Status.BackendSets {
 		rec := &obj.Status.BackendSets[i]
 		rec.Health = nil
 		if h := read[rec.Name]; h != nil {
 			rec.Health = summarizeHealth(rec.Owned(), h)
 			if len(rec.Health.Unhealthy) > 0 {
-				out.unhealthy = append(out.unhealthy, unhealthyMessage(rec.Name, rec.Health))
+				out.Unhealthy = append(out.Unhealthy, unhealthyMessage(rec.Name, rec.Health))
 			}
 		}
 	}
 	obj.Status.Healthy = healthyCount(obj.Status.BackendSets)
 }
 
-// keepHealth adds to out the unhealthy own backends that the health
+// KeepHealth adds to out the unhealthy own backends that the health
 // recorded before names, when this reconcile does not read it again.
-func keepHealth(obj *v1beta1.LBRegistrar, out *outcome) {
+func KeepHealth(obj *v1beta1.LBRegistrar, out *Outcome) {
 	for _, rec := range obj.Status.BackendSets {
 		if rec.Health != nil && len(rec.Health.Unhealthy) > 0 {
-			out.unhealthy = append(out.unhealthy, unhealthyMessage(rec.Name, rec.Health))
+			out.Unhealthy = append(out.Unhealthy, unhealthyMessage(rec.Name, rec.Health))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package reconciler
+package status
 
 import "testing"
 
@@ -17,14 +17,14 @@ func TestNearLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		got := ""
-		if is := nearLimit("s", tc.n, tc.limit); is != nil {
+		if is := NearLimit("s", tc.n, tc.limit); is != nil {
 			got = is.Message
 			if is.Reason != ReasonBackendLimit {
 				t.Errorf("reason %q", is.Reason)
 			}
 		}
 		if got != tc.want {
-			t.Errorf("nearLimit(%d, %d) = %q, want %q", tc.n, tc.limit, got, tc.want)
+			t.Errorf("NearLimit(%d, %d) = %q, want %q", tc.n, tc.limit, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package reconciler
+package status
 
 import (
 	"fmt"
@@ -123,10 +123,10 @@ func TestKeepHealth(t *testing.T) {
 		{Name: "web", Health: &v1beta1.BackendSetHealth{Status: "CRITICAL", Critical: 1, Unhealthy: []string{"10.0.0.1:30080"}}},
 		{Name: "new"},
 	}}}
-	var out outcome
-	keepHealth(obj, &out)
+	var out Outcome
+	KeepHealth(obj, &out)
 	want := []string{unhealthyMessage("web", obj.Status.BackendSets[1].Health)}
-	if !slices.Equal(out.unhealthy, want) {
-		t.Errorf("unhealthy %q, want %q", out.unhealthy, want)
+	if !slices.Equal(out.Unhealthy, want) {
+		t.Errorf("unhealthy %q, want %q", out.Unhealthy, want)
 	}
 }

@@ -1,0 +1,250 @@
+// Package status writes what a reconcile found into the LBRegistrar's
+// status: the ownership record (signed, package ownership), the conditions
+// and the health summaries. It owns the status subresource and nothing
+// else: it reads no cluster view and calls no OCI API; what it records
+// reaches it as an Outcome and as the records its caller changed.
+//
+// A reconcile opens one Writer and flushes it on the way out. The one
+// other flush is the intent record before a write that adds backends: the
+// record must name a backend before OCI holds it, so that a crash between
+// the two never leaves a backend no record owns.
+package status
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
+)
+
+// writeTimeout bounds one status write, also after shutdown began.
+const writeTimeout = 10 * time.Second
+
+// Recorder writes the status of the resources one controller reconciles.
+type Recorder struct {
+	client client.Client
+	// reader reads past the cache, which a leader shutting down no longer updates.
+	reader client.Reader
+	events events.EventRecorder
+	// records, when set, vouches for and signs the ownership records.
+	records *ownership.KeyStore
+	slots   slots
+	written ownWrites
+}
+
+// NewRecorder returns a Recorder writing through c, with at most
+// writesAtOnce writes in progress (no bound when 0).
+func NewRecorder(c client.Client, reader client.Reader, ev events.EventRecorder, records *ownership.KeyStore, writesAtOnce int) *Recorder {
+	r := &Recorder{client: c, reader: reader, events: ev, records: records}
+	if writesAtOnce > 0 {
+		r.slots = make(slots, writesAtOnce)
+	}
+	return r
+}
+
+// Writer patches the status subresource of one reconcile's object with what
+// changed since the last patch. Patches carry the resourceVersion they were
+// computed from, so a writer with a stale view (a leader that lost its
+// lease, a reconcile that raced another) cannot overwrite a newer
+// ownership record.
+type Writer struct {
+	rec  *Recorder
+	obj  *v1beta1.LBRegistrar
+	base *v1beta1.LBRegistrar
+}
+
+// Open is the status writer of one reconcile of obj. An ownership record
+// this controller cannot vouch for (package ownership) is dropped from obj
+// first, so the reconcile acts as if there were none; the writer's base
+// keeps it, so the next status write removes it from the stored object too.
+func (r *Recorder) Open(ctx context.Context, obj *v1beta1.LBRegistrar) (*Writer, error) {
+	st := &Writer{rec: r, obj: obj, base: obj.DeepCopy()}
+	if !ownership.Recorded(obj) {
+		return st, nil
+	}
+	key, err := r.records.Key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ownership.Vouched(key, obj) {
+		metrics.UnverifiedRecords.Inc()
+		log.FromContext(ctx).Info("the ownership record in status is not signed by this controller; it is ignored: nothing it lists is removed",
+			"recordedLoadBalancer", obj.Status.LoadBalancerID, "recordedBackendSets", len(obj.Status.BackendSets))
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRecordUnverified, "VerifyOwnership",
+			"the ownership record in status does not carry this controller's signature (written by another writer, restored from a backup, or from before lbregistrar was installed): it is ignored, nothing it lists is removed, and backends this resource wants are adopted as registered")
+		ownership.Drop(obj)
+	}
+	return st, nil
+}
+
+// Object is the object the writer records; the reconcile changes its status.
+func (s *Writer) Object() *v1beta1.LBRegistrar { return s.obj }
+
+// Behind reports whether obj, as the cache has it, is not the version this
+// process last wrote (an older one, or one written since by someone else):
+// then the reconcile reads past the cache, or its patch would be computed
+// from a version before its own write and refused with a conflict.
+func (r *Recorder) Behind(obj *v1beta1.LBRegistrar) bool { return r.written.behind(obj) }
+
+// Forget drops what is kept of a resource that is gone.
+func (r *Recorder) Forget(name string) { r.written.forget(name) }
+
+// slots bounds the status writes in progress at once. Flights record
+// ownership without holding a reconcile worker, so a node joining a cluster
+// with 100 load balancers would send 100 records of thousands of backends at
+// once, more than an API server finishes within writeTimeout; a write that
+// timed out was still paid for by the API server, and is sent again. The
+// bound is --reconcile-workers: as many as were in progress when a worker
+// did each write.
+type slots chan struct{}
+
+// take waits for a slot; nil slots have one for everybody.
+func (s slots) take() {
+	if s != nil {
+		s <- struct{}{}
+	}
+}
+
+func (s slots) give() {
+	if s != nil {
+		<-s
+	}
+}
+
+// ownWrites remembers the resourceVersion each resource's last status write
+// by this process left. The cache learns of a write only from its watch, a
+// moment later; a reconcile starting meanwhile (the one woken as a flight
+// lands) would compute its patch from the version before and be refused
+// with a conflict, which costs a backoff.
+type ownWrites struct {
+	mu       sync.Mutex
+	versions map[string]string
+}
+
+func (w *ownWrites) wrote(obj *v1beta1.LBRegistrar) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[string]string{}
+	}
+	w.versions[obj.Name] = obj.ResourceVersion
+}
+
+func (w *ownWrites) behind(obj *v1beta1.LBRegistrar) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rv, ok := w.versions[obj.Name]
+	return ok && rv != obj.ResourceVersion
+}
+
+func (w *ownWrites) forget(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.versions, name)
+}
+
+// Flush writes what changed in the object's status since the last flush.
+func (s *Writer) Flush(ctx context.Context) error {
+	if err := s.sign(ctx); err != nil {
+		return err
+	}
+	// Only status reaches the subresource. Compared in place: a patch of a
+	// record of thousands of backends is costly to build just to find it empty.
+	if equality.Semantic.DeepEqual(s.base.Status, s.obj.Status) {
+		return nil
+	}
+	// A write already accepted by OCI must still be recorded during
+	// shutdown, within what the shutdown budget keeps for it. The wait for
+	// a slot is not part of the write's time: others' writes bound it.
+	s.rec.slots.take()
+	defer s.rec.slots.give()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	err := s.rec.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		// The conflict makes the reconcile run again from a fresh read.
+		return errors.Join(err, s.rebase(ctx))
+	}
+	if err != nil {
+		return err
+	}
+	s.rec.written.wrote(s.obj)
+	s.base = s.obj.DeepCopy()
+	return nil
+}
+
+// sign signs the ownership record about to be written; one that is not
+// there carries no signature.
+func (s *Writer) sign(ctx context.Context) error {
+	if s.rec.records == nil || !ownership.Recorded(s.obj) {
+		s.obj.Status.RecordSignature = ""
+		return nil
+	}
+	key, err := s.rec.records.KeyToSign(ctx)
+	if err != nil {
+		return err
+	}
+	s.obj.Status.RecordSignature = ownership.Sign(key, s.obj)
+	return nil
+}
+
+// rebase records, on top of the status someone else wrote meanwhile, the
+// work requests this writer saw through, which only it knows (a leader
+// finishing a write while it shuts down). The newer status keeps its
+// ownership records and everything else; the next reconcile starts from it.
+func (s *Writer) rebase(ctx context.Context) error {
+	seen := map[string]*v1beta1.WorkRequest{}
+	for _, bs := range s.obj.Status.BackendSets {
+		if bs.LastWorkRequest != nil && !equality.Semantic.DeepEqual(bs.LastWorkRequest, LastWorkRequest(s.base, bs.Name)) {
+			seen[bs.Name] = bs.LastWorkRequest
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1beta1.LBRegistrar{}
+		if err := s.rec.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
+			return err
+		}
+		base := cur.DeepCopy()
+		if !mergeWorkRequests(cur, seen) {
+			return nil
+		}
+		if err := s.rec.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		s.rec.written.wrote(cur)
+		return nil
+	})
+}
+
+// mergeWorkRequests sets the last work request of obj's records to the ones
+// seen, unless a record holds a later one. A backend set obj has no record
+// for gets none: whoever dropped it owns nothing there. It reports whether
+// anything changed.
+func mergeWorkRequests(obj *v1beta1.LBRegistrar, seen map[string]*v1beta1.WorkRequest) bool {
+	changed := false
+	for name, wr := range seen {
+		rec := FindRecord(obj, name)
+		if rec == nil || equality.Semantic.DeepEqual(rec.LastWorkRequest, wr) ||
+			(rec.LastWorkRequest != nil && rec.LastWorkRequest.ID != wr.ID && rec.LastWorkRequest.Time.After(wr.Time.Time)) {
+			continue
+		}
+		rec.LastWorkRequest = wr.DeepCopy()
+		changed = true
+	}
+	return changed
+}
