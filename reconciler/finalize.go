@@ -17,6 +17,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -146,7 +147,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 			if err := st.Flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
 			}
-			var ce *credentialError
+			var ce *credentials.Error
 			if errors.As(out.Err, &ce) {
 				return ctrl.Result{RequeueAfter: min(30*time.Second, time.Until(deleted.Add(r.opts.CleanupTimeout)))}, nil
 			}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
@@ -25,7 +26,7 @@ import (
 // and backend sets from OCI. lbregistrar plan uses it.
 type Planner struct {
 	reader  client.Reader
-	secrets *secretValues
+	secrets *credentials.Secrets
 	build   func(oci.Credentials) (ociAPI, error)
 	opts    Options
 	apiKey  *oci.Credentials
@@ -46,8 +47,7 @@ func NewPlanner(reader client.Reader, o Options, apiKey *oci.Credentials) (*Plan
 
 func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error), o Options, apiKey *oci.Credentials) *Planner {
 	// API keys may be read from any namespace the user may read.
-	secrets := newSecretValues(reader, nil)
-	secrets.meta = reader
+	secrets := credentials.NewSecrets(reader, nil)
 	records := &ownership.KeyStore{Reader: reader, Secret: o.RecordKey}
 	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, records: records}
 }
@@ -89,7 +89,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	}
 	claimants := claimantsAmong(all, obj.Name).vouched(key)
 	ociClient, err := p.ociClientFor(ctx, obj)
-	var ce *credentialError
+	var ce *credentials.Error
 	if err != nil && !errors.As(err, &ce) {
 		return rp, err
 	}
@@ -98,12 +98,12 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 		return rp, err
 	}
 	if ce != nil {
-		rp.Error = ce.message
+		rp.Error = ce.Message
 	} else {
 		rp.BackendSets = planJobs(ctx, ociClient, obj, lb, jobs, claimants, &out)
 	}
 	if ce != nil {
-		out.Unusable = &status.Unusable{Reason: ce.reason, Message: ce.message}
+		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}
 	}
 	status.SetConditions(obj, &out)
 	rp.Conditions = obj.Status.Conditions
@@ -115,13 +115,13 @@ func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (o
 	if p.apiKey != nil {
 		creds := *p.apiKey
 		creds.Region = obj.Spec.APIKey.Region
-		return clientWith(p.build, creds)
+		return credentials.Client(p.build, creds)
 	}
-	creds, err := p.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
+	creds, err := p.secrets.Credentials(ctx, obj.Name, &obj.Spec.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	return clientWith(p.build, creds)
+	return credentials.Client(p.build, creds)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
@@ -63,7 +64,7 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 type Reconciler struct {
 	client     client.Client
 	apiReader  client.Reader // uncached reads
-	secrets    *secretValues
+	secrets    *credentials.Secrets
 	events     events.EventRecorder
 	clientFor  func(oci.Credentials) (ociAPI, error)
 	lanes      *lanes.Lanes
@@ -97,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.secrets.forget(req.Name)
+			r.secrets.Forget(req.Name)
 			r.pending.forget(req.Name)
 			r.rejections.forget(req.Name)
 			r.drains.forget(req.Name)
@@ -149,7 +150,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	claimants := r.claimantsOf(ctx, obj)
 	ociClient, err := r.ociClientFor(ctx, obj)
 	if err != nil {
-		var ce *credentialError
+		var ce *credentials.Error
 		if !errors.As(err, &ce) {
 			return ctrl.Result{}, err
 		}
@@ -158,12 +159,12 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		}
 		obj.Status.ObservedGeneration = obj.Generation
 		obj.Status.Targets = int32(len(obj.Spec.Services))
-		out.Unusable = &status.Unusable{Reason: ce.reason, Message: ce.message}
+		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}
 		status.SetConditions(obj, &out)
 		status.LogDecisions(logger, before, obj, &out)
 		r.watch.Forget(obj.Name)
-		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.reason, "cause", ce.cause)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.reason, "ReadCredentials", "%s", ce.message)
+		logger.Error(ce, "the API key cannot be used; nothing is written until its Secret changes", "reason", ce.Reason, "cause", ce.Cause)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.Reason, "ReadCredentials", "%s", ce.Message)
 		// The Secret watch brings the resource back once the Secret is fixed.
 		return r.resync(), st.Flush(ctx)
 	}
@@ -235,4 +236,13 @@ func (r *Reconciler) resync() ctrl.Result {
 		return ctrl.Result{}
 	}
 	return ctrl.Result{RequeueAfter: r.opts.Resync + time.Duration(rand.Int64N(int64(r.opts.Resync)/10+1))}
+}
+
+// ociClientFor returns the OCI client for obj's credentials.
+func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
+	creds, err := r.secrets.Credentials(ctx, obj.Name, &obj.Spec.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.Client(r.clientFor, creds)
 }

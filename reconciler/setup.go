@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -47,7 +48,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	r := &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		secrets:   newSecretValues(mgr.GetAPIReader(), o.SecretNamespaces),
+		secrets:   credentials.NewSecrets(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    events,
 		clientFor: func(c oci.Credentials) (ociAPI, error) {
 			ociClient, err := factory.Client(c)

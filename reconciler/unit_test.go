@@ -21,6 +21,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -107,8 +108,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
 		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
 		WithObjects(objs...).Build()
-	secrets := newSecretValues(c, nil)
-	secrets.meta = c
+	secrets := credentials.NewSecrets(c, nil)
 	recorder := events.NewFakeRecorder(100)
 	records := &ownership.KeyStore{Reader: c, Writer: c, Secret: recordKey}
 	return &Reconciler{

@@ -54,7 +54,7 @@ func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
 		}
 		c = own
 	}
-	r.secrets.meta = c
+	r.secrets.Watch(c)
 	return source.Kind[client.Object](c, meta, handler.EnqueueRequestsFromMapFunc(r.bySecret)), nil
 }
 

@@ -1,4 +1,11 @@
-package reconciler
+// Package credentials gives each resource the credentials its OCI calls are
+// signed with: the API key its Secrets hold. Key material is read from the
+// API server, never from an informer, kept only while a resource uses it,
+// and never logged or put in a condition: a problem a user can fix is an
+// *Error, whose message names the field and never holds a key.
+//
+// It reads Secrets and nothing else; it writes nothing.
+package credentials
 
 import (
 	"context"
@@ -18,15 +25,15 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
-// credentialError is a problem with the API key a user can fix; it becomes
-// the Ready condition's message and never contains key material.
-type credentialError struct {
-	reason, message string
-	// cause is logged, never put in a condition: see secretValues.get.
-	cause error
+// Error is a problem with the API key a user can fix; it becomes the Ready
+// condition's message and never contains key material.
+type Error struct {
+	Reason, Message string
+	// Cause is logged, never put in a condition: see Secrets.get.
+	Cause error
 }
 
-func (e *credentialError) Error() string { return e.message }
+func (e *Error) Error() string { return e.Message }
 
 const (
 	reasonSecretNotFound      = "SecretNotFound"
@@ -35,13 +42,13 @@ const (
 	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
 )
 
-// secretValues reads the values API keys point at. Values come from the API
+// Secrets reads the values API keys point at. Values come from the API
 // server, never from an informer (only Secrets' metadata is watched), and
 // are kept per Secret resourceVersion, so an unchanged Secret is not fetched
 // again on every reconcile; a changed one has a new resourceVersion. A value
 // is kept only while an LBRegistrar's API key points at it, so key material
 // no resource uses any more leaves the process's memory.
-type secretValues struct {
+type Secrets struct {
 	uncached   client.Reader // past the cache: Secret values are never cached by an informer
 	meta       client.Reader // the Secret metadata informer's cache
 	namespaces []string      // where API keys may live; any when empty
@@ -52,8 +59,11 @@ type secretValues struct {
 	readers map[string]int         // how many LBRegistrars read a namespace/name/key
 }
 
-func newSecretValues(uncached client.Reader, namespaces []string) *secretValues {
-	return &secretValues{uncached: uncached, namespaces: namespaces, values: map[string]secretValue{}, uses: map[string][]string{}, readers: map[string]int{}}
+// NewSecrets reads Secret values through uncached, from the namespaces
+// given (any when none); until Watch says otherwise, it reads their
+// metadata there too.
+func NewSecrets(uncached client.Reader, namespaces []string) *Secrets {
+	return &Secrets{uncached: uncached, meta: uncached, namespaces: namespaces, values: map[string]secretValue{}, uses: map[string][]string{}, readers: map[string]int{}}
 }
 
 type secretValue struct {
@@ -61,8 +71,12 @@ type secretValue struct {
 	value           []byte
 }
 
-// credentials reads the API key of the named LBRegistrar from its Secrets.
-func (s *secretValues) credentials(ctx context.Context, resource string, key *v1beta1.APIKey) (oci.Credentials, error) {
+// Watch has the Secrets' metadata read from meta, the cache of the
+// informer that watches them, so an unchanged Secret is not read again.
+func (s *Secrets) Watch(meta client.Reader) { s.meta = meta }
+
+// Credentials reads the API key of the named LBRegistrar from its Secrets.
+func (s *Secrets) Credentials(ctx context.Context, resource string, key *v1beta1.APIKey) (oci.Credentials, error) {
 	refs := []string{valueRef(&key.PrivateKey)}
 	if key.Passphrase != nil {
 		refs = append(refs, valueRef(key.Passphrase))
@@ -81,10 +95,10 @@ func (s *secretValues) credentials(ctx context.Context, resource string, key *v1
 	return c, nil
 }
 
-func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, field string) ([]byte, error) {
+func (s *Secrets) get(ctx context.Context, src *v1beta1.SecretKeySource, field string) ([]byte, error) {
 	name := types.NamespacedName{Namespace: src.Namespace, Name: src.SecretKeyRef.Name}
 	if !validation.SecretNamespaceAllowed(src.Namespace, s.namespaces) {
-		return nil, &credentialError{reason: reasonSecretNamespace, message: fmt.Sprintf(
+		return nil, &Error{Reason: reasonSecretNamespace, Message: fmt.Sprintf(
 			"%s: Secret %s is outside the namespaces API keys are read from (%s); move it or add its namespace to --secret-namespaces",
 			field, name, strings.Join(s.namespaces, ", "))}
 	}
@@ -103,14 +117,14 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 	// Conditions are read by anyone who may read LBRegistrars: a missing
 	// Secret and a missing key read the same, and no API error text is
 	// passed on, so a condition tells no more than the spec already says.
-	missing := &credentialError{reason: reasonSecretNotFound, message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
+	missing := &Error{Reason: reasonSecretNotFound, Message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
 	var secret corev1.Secret
 	if err := s.uncached.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, missing
 		}
-		return nil, &credentialError{reason: reasonCredentialReadError, cause: err,
-			message: fmt.Sprintf("%s: reading Secret %s failed (%s); see the lbregistrar log", field, name, apierrors.ReasonForError(err))}
+		return nil, &Error{Reason: reasonCredentialReadError, Cause: err,
+			Message: fmt.Sprintf("%s: reading Secret %s failed (%s); see the lbregistrar log", field, name, apierrors.ReasonForError(err))}
 	}
 	v, ok := secret.Data[src.SecretKeyRef.Key]
 	if !ok || len(v) == 0 {
@@ -126,7 +140,7 @@ func (s *secretValues) get(ctx context.Context, src *v1beta1.SecretKeySource, fi
 
 // use records that the named LBRegistrar's API key reads refs, and drops the
 // values no LBRegistrar reads any more.
-func (s *secretValues) use(resource string, refs []string) {
+func (s *Secrets) use(resource string, refs []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ref := range refs {
@@ -145,32 +159,24 @@ func (s *secretValues) use(resource string, refs []string) {
 	}
 }
 
-// forget drops what the named LBRegistrar, now gone, read.
-func (s *secretValues) forget(resource string) { s.use(resource, nil) }
+// Forget drops what the named LBRegistrar, now gone, read.
+func (s *Secrets) Forget(resource string) { s.use(resource, nil) }
 
 // valueRef names one Secret value as namespace/name/key.
 func valueRef(src *v1beta1.SecretKeySource) string {
 	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
-// ociClientFor returns the OCI client for obj's credentials.
-func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
-	creds, err := r.secrets.credentials(ctx, obj.Name, &obj.Spec.APIKey)
-	if err != nil {
-		return nil, err
-	}
-	return clientWith(r.clientFor, creds)
-}
-
-// clientWith builds the OCI client for creds; a key that cannot be used is
-// a credentialError, the user's to fix.
-func clientWith(build func(oci.Credentials) (ociAPI, error), creds oci.Credentials) (ociAPI, error) {
+// Client builds the OCI client for creds with build; a key that cannot be
+// used is an *Error, the user's to fix.
+func Client[C any](build func(oci.Credentials) (C, error), creds oci.Credentials) (C, error) {
 	ociClient, err := build(creds)
-	if err != nil {
-		if errors.Is(err, oci.ErrInvalidCredentials) {
-			return nil, &credentialError{reason: reasonInvalidCredentials, message: "spec.apiKey: " + err.Error()}
-		}
-		return nil, err
+	var none C
+	switch {
+	case errors.Is(err, oci.ErrInvalidCredentials):
+		return none, &Error{Reason: reasonInvalidCredentials, Message: "spec.apiKey: " + err.Error()}
+	case err != nil:
+		return none, err
 	}
 	return ociClient, nil
 }

@@ -1,4 +1,4 @@
-package reconciler
+package credentials
 
 import (
 	"context"
@@ -8,8 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
@@ -22,23 +21,17 @@ func TestSecretValuesKeptOnlyWhileRead(t *testing.T) {
 	secret := func(name string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: name}, Data: map[string][]byte{"pem": []byte(name)}}
 	}
-	r := unitReconciler(t, nil, secret("one"), secret("two"))
+	s := NewSecrets(fake.NewClientBuilder().WithObjects(secret("one"), secret("two")).Build(), nil)
 	read := func(resource, secret string) {
 		t.Helper()
 		key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: secret, Key: "pem"}}}
-		if _, err := r.secrets.credentials(ctx, resource, key); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gone := func(resource string) {
-		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: resource}}); err != nil {
+		if _, err := s.Credentials(ctx, resource, key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	expect := func(step string, want ...string) {
 		t.Helper()
-		if got := slices.Sorted(maps.Keys(r.secrets.values)); !slices.Equal(got, want) {
+		if got := slices.Sorted(maps.Keys(s.values)); !slices.Equal(got, want) {
 			t.Fatalf("%s: values kept for %v, want %v", step, got, want)
 		}
 	}
@@ -48,8 +41,8 @@ func TestSecretValuesKeptOnlyWhileRead(t *testing.T) {
 	expect("both read one", "keys/one/pem")
 	read("a", "two")
 	expect("a moved to two", "keys/one/pem", "keys/two/pem")
-	gone("b")
+	s.Forget("b")
 	expect("b is gone", "keys/two/pem")
-	gone("a")
+	s.Forget("a")
 	expect("a is gone")
 }
