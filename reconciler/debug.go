@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 )
 
 // DebugLanesPath is where the metrics server serves the lanes view.
@@ -24,15 +25,15 @@ type LanesView struct {
 	// DryRun is set under serve --dry-run, which writes nothing to OCI;
 	// PendingWrites are the writes it held back, as the last reconcile of
 	// each resource planned them.
-	DryRun        bool               `json:"dryRun,omitempty"`
-	PendingWrites []BackendSetChange `json:"pendingWrites,omitempty"`
+	DryRun        bool                       `json:"dryRun,omitempty"`
+	PendingWrites []preview.BackendSetChange `json:"pendingWrites,omitempty"`
 }
 
 // serveLanes serves the LanesView as JSON.
 func (r *Reconciler) serveLanes(w http.ResponseWriter, _ *http.Request) {
 	view := LanesView{Time: time.Now().UTC(), LoadBalancers: r.lanes.Snapshot(), NodeDrains: r.drains.snapshot()}
 	if r.opts.DryRun {
-		view.DryRun, view.PendingWrites = true, r.pending.snapshot()
+		view.DryRun, view.PendingWrites = true, r.pending.Snapshot()
 	}
 	select {
 	case <-r.elected:

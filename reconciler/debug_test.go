@@ -12,6 +12,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 )
 
 func TestLanesView(t *testing.T) {
@@ -19,7 +20,7 @@ func TestLanesView(t *testing.T) {
 	l := lanes.New()
 	elected := make(chan struct{})
 	close(elected)
-	r := &Reconciler{lanes: l, elected: elected, pending: newPendingWrites()}
+	r := &Reconciler{lanes: l, elected: elected, pending: preview.NewPending()}
 
 	busy, _ := l.TryAcquire("lb-b", "holder", nil)
 	busy.Step(lanes.Waiting, "api", "wr-1")

@@ -1,17 +1,16 @@
 package reconciler
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
-	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -30,83 +29,44 @@ func (r *Reconciler) holdWrites(ctx context.Context, read backendset.Reader, obj
 		r.events.Eventf(obj, nil, corev1.EventTypeNormal, status.ReasonDryRun, "UpdateBackendSet",
 			"dry run, not written: backend set %q: %s", c.BackendSet, c.Details())
 	}
-	r.pending.set(obj.Name, lb, changes)
+	r.pending.Set(obj.Name, lb, changes)
 }
 
-// pendingWrites are the writes --dry-run held back, as the last reconcile
-// of each resource planned them for each load balancer, and the
-// lbregistrar_pending_writes gauge they add up to.
-type pendingWrites struct {
-	mu     sync.Mutex
-	writes map[pendingKey][]BackendSetChange // only those that change
-}
-
-type pendingKey struct{ resource, loadBalancerID string }
-
-func newPendingWrites() *pendingWrites {
-	return &pendingWrites{writes: map[pendingKey][]BackendSetChange{}}
-}
-
-// set replaces what resource's reconcile planned for lb; every backend set
-// it planned counts, with 0 when nothing is pending there.
-func (p *pendingWrites) set(resource, lb string, planned []BackendSetChange) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	key := pendingKey{resource, lb}
-	counted := p.writes[key]
-	var changing []BackendSetChange
-	for _, c := range planned {
-		if c.Changed() {
-			changing = append(changing, c)
+// planJobs plans each job's backend set of lb over what OCI holds, as a
+// sync does, and writes nothing. What a sync would report as failed goes
+// into out as the sync puts it.
+func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *status.Outcome) []preview.BackendSetChange {
+	// Planning adds empty ownership records, which stay in this copy.
+	obj = obj.DeepCopy()
+	changes := make([]preview.BackendSetChange, 0, len(jobs))
+	for _, j := range jobs {
+		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: j.mode.String()}
+		bs, err := j.prefetched, error(nil)
+		if bs == nil { // not read yet, or its read failed: read again for the error
+			bs, err = read.GetBackendSet(ctx, lb, j.name)
 		}
-	}
-	if len(changing) == 0 {
-		delete(p.writes, key)
-	} else {
-		p.writes[key] = changing
-	}
-	p.recount(append(counted, planned...))
-}
-
-// forget drops what the named resource planned; it is gone, or deleting.
-func (p *pendingWrites) forget(resource string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var counted []BackendSetChange
-	for key, writes := range p.writes {
-		if key.resource == resource {
-			counted = append(counted, writes...)
-			delete(p.writes, key)
+		if err == nil {
+			j.protected, err = protectedBy(claimants, lb, j.name)
 		}
-	}
-	p.recount(counted)
-}
-
-// recount sets the gauge of the backend sets of changes from what is pending.
-func (p *pendingWrites) recount(changes []BackendSetChange) {
-	for _, c := range changes {
-		n := 0
-		for key, writes := range p.writes {
-			for _, w := range writes {
-				if key.loadBalancerID == c.LoadBalancerID && w.BackendSet == c.BackendSet {
-					n++
-				}
+		switch {
+		case oci.IsNotFound(err):
+			c.NotFound = true
+			if j.mode != plan.Remove && j.mode != plan.Drain { // nothing left to remove counts as done
+				out.Failures = append(out.Failures, missingBackendSet(j.name, lb))
 			}
+		case err != nil:
+			c.Error = err.Error()
+			out.Fail(j.name, err)
+		default:
+			p := plan.Compute(j.input(obj, bs.Backends))
+			c = preview.Describe(c, bs.Backends, &p, j.drainFor)
 		}
-		metrics.PendingWrites.WithLabelValues(c.LoadBalancerID, c.BackendSet).Set(float64(n))
+		changes = append(changes, c)
 	}
+	return changes
 }
 
-// snapshot lists the pending writes by load balancer, backend set and resource.
-func (p *pendingWrites) snapshot() []BackendSetChange {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []BackendSetChange
-	for _, writes := range p.writes {
-		out = append(out, writes...)
-	}
-	slices.SortFunc(out, func(a, b BackendSetChange) int {
-		return cmp.Or(cmp.Compare(a.LoadBalancerID, b.LoadBalancerID), cmp.Compare(a.BackendSet, b.BackendSet), cmp.Compare(a.LBRegistrar, b.LBRegistrar))
-	})
-	return out
+// missingBackendSet says that a backend set to register in does not exist.
+func missingBackendSet(name, lb string) string {
+	return fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
 }

@@ -25,7 +25,7 @@ import (
 )
 
 func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
-	r.pending.forget(obj.Name)
+	r.pending.Forget(obj.Name)
 	r.watch.Forget(obj.Name)
 	// A dry run writes nothing, so it neither deregisters nor releases the
 	// finalizer a writing controller added; that one finishes the job.

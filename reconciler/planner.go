@@ -17,6 +17,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -54,9 +55,9 @@ func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error
 
 // ResourcePlan is what one reconcile of a resource would do.
 type ResourcePlan struct {
-	LBRegistrar    string             `json:"lbregistrar"`
-	LoadBalancerID string             `json:"loadBalancerId"`
-	BackendSets    []BackendSetChange `json:"backendSets"`
+	LBRegistrar    string                     `json:"lbregistrar"`
+	LoadBalancerID string                     `json:"loadBalancerId"`
+	BackendSets    []preview.BackendSetChange `json:"backendSets"`
 	// Conditions are those the reconcile would set once its writes succeed.
 	Conditions []metav1.Condition `json:"conditions"`
 	// Error says why the backend sets could not be read (the API key).
@@ -72,7 +73,7 @@ type ResourcePlan struct {
 func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
 	obj = obj.DeepCopy()
 	lb := obj.Spec.LoadBalancerID
-	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []BackendSetChange{}}
+	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []preview.BackendSetChange{}}
 	// Without the key (no read access to its Secret) no record can be
 	// vouched for: the plan then shows what the controller would do were
 	// every record forged, which never removes more.

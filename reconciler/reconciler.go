@@ -54,6 +54,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -71,7 +72,7 @@ type Reconciler struct {
 	wakeups    *lanes.Wakeups
 	watch      *lbwatch.Watch // notices other writers' changes
 	flights    *lanes.Flights
-	pending    *pendingWrites // held back by DryRun
+	pending    *preview.Pending // held back by DryRun
 	rejections rejections
 	drains     drains
 	status     *status.Recorder
@@ -99,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.secrets.Forget(req.Name)
-			r.pending.forget(req.Name)
+			r.pending.Forget(req.Name)
 			r.rejections.forget(req.Name)
 			r.drains.forget(req.Name)
 			r.status.Forget(req.Name)

@@ -24,6 +24,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -61,7 +62,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		wakeups: wakeups,
 		watch:   watch,
 		flights: lanes.NewFlights(wakeups.After),
-		pending: newPendingWrites(),
+		pending: preview.NewPending(),
 		records: records,
 		// As many status writes at once as reconcile workers.
 		status:  status.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(), events, records, max(o.Workers, 1)),

@@ -27,6 +27,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -120,7 +121,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 		lanes:     lanes.New(),
 		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   lanes.NewFlights(func(string, time.Duration) {}),
-		pending:   newPendingWrites(),
+		pending:   preview.NewPending(),
 		records:   records,
 		status:    status.NewRecorder(c, c, recorder, records, 0),
 		opts:      Options{Backoff: backendset.Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},

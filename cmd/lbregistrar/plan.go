@@ -19,6 +19,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 )
 
 // exitChangesPending is plan's exit status, with --detailed-exitcode, when
@@ -222,7 +223,7 @@ func (r *planReport) writeText(w io.Writer) error {
 // modeNotes says what a mode other than apply means for a backend set.
 var modeNotes = map[string]string{"hold": ", held (what is registered stays)", "remove": ", no longer in the spec"}
 
-func writeBackendSet(ew *errWriter, c *reconciler.BackendSetChange) {
+func writeBackendSet(ew *errWriter, c *preview.BackendSetChange) {
 	head := "    backend set " + c.BackendSet + modeNotes[c.Mode]
 	switch {
 	case c.Error != "":

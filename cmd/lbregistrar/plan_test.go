@@ -17,6 +17,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -79,14 +80,14 @@ func TestPlanReportText(t *testing.T) {
 		{Type: v1beta1.ConditionConflict, Status: metav1.ConditionFalse, Reason: status.ReasonAsExpected, Message: "no other LBRegistrar claims these backend sets"},
 	}
 	report := planReport{PendingWrites: 2, LBRegistrars: []reconciler.ResourcePlan{
-		{LBRegistrar: "web", LoadBalancerID: lb, Conditions: held, BackendSets: []reconciler.BackendSetChange{
-			{BackendSet: "edge", Mode: "hold", Kept: []reconciler.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}}},
-			{BackendSet: "old", Mode: "remove", Removed: []reconciler.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}},
-				Kept: []reconciler.KeptBackend{{Backend: "10.0.0.9:31000", Weight: 1, Foreign: true}}},
+		{LBRegistrar: "web", LoadBalancerID: lb, Conditions: held, BackendSets: []preview.BackendSetChange{
+			{BackendSet: "edge", Mode: "hold", Kept: []preview.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}}},
+			{BackendSet: "old", Mode: "remove", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}},
+				Kept: []preview.KeptBackend{{Backend: "10.0.0.9:31000", Weight: 1, Foreign: true}}},
 		}},
-		{LBRegistrar: "api", LoadBalancerID: lb, Conditions: calm, BackendSets: []reconciler.BackendSetChange{
-			{BackendSet: "api", Mode: "apply", Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:30080", Weight: 2}},
-				Reweighted: []reconciler.Reweighted{{Backend: "10.0.0.1:30080", From: 1, To: 2}}},
+		{LBRegistrar: "api", LoadBalancerID: lb, Conditions: calm, BackendSets: []preview.BackendSetChange{
+			{BackendSet: "api", Mode: "apply", Added: []preview.BackendWeight{{Backend: "10.0.0.3:30080", Weight: 2}},
+				Reweighted: []preview.Reweighted{{Backend: "10.0.0.1:30080", From: 1, To: 2}}},
 			{BackendSet: "gone", Mode: "apply", NotFound: true},
 		}},
 		{LBRegistrar: "keyless", LoadBalancerID: "ocid1.loadbalancer.oc1.iad.b", Error: "spec.apiKey.privateKey: Secret keys/key has no key \"pem\", or does not exist"},

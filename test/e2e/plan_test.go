@@ -23,6 +23,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
@@ -32,16 +33,16 @@ import (
 // What old-operator-objects.yaml asks for once node-c (10.0.0.3) joins,
 // beyond what old-operator-backends.yaml holds: a backend in each backend
 // set that registers every node, at the weight the others have there.
-var nodeCJoined = []reconciler.BackendSetChange{
+var nodeCJoined = []preview.BackendSetChange{
 	{LBRegistrar: "old-multi-service", LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4", BackendSet: "ingress", Mode: "apply",
-		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 1}},
-		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}, {Backend: "10.0.0.2:30443", Weight: 1}}},
+		Added: []preview.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 1}},
+		Kept:  []preview.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}, {Backend: "10.0.0.2:30443", Weight: 1}}},
 	{LBRegistrar: "old-port-alias", LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold3", BackendSet: "alias", Mode: "apply",
-		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:31000", Weight: 1}},
-		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:31000", Weight: 1}, {Backend: "10.0.0.2:31000", Weight: 1}}},
+		Added: []preview.BackendWeight{{Backend: "10.0.0.3:31000", Weight: 1}},
+		Kept:  []preview.KeptBackend{{Backend: "10.0.0.1:31000", Weight: 1}, {Backend: "10.0.0.2:31000", Weight: 1}}},
 	{LBRegistrar: "old-node-port", LoadBalancerID: "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2", BackendSet: "fixed", Mode: "apply",
-		Added: []reconciler.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 5}},
-		Kept:  []reconciler.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 5}, {Backend: "10.0.0.2:30443", Weight: 5}}},
+		Added: []preview.BackendWeight{{Backend: "10.0.0.3:30443", Weight: 5}},
+		Kept:  []preview.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 5}, {Backend: "10.0.0.2:30443", Weight: 5}}},
 }
 
 // lbregistrar plan before the switch: only the original operator's CRD is
@@ -255,7 +256,7 @@ func runPlan(t *testing.T, args ...string) (string, int) {
 }
 
 // pendingIn lists the writes of a plan -o json, in sortedChanges' order.
-func pendingIn(t *testing.T, planJSON string) []reconciler.BackendSetChange {
+func pendingIn(t *testing.T, planJSON string) []preview.BackendSetChange {
 	t.Helper()
 	var report struct {
 		LBRegistrars []reconciler.ResourcePlan `json:"lbregistrars"`
@@ -263,7 +264,7 @@ func pendingIn(t *testing.T, planJSON string) []reconciler.BackendSetChange {
 	if err := json.Unmarshal([]byte(planJSON), &report); err != nil {
 		t.Fatalf("plan -o json: %v\n%s", err, planJSON)
 	}
-	var pending []reconciler.BackendSetChange
+	var pending []preview.BackendSetChange
 	for _, rp := range report.LBRegistrars {
 		for _, c := range rp.BackendSets {
 			if c.Changed() {
@@ -275,9 +276,9 @@ func pendingIn(t *testing.T, planJSON string) []reconciler.BackendSetChange {
 }
 
 // sortedChanges orders changes by load balancer, backend set and resource.
-func sortedChanges(changes []reconciler.BackendSetChange) []reconciler.BackendSetChange {
+func sortedChanges(changes []preview.BackendSetChange) []preview.BackendSetChange {
 	out := slices.Clone(changes)
-	slices.SortFunc(out, func(a, b reconciler.BackendSetChange) int {
+	slices.SortFunc(out, func(a, b preview.BackendSetChange) int {
 		return cmp.Or(cmp.Compare(a.LoadBalancerID, b.LoadBalancerID), cmp.Compare(a.BackendSet, b.BackendSet), cmp.Compare(a.LBRegistrar, b.LBRegistrar))
 	})
 	return out

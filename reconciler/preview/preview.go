@@ -1,16 +1,17 @@
-package reconciler
+// Package preview says what a write would do to a backend set, in the terms
+// lbregistrar plan prints, serve --dry-run reports instead of writing, and
+// the debug view lists: added, removed, re-weighted, drained and kept
+// backends. It also keeps the writes a dry run held back.
+//
+// It only describes: it reads nothing and writes nothing.
+package preview
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
-	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // BackendSetChange is what a reconcile would do to one backend set. serve
@@ -137,9 +138,9 @@ func (c *BackendSetChange) Details() string {
 	return strings.Join(parts, "; ")
 }
 
-// describe fills c with what p does to the backend set holding current,
+// Describe fills c with what p does to the backend set holding current,
 // drains lasting drainFor.
-func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration) BackendSetChange {
+func Describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration) BackendSetChange {
 	drainUntil := map[string]time.Time{}
 	for _, b := range p.Draining {
 		drainUntil[plan.Key(b.IP, b.Port)] = b.Since.Add(drainFor)
@@ -172,43 +173,4 @@ func describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor
 		c.Added = append(c.Added, BackendWeight{k, after[k].Weight})
 	}
 	return c
-}
-
-// planJobs plans each job's backend set of lb over what OCI holds, as a
-// sync does, and writes nothing. What a sync would report as failed goes
-// into out as the sync puts it.
-func planJobs(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []syncJob, claimants claimantsFunc, out *status.Outcome) []BackendSetChange {
-	// Planning adds empty ownership records, which stay in this copy.
-	obj = obj.DeepCopy()
-	changes := make([]BackendSetChange, 0, len(jobs))
-	for _, j := range jobs {
-		c := BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.name, Mode: j.mode.String()}
-		bs, err := j.prefetched, error(nil)
-		if bs == nil { // not read yet, or its read failed: read again for the error
-			bs, err = read.GetBackendSet(ctx, lb, j.name)
-		}
-		if err == nil {
-			j.protected, err = protectedBy(claimants, lb, j.name)
-		}
-		switch {
-		case oci.IsNotFound(err):
-			c.NotFound = true
-			if j.mode != plan.Remove && j.mode != plan.Drain { // nothing left to remove counts as done
-				out.Failures = append(out.Failures, missingBackendSet(j.name, lb))
-			}
-		case err != nil:
-			c.Error = err.Error()
-			out.Fail(j.name, err)
-		default:
-			p := plan.Compute(j.input(obj, bs.Backends))
-			c = describe(c, bs.Backends, &p, j.drainFor)
-		}
-		changes = append(changes, c)
-	}
-	return changes
-}
-
-// missingBackendSet says that a backend set to register in does not exist.
-func missingBackendSet(name, lb string) string {
-	return fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
 }

@@ -18,102 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
-
-func TestDescribe(t *testing.T) {
-	b := func(ip string, port, weight int32) plan.Backend {
-		return plan.Backend{IP: ip, Port: port, Weight: weight}
-	}
-	owned := func(ip string, port, weight int32) v1beta1.Backend {
-		return v1beta1.Backend{IP: ip, Port: port, Weight: weight}
-	}
-	want := func(ip string, port, weight int32) desired.Backend {
-		return desired.Backend{IP: ip, Port: port, Weight: weight}
-	}
-	tests := []struct {
-		name string
-		in   plan.Input
-		want BackendSetChange
-	}{
-		{
-			name: "taken over as left: adopted, foreign kept",
-			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("192.168.9.9", 80, 1)},
-				Desired: []desired.Backend{want("10.0.0.1", 30080, 1)}},
-			want: BackendSetChange{Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}, {"192.168.9.9:80", 1, true}}},
-		},
-		{
-			name: "a node joins, another leaves, one is re-weighted",
-			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1), b("10.0.0.3", 30080, 1)},
-				Owned:   []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1), owned("10.0.0.3", 30080, 1)},
-				Desired: []desired.Backend{want("10.0.0.1", 30080, 1), want("10.0.0.3", 30080, 5), want("10.0.0.4", 30080, 1)}},
-			want: BackendSetChange{
-				Added:      []BackendWeight{{"10.0.0.4:30080", 1}},
-				Removed:    []BackendWeight{{"10.0.0.2:30080", 1}},
-				Reweighted: []Reweighted{{"10.0.0.3:30080", 1, 5}},
-				Kept:       []KeptBackend{{"10.0.0.1:30080", 1, false}},
-			},
-		},
-		{
-			name: "removed from the spec: owned ones go, one another resource records stays",
-			in: plan.Input{Mode: plan.Remove, Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1)},
-				Owned:     []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1)},
-				Protected: map[string]bool{"10.0.0.2:30080": true}},
-			want: BackendSetChange{Removed: []BackendWeight{{"10.0.0.1:30080", 1}}, Kept: []KeptBackend{{"10.0.0.2:30080", 1, true}}},
-		},
-		{
-			name: "a wanted backend left drained, another offline: both serve again",
-			in: plan.Input{Current: []plan.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1, Drain: true}, {IP: "10.0.0.2", Port: 30080, Weight: 1, Offline: true}},
-				Desired: []desired.Backend{want("10.0.0.1", 30080, 1), want("10.0.0.2", 30080, 1)}},
-			want: BackendSetChange{Restored: []BackendWeight{{"10.0.0.1:30080", 1}, {"10.0.0.2:30080", 1}}},
-		},
-		{
-			name: "a departing node's backend is drained until the period is over; one drained before stays so",
-			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1), {IP: "10.0.0.3", Port: 30080, Weight: 1, Drain: true}},
-				Owned:    []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1), owned("10.0.0.3", 30080, 1)},
-				Desired:  []desired.Backend{want("10.0.0.1", 30080, 1)},
-				Draining: map[string]time.Time{"10.0.0.3:30080": drainNow.Add(-time.Minute)}, DrainFor: 2 * time.Minute, Now: drainNow},
-			want: BackendSetChange{Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}}, Draining: []DrainingBackend{
-				{"10.0.0.2:30080", 1, drainNow.Add(2 * time.Minute), true}, {"10.0.0.3:30080", 1, drainNow.Add(time.Minute), false}}},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := plan.Compute(tc.in)
-			got := describe(BackendSetChange{}, tc.in.Current, &p, tc.in.DrainFor)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("describe (-want +got):\n%s", diff)
-			}
-			if got.Changed() != p.Changed() {
-				t.Errorf("Changed() = %v, the plan's %v", got.Changed(), p.Changed())
-			}
-		})
-	}
-}
-
-// drainNow is when TestDescribe's drains are planned, to the second as the
-// record keeps it.
-var drainNow = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-
-// An Event's note has at most 1 kB: a change of thousands of backends names five of each kind.
-func TestDetailsIsBounded(t *testing.T) {
-	c := BackendSetChange{Reweighted: []Reweighted{{"10.0.0.1:30080", 1, 5}}}
-	for i := range 7 {
-		c.Added = append(c.Added, BackendWeight{strings.Repeat("1", i+1) + ":30080", 1})
-	}
-	want := "add 1:30080 weight 1, 11:30080 weight 1, 111:30080 weight 1, 1111:30080 weight 1, 11111:30080 weight 1 and 2 more; " +
-		"re-weight 10.0.0.1:30080 weight 1 to 5"
-	if got := c.Details(); got != want {
-		t.Errorf("Details() = %q, want %q", got, want)
-	}
-	if got, want := c.Summary(), "7 to add, 0 to remove, 1 to re-weight"; got != want {
-		t.Errorf("Summary() = %q, want %q", got, want)
-	}
-}
 
 // backendSets is OCI as far as planning goes: backend sets by name, any
 // load balancer; a write fails the test.
@@ -179,7 +89,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	r.opts.DryRun = true
 	ctx := context.Background()
 
-	var planned []BackendSetChange
+	var planned []preview.BackendSetChange
 	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
 	all := []v1beta1.LBRegistrar{*older, *newer}
 	for _, obj := range all {
@@ -198,17 +108,17 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		}
 	}
 
-	want := []BackendSetChange{
-		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "api", Mode: "apply", Added: []BackendWeight{{"10.0.0.2:30080", 1}},
-			Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}, {"192.168.9.9:80", 1, true}}},
-		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "dropped", Mode: "remove", Removed: []BackendWeight{{"10.0.0.1:31000", 1}}},
+	want := []preview.BackendSetChange{
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "api", Mode: "apply", Added: []preview.BackendWeight{{Backend: "10.0.0.2:30080", Weight: 1}},
+			Kept: []preview.KeptBackend{{Backend: "10.0.0.1:30080", Weight: 1}, {Backend: "192.168.9.9:80", Weight: 1, Foreign: true}}},
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "dropped", Mode: "remove", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}}},
 		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "web", Mode: "apply",
-			Reweighted: []Reweighted{{"10.0.0.1:30443", 1, 2}}, Kept: []KeptBackend{{"10.0.0.2:30443", 2, false}}},
+			Reweighted: []preview.Reweighted{{Backend: "10.0.0.1:30443", From: 1, To: 2}}, Kept: []preview.KeptBackend{{Backend: "10.0.0.2:30443", Weight: 2}}},
 	}
-	if diff := cmp.Diff(want, r.pending.snapshot()); diff != "" {
+	if diff := cmp.Diff(want, r.pending.Snapshot()); diff != "" {
 		t.Errorf("writes the dry run held back (-want +got):\n%s", diff)
 	}
-	slices.SortFunc(planned, func(a, b BackendSetChange) int { return strings.Compare(a.BackendSet, b.BackendSet) })
+	slices.SortFunc(planned, func(a, b preview.BackendSetChange) int { return strings.Compare(a.BackendSet, b.BackendSet) })
 	if diff := cmp.Diff(want, planned); diff != "" {
 		t.Errorf("writes the plan shows (-want +got):\n%s", diff)
 	}
@@ -263,10 +173,10 @@ func TestUnrecordedBackends(t *testing.T) {
 	r := unitReconciler(t, nil, recording, node)
 	forged.Status.RecordSignature = "v1.not-the-controllers"
 	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
-	kept := func(backend string, foreign bool) KeptBackend {
-		return KeptBackend{Backend: backend, Weight: 1, Foreign: foreign}
+	kept := func(backend string, foreign bool) preview.KeptBackend {
+		return preview.KeptBackend{Backend: backend, Weight: 1, Foreign: foreign}
 	}
-	plans := []ResourcePlan{{LBRegistrar: "a", LoadBalancerID: lb, BackendSets: []BackendSetChange{{LoadBalancerID: lb, BackendSet: "web", Kept: []KeptBackend{
+	plans := []ResourcePlan{{LBRegistrar: "a", LoadBalancerID: lb, BackendSets: []preview.BackendSetChange{{LoadBalancerID: lb, BackendSet: "web", Kept: []preview.KeptBackend{
 		kept("10.0.0.1:30443", false),                             // its own
 		kept("10.0.0.1:8080", true),                               // a node's, at another port
 		kept("instance ocid1.instance.oc1.iad.mine:30443", true),  // a node's, by instance
