@@ -18,6 +18,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -68,10 +69,10 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	if time.Now().Before(drainUntil) {
 		mode = plan.Drain
 	}
-	var jobs []syncJob
+	var jobs []decide.Job
 	var names []string
 	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, syncJob{name: rec.Name, mode: mode, drained: rec.Drained})
+		jobs = append(jobs, decide.Job{Name: rec.Name, Mode: mode, Drained: rec.Drained})
 		names = append(names, rec.Name)
 	}
 	if mode == plan.Drain {
@@ -196,9 +197,9 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI,
 	defer turn.Release()
 	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
-	var jobs []syncJob
+	var jobs []decide.Job
 	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove})
+		jobs = append(jobs, decide.Job{Name: rec.Name, Mode: plan.Remove})
 	}
 	r.syncAll(ctx, ociClient, st, out, turn, jobs)
 	if out.Err != nil {

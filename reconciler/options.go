@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
@@ -194,4 +195,9 @@ func httpClientTrusting(caFile string) (*http.Client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{Timeout: 60 * time.Second, Transport: transport}, nil
+}
+
+// decide is what deciding takes of o.
+func (o Options) decide() decide.Options {
+	return decide.Options{RequireReadyNodes: o.RequireReadyNodes, NodeDrainPeriod: o.NodeDrainPeriod}
 }

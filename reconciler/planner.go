@@ -13,6 +13,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
@@ -88,20 +89,20 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	if rp.RecordIgnored != "" {
 		ownership.Drop(obj)
 	}
-	claimants := claimantsAmong(all, obj.Name).vouched(key)
+	claimants := decide.Among(all, obj.Name).Vouched(key)
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentials.Error
 	if err != nil && !errors.As(err, &ce) {
 		return rp, err
 	}
-	out, jobs, err := assess(ctx, p.reader, ociClient, obj, claimants, p.opts)
+	out, jobs, err := decide.Assess(ctx, p.reader, ociClient, obj, claimants, p.opts.decide())
 	if err != nil {
 		return rp, err
 	}
 	if ce != nil {
 		rp.Error = ce.Message
 	} else {
-		rp.BackendSets = planJobs(ctx, ociClient, obj, lb, jobs, claimants, &out)
+		rp.BackendSets = decide.Preview(ctx, ociClient, obj, lb, jobs, claimants, &out)
 	}
 	if ce != nil {
 		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
@@ -155,7 +156,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		if !errors.As(err, &ce) {
 			return ctrl.Result{}, err
 		}
-		if out.Lost, err = lostClaims(obj, claimants); err != nil {
+		if out.Lost, err = decide.Lost(obj, claimants); err != nil {
 			return ctrl.Result{}, err
 		}
 		obj.Status.ObservedGeneration = obj.Generation
@@ -193,7 +194,7 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 // decides from the cluster as it is now, so changes that arrived while the
 // resource waited for the lane go into this write, then syncs and records
 // the status.
-func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn, claimants claimantsFunc, before []metav1.Condition) (ctrl.Result, error) {
+func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn, claimants decide.Claimants, before []metav1.Condition) (ctrl.Result, error) {
 	obj := st.Object()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID)
 	// Watched before the reads, so that another writer's change made after
@@ -202,7 +203,7 @@ func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *status.
 	// The backend sets are read first: what of a node goes into one (which
 	// address, its instance) depends on the backend set.
 	turn.Step(lanes.Reading, "", "")
-	out, jobs, err := assess(ctx, r.client, ociClient, obj, claimants, r.opts)
+	out, jobs, err := decide.Assess(ctx, r.client, ociClient, obj, claimants, r.opts.decide())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

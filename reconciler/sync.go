@@ -13,7 +13,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
-	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -21,100 +21,10 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
-// syncJob is one backend set to bring in line within a reconcile.
-type syncJob struct {
-	name      string
-	mode      plan.Mode
-	want      []desired.Backend
-	protected map[string]bool
-	// drained: see plan.Input.Drained.
-	drained bool
-	// drainFor: see plan.Input.DrainFor.
-	drainFor time.Duration
-	// noAdds: see plan.Input.NoAdds.
-	noAdds     bool
-	prefetched *oci.BackendSet
-	skip       bool // its inputs could not be read
-	changing   bool // planned to be written
-}
-
-func (j *syncJob) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	rec := status.Record(obj, j.name)
-	draining := map[string]time.Time{}
-	for _, b := range rec.DrainingBackends() {
-		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
-	}
-	return plan.Input{Mode: j.mode, Current: current, Owned: rec.Owned(), Desired: j.want, Protected: j.protected, Drained: j.drained,
-		Draining: draining, DrainFor: j.drainFor, Now: time.Now(), NoAdds: j.noAdds, Limit: j.prefetched.BackendLimit()}
-}
-
 // ociAPI is what a reconcile needs from OCI; *oci.Client implements it.
 type ociAPI interface {
 	backendset.API
 	backendset.HealthReader
-}
-
-// backendSetNames are the backend sets a reconcile of obj may write: those
-// its spec names, but for the ones another resource keeps, and those it
-// still has a record of.
-func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string {
-	var names []string
-	for _, t := range obj.Spec.Services {
-		if _, kept := lost[t.BackendSetName]; !kept {
-			names = append(names, t.BackendSetName)
-		}
-	}
-	for _, rec := range obj.Status.BackendSets {
-		names = append(names, rec.Name)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
-// takes is what each backend set read takes of a node: addresses of its
-// NLB ipVersion (a classic one, which has none, takes IPv4), and the
-// instance OCID too where it preserves the client's source address.
-func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
-	out := make(map[string]desired.Takes, len(read))
-	for name, bs := range read {
-		t := desired.Takes{Instance: bs.PreservesSource}
-		switch bs.IPVersion {
-		case "IPV4":
-			t.Family = desired.IPv4
-		case "IPV6":
-			t.Family = desired.IPv6
-		}
-		out[name] = t
-	}
-	return out
-}
-
-// registerJobs are the backend sets a reconcile brings in line: every one
-// the desired state names that no other resource keeps (those whose desired
-// state is uncertain keep what is registered, and out says so), and every
-// recorded one the spec no longer names, whose owned backends go. read are
-// the backend sets already read.
-func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []syncJob {
-	var jobs []syncJob
-	inSpec := map[string]bool{}
-	for _, bs := range result.BackendSets {
-		inSpec[bs.Name] = true
-		if _, ok := out.Lost[bs.Name]; ok {
-			continue
-		}
-		mode := plan.Apply
-		if bs.Held != nil {
-			mode = plan.Hold
-			out.Held = append(out.Held, bs.Name)
-		}
-		jobs = append(jobs, syncJob{name: bs.Name, mode: mode, want: bs.Backends, drainFor: drainFor, prefetched: read[bs.Name]})
-	}
-	for _, rec := range obj.Status.BackendSets {
-		if !inSpec[rec.Name] {
-			jobs = append(jobs, syncJob{name: rec.Name, mode: plan.Remove, prefetched: read[rec.Name]})
-		}
-	}
-	return jobs
 }
 
 // syncAll syncs backend sets of the load balancer whose lane is held, one
@@ -122,7 +32,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
-func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, jobs []syncJob) {
+func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, jobs []decide.Job) {
 	obj, lb := st.Object(), turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	turn.Step(lanes.Reading, "", "")
@@ -134,45 +44,45 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.W
 	for i := range jobs {
 		j := &jobs[i]
 		var err error
-		if j.protected, err = r.protected(ctx, obj, lb, j.name); err != nil {
-			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.name)
-			out.Fail(j.name, err)
-			j.skip = true
+		if j.Protected, err = r.protected(ctx, obj, lb, j.Name); err != nil {
+			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.Name)
+			out.Fail(j.Name, err)
+			j.Skip = true
 			continue
 		}
-		if j.prefetched == nil {
-			unread = append(unread, j.name)
+		if j.Prefetched == nil {
+			unread = append(unread, j.Name)
 		}
 	}
 	read := backendset.ReadAll(ctx, ociClient, lb, unread)
 	for i := range jobs {
-		if bs := read[jobs[i].name]; bs != nil {
-			jobs[i].prefetched = bs
+		if bs := read[jobs[i].Name]; bs != nil {
+			jobs[i].Prefetched = bs
 		}
 	}
 	var changing []string
 	for i := range jobs {
 		j := &jobs[i]
-		if j.prefetched == nil {
+		if j.Prefetched == nil {
 			continue
 		}
-		in := j.input(obj, j.prefetched.Backends)
+		in := j.Input(obj, j.Prefetched.Backends)
 		p := plan.Compute(in)
-		if rej := r.rejections.inForce(obj.Name, j.name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
-			logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", j.name,
+		if rej := r.rejections.inForce(obj.Name, j.Name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
+			logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", j.Name,
 				"withheld", len(p.Added), "retryAt", rej.retryAt, "error", rej.err.Error())
-			out.Refused(j.name, len(p.Added), rej.err, rej.retryAt)
-			j.noAdds = true
-			in = j.input(obj, j.prefetched.Backends)
+			out.Refused(j.Name, len(p.Added), rej.err, rej.retryAt)
+			j.NoAdds = true
+			in = j.Input(obj, j.Prefetched.Backends)
 			p = plan.Compute(in)
 		}
 		if !p.Changed() {
 			continue
 		}
-		j.changing = true
-		changing = append(changing, j.name)
+		j.Changing = true
+		changing = append(changing, j.Name)
 		if len(p.Added) > 0 {
-			status.Record(obj, j.name).SetOwned(plan.Intent(in.Owned, &p))
+			status.Record(obj, j.Name).SetOwned(plan.Intent(in.Owned, &p))
 		}
 	}
 	r.status.WarnLargeRecord(obj)
@@ -193,13 +103,13 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.W
 	current := true // no write since the reads above
 	for i := range jobs {
 		j := &jobs[i]
-		if j.skip {
+		if j.Skip {
 			continue
 		}
-		if r.syncOne(ctx, ociClient, st, out, turn, j, current) && (j.mode == plan.Apply || j.mode == plan.Hold) {
-			inLine = append(inLine, j.name)
+		if r.syncOne(ctx, ociClient, st, out, turn, j, current) && (j.Mode == plan.Apply || j.Mode == plan.Hold) {
+			inLine = append(inLine, j.Name)
 		}
-		current = current && !j.changing
+		current = current && !j.Changing
 	}
 	switch {
 	case !r.opts.BackendHealth:
@@ -216,19 +126,19 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.W
 
 // syncOne syncs one backend set and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, j *syncJob, current bool) bool {
-	obj, name, mode, lb := st.Object(), j.name, j.mode, turn.LoadBalancerID()
+func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, j *decide.Job, current bool) bool {
+	obj, name, mode, lb := st.Object(), j.Name, j.Mode, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := backendset.Sync(ctx, ociClient, r.opts.Backoff, backendset.Request{
 		LoadBalancerID: lb,
 		Name:           name,
-		Prefetched:     j.prefetched,
+		Prefetched:     j.Prefetched,
 		Current:        current,
 		Last:           status.LastWorkRequest(obj, name),
 		WaitTimeout:    r.opts.WorkRequestTimeout,
 		ShutdownWait:   r.opts.ShutdownWait,
 		Turn:           turn,
-		Input:          func(current []plan.Backend) plan.Input { return j.input(obj, current) },
+		Input:          func(current []plan.Backend) plan.Input { return j.Input(obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
 			rec := status.Record(obj, name)
 			if slices.Equal(rec.Owned(), owned) {
@@ -264,7 +174,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.W
 		logger.Error(err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "%s", out.Refused(name, len(res.Plan.Added), err, retryAt))
-		j.noAdds = true
+		j.NoAdds = true
 		return r.syncOne(ctx, ociClient, st, out, turn, j, false)
 	case err != nil:
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
@@ -278,7 +188,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.W
 		// one this key may not read yet (a policy still propagating), so it
 		// is retried with the workqueue's backoff: soon at first, then
 		// rarely, and found soon after either changes.
-		missing := fmt.Errorf("%s: %w", missingBackendSet(name, lb), res.NotFound)
+		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, lb), res.NotFound)
 		logger.Error(missing, "registering nothing there until it exists")
 		out.Failures = append(out.Failures, missing.Error())
 		if out.Err == nil {
@@ -291,16 +201,16 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.W
 		rec.SetOwned(res.Plan.Owned)
 		rec.SetDraining(res.Plan.Draining)
 		out.Revisit(res.Plan.DrainsUntil)
-		if !j.noAdds {
+		if !j.NoAdds {
 			r.rejections.clear(obj.Name, name)
 		}
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
-		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.prefetched.BackendLimit()
+		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.Prefetched.BackendLimit()
 		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(wanted) / float64(limit))
 		if is := status.NearLimit(name, wanted, limit); is != nil {
 			out.Issues = append(out.Issues, *is)
 		}
-		r.drains.set(obj.Name, lb, name, &res.Plan, j.drainFor)
+		r.drains.set(obj.Name, lb, name, &res.Plan, j.DrainFor)
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))
 		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(res.Plan.DrainEnded)))
 		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(res.Plan.DrainCalledOff)))

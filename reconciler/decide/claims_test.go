@@ -1,4 +1,4 @@
-package reconciler
+package decide
 
 import (
 	"testing"
@@ -35,7 +35,7 @@ func TestClaimHolder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := claimHolder(tc.claimants); got.Name != tc.want {
+			if got := holderOf(tc.claimants); got.Name != tc.want {
 				t.Fatalf("holder = %s, want %s", got.Name, tc.want)
 			}
 			// Whatever order a resource lists them in, the holder is the same.
@@ -43,7 +43,7 @@ func TestClaimHolder(t *testing.T) {
 			for i, c := range tc.claimants {
 				reversed[len(reversed)-1-i] = c
 			}
-			if got := claimHolder(reversed); got.Name != tc.want {
+			if got := holderOf(reversed); got.Name != tc.want {
 				t.Fatalf("holder in reverse order = %s, want %s", got.Name, tc.want)
 			}
 		})

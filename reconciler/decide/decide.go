@@ -1,0 +1,160 @@
+// Package decide says what one reconcile of a resource should do, from the
+// cluster as a reader shows it, the claims other resources make on its
+// backend sets, and its backend sets as OCI holds them: the desired state
+// and what is wrong with it, the backend sets another resource keeps, and
+// which backend sets to bring in line in which mode, a Job each. The
+// controller, serve --dry-run and lbregistrar plan decide here, so a plan
+// shows what the controller will do.
+//
+// It reads the cluster and OCI's backend sets, and writes nothing.
+package decide
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
+)
+
+// Options are what deciding depends on besides the cluster and OCI.
+type Options struct {
+	// RequireReadyNodes registers only Ready nodes (see desired.Options).
+	RequireReadyNodes bool
+	// NodeDrainPeriod is how long a backend no longer wanted stays drained
+	// before it is removed; 0 removes it at once.
+	NodeDrainPeriod time.Duration
+}
+
+// decide is what a reconcile of obj decides from the cluster and the
+// backend sets read, given the backend sets another resource keeps (lost):
+// what the desired state is and what is wrong with it (issues), and which
+// backend sets to bring in line in which mode (held ones keep what is
+// registered). The controller and lbregistrar plan both decide here, so the
+// plan shows what the controller will do.
+func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, o Options) (status.Outcome, []Job) {
+	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: o.RequireReadyNodes, BackendSets: takes(read)})
+	out := status.Outcome{Lost: lost, Issues: result.Issues}
+	return out, registerJobs(obj, result, &out, read, o.NodeDrainPeriod)
+}
+
+// Assess gathers what decide needs and decides: the cluster as reader sees
+// it, the backend sets obj loses to claimants, and its backend sets as OCI
+// has them, read with ociClient (nil when obj's credentials cannot be used:
+// nothing is read, and the desired state is decided without them). The
+// controller's turn and lbregistrar plan both start here.
+func Assess(ctx context.Context, reader client.Reader, ociClient backendset.Reader, obj *v1beta1.LBRegistrar, claimants Claimants, opts Options) (status.Outcome, []Job, error) {
+	cluster, err := ReadView(ctx, reader, obj)
+	if err != nil {
+		return status.Outcome{}, nil, err
+	}
+	lost, err := Lost(obj, claimants)
+	if err != nil {
+		return status.Outcome{}, nil, err
+	}
+	var read map[string]*oci.BackendSet
+	if ociClient != nil {
+		read = backendset.ReadAll(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
+	}
+	out, jobs := decide(obj, cluster, lost, read, opts)
+	return out, jobs, nil
+}
+
+// Job is one backend set to bring in line within a reconcile.
+type Job struct {
+	Name string
+	Mode plan.Mode
+	Want []desired.Backend
+	// Protected are the backends other live resources record there.
+	Protected map[string]bool
+	// Drained: see plan.Input.Drained.
+	Drained bool
+	// DrainFor: see plan.Input.DrainFor.
+	DrainFor time.Duration
+	// NoAdds: see plan.Input.NoAdds.
+	NoAdds bool
+	// Prefetched is the backend set as read in this reconcile, if it was.
+	Prefetched *oci.BackendSet
+	Skip       bool // its inputs could not be read
+	Changing   bool // planned to be written
+}
+
+func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
+	rec := status.Record(obj, j.Name)
+	draining := map[string]time.Time{}
+	for _, b := range rec.DrainingBackends() {
+		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
+	}
+	return plan.Input{Mode: j.Mode, Current: current, Owned: rec.Owned(), Desired: j.Want, Protected: j.Protected, Drained: j.Drained,
+		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), NoAdds: j.NoAdds, Limit: j.Prefetched.BackendLimit()}
+}
+
+// backendSetNames are the backend sets a reconcile of obj may write: those
+// its spec names, but for the ones another resource keeps, and those it
+// still has a record of.
+func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string {
+	var names []string
+	for _, t := range obj.Spec.Services {
+		if _, kept := lost[t.BackendSetName]; !kept {
+			names = append(names, t.BackendSetName)
+		}
+	}
+	for _, rec := range obj.Status.BackendSets {
+		names = append(names, rec.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// takes is what each backend set read takes of a node: addresses of its
+// NLB ipVersion (a classic one, which has none, takes IPv4), and the
+// instance OCID too where it preserves the client's source address.
+func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
+	out := make(map[string]desired.Takes, len(read))
+	for name, bs := range read {
+		t := desired.Takes{Instance: bs.PreservesSource}
+		switch bs.IPVersion {
+		case "IPV4":
+			t.Family = desired.IPv4
+		case "IPV6":
+			t.Family = desired.IPv6
+		}
+		out[name] = t
+	}
+	return out
+}
+
+// registerJobs are the backend sets a reconcile brings in line: every one
+// the desired state names that no other resource keeps (those whose desired
+// state is uncertain keep what is registered, and out says so), and every
+// recorded one the spec no longer names, whose owned backends go. read are
+// the backend sets already read.
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []Job {
+	var jobs []Job
+	inSpec := map[string]bool{}
+	for _, bs := range result.BackendSets {
+		inSpec[bs.Name] = true
+		if _, ok := out.Lost[bs.Name]; ok {
+			continue
+		}
+		mode := plan.Apply
+		if bs.Held != nil {
+			mode = plan.Hold
+			out.Held = append(out.Held, bs.Name)
+		}
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: drainFor, Prefetched: read[bs.Name]})
+	}
+	for _, rec := range obj.Status.BackendSets {
+		if !inSpec[rec.Name] {
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Remove, Prefetched: read[rec.Name]})
+		}
+	}
+	return jobs
+}

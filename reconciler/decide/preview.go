@@ -1,0 +1,52 @@
+package decide
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
+)
+
+// Preview plans each job's backend set of lb over what OCI holds, as a
+// sync does, and writes nothing. What a sync would report as failed goes
+// into out as the sync puts it.
+func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, claimants Claimants, out *status.Outcome) []preview.BackendSetChange {
+	// Planning adds empty ownership records, which stay in this copy.
+	obj = obj.DeepCopy()
+	changes := make([]preview.BackendSetChange, 0, len(jobs))
+	for _, j := range jobs {
+		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.Name, Mode: j.Mode.String()}
+		bs, err := j.Prefetched, error(nil)
+		if bs == nil { // not read yet, or its read failed: read again for the error
+			bs, err = read.GetBackendSet(ctx, lb, j.Name)
+		}
+		if err == nil {
+			j.Protected, err = Protected(claimants, lb, j.Name)
+		}
+		switch {
+		case oci.IsNotFound(err):
+			c.NotFound = true
+			if j.Mode != plan.Remove && j.Mode != plan.Drain { // nothing left to remove counts as done
+				out.Failures = append(out.Failures, MissingBackendSet(j.Name, lb))
+			}
+		case err != nil:
+			c.Error = err.Error()
+			out.Fail(j.Name, err)
+		default:
+			p := plan.Compute(j.Input(obj, bs.Backends))
+			c = preview.Describe(c, bs.Backends, &p, j.DrainFor)
+		}
+		changes = append(changes, c)
+	}
+	return changes
+}
+
+// MissingBackendSet says that a backend set to register in does not exist.
+func MissingBackendSet(name, lb string) string {
+	return fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
+}
