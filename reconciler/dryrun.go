@@ -12,7 +12,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
-// holdWrites is syncAll under --dry-run: it plans every job as lbregistrar
+// holdWrites is write under --dry-run: it plans every job as lbregistrar
 // plan does and, instead of writing, reports each write it would make as an
 // Event, in lbregistrar_pending_writes and the lanes view, and in out for
 // the Ready condition. The ownership record stays as it is.

@@ -81,7 +81,7 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 		logger.Info("deleted: removing this resource's backends", "backendSets", names)
 	}
 	var out status.Outcome
-	r.syncAll(ctx, ociClient, st, &out, turn, jobs)
+	r.write(ctx, ociClient, st, &out, turn, jobs)
 	if mode == plan.Drain && out.Err == nil {
 		for i := range obj.Status.BackendSets {
 			obj.Status.BackendSets[i].Drained = true
@@ -183,8 +183,21 @@ func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
 }
 
 // leaveOldLoadBalancer removes what obj registered in a load balancer its
-// spec no longer names, before anything is registered in the new one.
-func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome) error {
+// spec no longer names, before anything is registered in the new one, and
+// then records the new one as the one obj's record refers to. When that
+// fails, the status says so and nothing is registered.
+func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *status.Writer) error {
+	obj := st.Object()
+	var out status.Outcome
+	if err := r.leave(ctx, ociClient, st, &out); err != nil {
+		status.SetConditions(obj, &out)
+		return errors.Join(err, st.Flush(ctx))
+	}
+	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
+	return nil
+}
+
+func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome) error {
 	obj := st.Object()
 	old := recordedLoadBalancer(obj)
 	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
@@ -201,7 +214,7 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI,
 	for _, rec := range obj.Status.BackendSets {
 		jobs = append(jobs, decide.Job{Name: rec.Name, Mode: plan.Remove})
 	}
-	r.syncAll(ctx, ociClient, st, out, turn, jobs)
+	r.write(ctx, ociClient, st, out, turn, jobs)
 	if out.Err != nil {
 		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.Err)
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +28,29 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
+
+// Finalizer holds a resource until its own backends are deregistered.
+const Finalizer = "nodes.peppy-ratio.dev/deregister"
+
+// Reconciler reconciles LBRegistrar (v1beta1, the hub).
+type Reconciler struct {
+	client     client.Client
+	apiReader  client.Reader // uncached reads
+	secrets    *credentials.Secrets
+	events     events.EventRecorder
+	clientFor  func(oci.Credentials) (ociAPI, error)
+	lanes      *lanes.Lanes
+	wakeups    *lanes.Wakeups
+	watch      *lbwatch.Watch // notices other writers' changes
+	flights    *lanes.Flights
+	pending    *preview.Pending // held back by DryRun
+	rejections rejections
+	drains     drains
+	status     *status.Recorder
+	records    *ownership.KeyStore
+	elected    <-chan struct{} // closed once this replica leads
+	opts       Options
+}
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
 // serves the lanes view at DebugLanesPath on the manager's metrics server

@@ -27,12 +27,12 @@ type ociAPI interface {
 	backendset.HealthReader
 }
 
-// syncAll syncs backend sets of the load balancer whose lane is held, one
+// write brings the backend sets of the load balancer whose lane is held, one
 // write at a time, as OCI requires. Reads to plan (those not done already)
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
-func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, jobs []decide.Job) {
+func (r *Reconciler) write(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, jobs []decide.Job) {
 	obj, lb := st.Object(), turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
 	turn.Step(lanes.Reading, "", "")
@@ -106,7 +106,7 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.W
 		if j.Skip {
 			continue
 		}
-		if r.syncOne(ctx, ociClient, st, out, turn, j, current) && (j.Mode == plan.Apply || j.Mode == plan.Hold) {
+		if r.writeOne(ctx, ociClient, st, out, turn, j, current) && (j.Mode == plan.Apply || j.Mode == plan.Hold) {
 			inLine = append(inLine, j.Name)
 		}
 		current = current && !j.Changing
@@ -124,9 +124,9 @@ func (r *Reconciler) syncAll(ctx context.Context, ociClient ociAPI, st *status.W
 	}
 }
 
-// syncOne syncs one backend set and folds the result into the status and
+// writeOne brings one backend set in line and folds the result into the status and
 // outcome. It reports whether the backend set now holds what the record says.
-func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, j *decide.Job, current bool) bool {
+func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome, turn *lanes.Turn, j *decide.Job, current bool) bool {
 	obj, name, mode, lb := st.Object(), j.Name, j.Mode, turn.LoadBalancerID()
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb, "backendSet", name)
 	res, err := backendset.Sync(ctx, ociClient, r.opts.Backoff, backendset.Request{
@@ -142,7 +142,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.W
 		RecordIntent: func(owned []v1beta1.Backend) error {
 			rec := status.Record(obj, name)
 			if slices.Equal(rec.Owned(), owned) {
-				return nil // recorded ahead, by syncAll
+				return nil // recorded ahead, by write
 			}
 			rec.SetOwned(owned)
 			return st.Flush(ctx)
@@ -175,7 +175,7 @@ func (r *Reconciler) syncOne(ctx context.Context, ociClient ociAPI, st *status.W
 			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "%s", out.Refused(name, len(res.Plan.Added), err, retryAt))
 		j.NoAdds = true
-		return r.syncOne(ctx, ociClient, st, out, turn, j, false)
+		return r.writeOne(ctx, ociClient, st, out, turn, j, false)
 	case err != nil:
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)

@@ -1,0 +1,107 @@
+package reconciler
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
+)
+
+// read reads the resource from the cache, or past it while the cache is
+// behind this process's own last status write.
+func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1beta1.LBRegistrar, error) {
+	var obj v1beta1.LBRegistrar
+	err := r.client.Get(ctx, req.NamespacedName, &obj)
+	if err == nil && r.status.Behind(&obj) {
+		err = r.apiReader.Get(ctx, req.NamespacedName, &obj)
+	}
+	return &obj, err
+}
+
+// forget drops what the process keeps of a resource that is gone.
+func (r *Reconciler) forget(name string) {
+	r.secrets.Forget(name)
+	r.pending.Forget(name)
+	r.rejections.forget(name)
+	r.drains.forget(name)
+	r.status.Forget(name)
+	r.watch.Forget(name)
+}
+
+// holdFinalizer adds the finalizer that keeps obj until its backends are
+// deregistered. A dry run adds none: it could not keep that promise.
+func (r *Reconciler) holdFinalizer(ctx context.Context, obj *v1beta1.LBRegistrar) error {
+	if controllerutil.ContainsFinalizer(obj, Finalizer) || r.opts.DryRun {
+		return nil
+	}
+	base := obj.DeepCopy()
+	controllerutil.AddFinalizer(obj, Finalizer)
+	return r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// ociClientFor returns the OCI client for obj's credentials.
+func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
+	creds, err := r.secrets.Credentials(ctx, obj.Name, &obj.Spec.APIKey)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.Client(r.clientFor, creds)
+}
+
+// unusable records that obj's credentials cannot be used; nothing is
+// written until they change, and the Secret watch brings the resource back
+// then.
+func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants decide.Claimants, before []metav1.Condition, ce *credentials.Error) (ctrl.Result, error) {
+	obj := st.Object()
+	lost, err := decide.Lost(obj, claimants)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message}}
+	r.watch.Forget(obj.Name)
+	log.FromContext(ctx).Error(ce, "the API key cannot be used; nothing is written until its Secret changes",
+		"loadBalancer", obj.Spec.LoadBalancerID, "reason", ce.Reason, "cause", ce.Cause)
+	r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.Reason, "ReadCredentials", "%s", ce.Message)
+	return r.requeue(time.Time{}), r.record(ctx, st, &out, before)
+}
+
+// record writes what the reconcile found into obj's status, on its way out.
+func (r *Reconciler) record(ctx context.Context, st *status.Writer, out *status.Outcome, before []metav1.Condition) error {
+	obj := st.Object()
+	obj.Status.ObservedGeneration = obj.Generation
+	obj.Status.Targets = int32(len(obj.Spec.Services))
+	status.SetConditions(obj, out)
+	status.LogDecisions(log.FromContext(ctx).WithValues("loadBalancer", obj.Spec.LoadBalancerID), before, obj, out)
+	return st.Flush(ctx)
+}
+
+// requeue schedules the periodic drift repair, jittered so resources spread
+// out, or the revisit at revisitAt when that comes first.
+func (r *Reconciler) requeue(revisitAt time.Time) ctrl.Result {
+	var res ctrl.Result
+	if r.opts.Resync > 0 {
+		res.RequeueAfter = r.opts.Resync + time.Duration(rand.Int64N(int64(r.opts.Resync)/10+1))
+	}
+	if !revisitAt.IsZero() {
+		if until := max(time.Until(revisitAt), 0) + 100*time.Millisecond; res.RequeueAfter == 0 || until < res.RequeueAfter {
+			res.RequeueAfter = until
+		}
+	}
+	return res
+}
+
+// wakeFunc enqueues the named resource again; it never blocks the caller.
+func (r *Reconciler) wakeFunc(name string) func() {
+	return func() { r.wakeups.Wake(name) }
+}
