@@ -197,6 +197,8 @@ func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI,
 	return nil
 }
 
+// leave removes obj's backends from the load balancer its record refers
+// to, when the spec names another one; out says what failed.
 func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome) error {
 	obj := st.Object()
 	old := recordedLoadBalancer(obj)

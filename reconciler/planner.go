@@ -119,11 +119,7 @@ func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (o
 		creds.Region = obj.Spec.APIKey.Region
 		return credentials.Client(p.build, creds)
 	}
-	creds, err := p.secrets.Credentials(ctx, obj.Name, &obj.Spec.APIKey)
-	if err != nil {
-		return nil, err
-	}
-	return credentials.Client(p.build, creds)
+	return credentials.ClientFor(ctx, p.secrets, p.build, obj.Name, &obj.Spec.APIKey)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

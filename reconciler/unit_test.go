@@ -192,3 +192,40 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 		t.Errorf("%d writes, reconciles Failed: %v; want both nodes written, one each, and no failure", ociClient.Writes, failed)
 	}
 }
+
+// A resource that is gone has its API key's Secret values dropped, so key
+// material no resource uses leaves the process's memory: the next read of
+// that Secret goes to the API server again, where a kept value would not.
+func TestGoneResourceForgetsItsKey(t *testing.T) {
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}}
+	r := unitReconciler(t, nil, secret)
+	var reads int
+	r.secrets = credentials.NewSecrets(interceptor.NewClient(r.client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if _, ok := o.(*corev1.Secret); ok {
+				reads++
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
+	}), nil)
+	key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
+	read := func() {
+		t.Helper()
+		if _, err := r.secrets.Credentials(ctx, "gone", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	read()
+	if reads != 1 {
+		t.Fatalf("%d Secret reads for two reads of an unchanged key, want 1", reads)
+	}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if reads != 2 {
+		t.Fatalf("%d Secret reads after the resource was gone, want the value read again (2)", reads)
+	}
+}

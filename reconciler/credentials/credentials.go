@@ -167,6 +167,17 @@ func valueRef(src *v1beta1.SecretKeySource) string {
 	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
+// ClientFor builds with build the OCI client for the API key of the named
+// LBRegistrar, read from its Secrets through s.
+func ClientFor[C any](ctx context.Context, s *Secrets, build func(oci.Credentials) (C, error), resource string, key *v1beta1.APIKey) (C, error) {
+	creds, err := s.Credentials(ctx, resource, key)
+	if err != nil {
+		var none C
+		return none, err
+	}
+	return Client(build, creds)
+}
+
 // Client builds the OCI client for creds with build; a key that cannot be
 // used is an *Error, the user's to fix.
 func Client[C any](build func(oci.Credentials) (C, error), creds oci.Credentials) (C, error) {

@@ -51,7 +51,7 @@ func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]s
 // nothing is read, and the desired state is decided without them). The
 // controller's turn and lbregistrar plan both start here.
 func Assess(ctx context.Context, reader client.Reader, ociClient backendset.Reader, obj *v1beta1.LBRegistrar, claimants Claimants, opts Options) (status.Outcome, []Job, error) {
-	cluster, err := ReadView(ctx, reader, obj)
+	cluster, err := readView(ctx, reader, obj)
 	if err != nil {
 		return status.Outcome{}, nil, err
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// ReadView reads the part of the cluster obj's desired state depends on:
+// readView reads the part of the cluster obj's desired state depends on:
 // from the cache in the controller, from the API server in lbregistrar plan.
-func ReadView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
+func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
 	var c desired.Cluster
 	var nodes corev1.NodeList
 	if err := reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
