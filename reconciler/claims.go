@@ -45,8 +45,3 @@ func (r *Reconciler) wakeClaimants(ctx context.Context, obj *v1beta1.LBRegistrar
 		}
 	}
 }
-
-// protected returns the backends other live resources record in the same backend set.
-func (r *Reconciler) protected(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) (map[string]bool, error) {
-	return decide.Protected(r.claimantsOf(ctx, obj), lb, name)
-}

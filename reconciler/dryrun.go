@@ -17,7 +17,7 @@ import (
 // Event, in lbregistrar_pending_writes and the lanes view, and in out for
 // the Ready condition. The ownership record stays as it is.
 func (r *Reconciler) holdWrites(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, out *status.Outcome, jobs []decide.Job) {
-	changes := decide.Preview(ctx, read, obj, lb, jobs, r.claimantsOf(ctx, obj), out)
+	changes := decide.Preview(ctx, read, obj, lb, jobs, out)
 	for i := range changes {
 		c := &changes[i]
 		if !c.Changed() {

@@ -69,10 +69,8 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	if time.Now().Before(drainUntil) {
 		mode = plan.Drain
 	}
-	var jobs []decide.Job
 	var names []string
 	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, decide.Job{Name: rec.Name, Mode: mode, Drained: rec.Drained})
 		names = append(names, rec.Name)
 	}
 	if mode == plan.Drain {
@@ -81,6 +79,7 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 		logger.Info("deleted: removing this resource's backends", "backendSets", names)
 	}
 	var out status.Outcome
+	jobs := decide.Removals(obj, turn.LoadBalancerID(), mode, r.claimantsOf(ctx, obj), &out)
 	r.write(ctx, ociClient, st, &out, turn, jobs)
 	if mode == plan.Drain && out.Err == nil {
 		for i := range obj.Status.BackendSets {
@@ -212,10 +211,7 @@ func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Wri
 	defer turn.Release()
 	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
-	var jobs []decide.Job
-	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, decide.Job{Name: rec.Name, Mode: plan.Remove})
-	}
+	jobs := decide.Removals(obj, old, plan.Remove, r.claimantsOf(ctx, obj), out)
 	r.write(ctx, ociClient, st, out, turn, jobs)
 	if out.Err != nil {
 		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.Err)

@@ -102,7 +102,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	if ce != nil {
 		rp.Error = ce.Message
 	} else {
-		rp.BackendSets = decide.Preview(ctx, ociClient, obj, lb, jobs, claimants, &out)
+		rp.BackendSets = decide.Preview(ctx, ociClient, obj, lb, jobs, &out)
 	}
 	if ce != nil {
 		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}

@@ -28,7 +28,8 @@ type ociAPI interface {
 }
 
 // write brings the backend sets of the load balancer whose lane is held, one
-// write at a time, as OCI requires. Reads to plan (those not done already)
+// write at a time, as OCI requires, sparing what decide found other
+// resources record there. Reads to plan (those not done already)
 // and the intent record are done first, for all of them at once, so the
 // writes follow each other with only the read each needs for a current ETag
 // in between.
@@ -43,11 +44,8 @@ func (r *Reconciler) write(ctx context.Context, ociClient ociAPI, st *status.Wri
 	var unread []string
 	for i := range jobs {
 		j := &jobs[i]
-		var err error
-		if j.Protected, err = r.protected(ctx, obj, lb, j.Name); err != nil {
-			logger.Error(err, "listing the other claimants of the backend set", "backendSet", j.Name)
-			out.Fail(j.Name, err)
-			j.Skip = true
+		if j.Err != nil {
+			logger.Error(j.Err, "listing the other claimants of the backend set", "backendSet", j.Name)
 			continue
 		}
 		if j.Prefetched == nil {
@@ -103,7 +101,7 @@ func (r *Reconciler) write(ctx context.Context, ociClient ociAPI, st *status.Wri
 	current := true // no write since the reads above
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Skip {
+		if j.Err != nil {
 			continue
 		}
 		if r.writeOne(ctx, ociClient, st, out, turn, j, current) && (j.Mode == plan.Apply || j.Mode == plan.Hold) {

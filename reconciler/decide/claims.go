@@ -93,22 +93,28 @@ func holderOf(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 	return holder
 }
 
-// Protected returns the backends the live claimants of (lb, name) record there.
-func Protected(claimants Claimants, lb, name string) (map[string]bool, error) {
-	others, err := claimants(lb, name)
-	if err != nil {
-		return nil, err
-	}
-	keys := map[string]bool{}
-	for i := range others {
-		if !others[i].DeletionTimestamp.IsZero() {
+// protect sets each job's Protected: the backends the live claimants of its
+// backend set record there. A job whose claimants cannot be listed gets
+// Err, which out records, and is not written.
+func protect(claimants Claimants, lb string, jobs []Job, out *status.Outcome) {
+	for i := range jobs {
+		j := &jobs[i]
+		others, err := claimants(lb, j.Name)
+		if err != nil {
+			j.Err = err
+			out.Fail(j.Name, err)
 			continue
 		}
-		if rec := status.FindRecord(&others[i], name); rec != nil {
-			for _, b := range rec.Owned() {
-				keys[plan.Key(b.IP, b.Port)] = true
+		j.Protected = map[string]bool{}
+		for k := range others {
+			if !others[k].DeletionTimestamp.IsZero() {
+				continue
+			}
+			if rec := status.FindRecord(&others[k], j.Name); rec != nil {
+				for _, b := range rec.Owned() {
+					j.Protected[plan.Key(b.IP, b.Port)] = true
+				}
 			}
 		}
 	}
-	return keys, nil
 }

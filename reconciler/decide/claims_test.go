@@ -1,13 +1,17 @@
 package decide
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 func TestClaimHolder(t *testing.T) {
@@ -45,6 +49,50 @@ func TestClaimHolder(t *testing.T) {
 			}
 			if got := holderOf(reversed); got.Name != tc.want {
 				t.Fatalf("holder in reverse order = %s, want %s", got.Name, tc.want)
+			}
+		})
+	}
+}
+
+func TestProtect(t *testing.T) {
+	owning := func(name string, deleting bool, backends ...v1beta1.Backend) v1beta1.LBRegistrar {
+		o := v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if deleting {
+			o.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+		}
+		status.Record(&o, "web").SetOwned(backends)
+		return o
+	}
+	a, b := v1beta1.Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}, v1beta1.Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}
+	broken := errors.New("index unavailable")
+	tests := []struct {
+		name      string
+		claimants Claimants
+		want      map[string]bool
+		wantErr   error
+	}{
+		{"none", func(string, string) ([]v1beta1.LBRegistrar, error) { return nil, nil }, map[string]bool{}, nil},
+		{"what live claimants record", func(string, string) ([]v1beta1.LBRegistrar, error) {
+			return []v1beta1.LBRegistrar{owning("x", false, a), owning("y", false, b)}, nil
+		}, map[string]bool{"10.0.0.1:30080": true, "10.0.0.2:30080": true}, nil},
+		{"a deleting claimant protects nothing", func(string, string) ([]v1beta1.LBRegistrar, error) {
+			return []v1beta1.LBRegistrar{owning("x", true, a), owning("y", false, b)}, nil
+		}, map[string]bool{"10.0.0.2:30080": true}, nil},
+		{"claimants unreadable: not written", func(string, string) ([]v1beta1.LBRegistrar, error) { return nil, broken }, nil, broken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := []Job{{Name: "web", Mode: plan.Apply}}
+			var out status.Outcome
+			protect(tc.claimants, "lb", jobs, &out)
+			if diff := cmp.Diff(tc.want, jobs[0].Protected); diff != "" {
+				t.Errorf("Protected (-want +got):\n%s", diff)
+			}
+			if jobs[0].Err != tc.wantErr {
+				t.Errorf("Err = %v, want %v", jobs[0].Err, tc.wantErr)
+			}
+			if failed := len(out.Failures) > 0; failed != (tc.wantErr != nil) {
+				t.Errorf("out.Failures = %q, want a failure: %v", out.Failures, tc.wantErr != nil)
 			}
 		})
 	}

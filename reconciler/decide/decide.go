@@ -64,6 +64,7 @@ func Assess(ctx context.Context, reader client.Reader, ociClient backendset.Read
 		read = backendset.ReadAll(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
 	}
 	out, jobs := decide(obj, cluster, lost, read, opts)
+	protect(claimants, obj.Spec.LoadBalancerID, jobs, &out)
 	return out, jobs, nil
 }
 
@@ -82,8 +83,9 @@ type Job struct {
 	NoAdds bool
 	// Prefetched is the backend set as read in this reconcile, if it was.
 	Prefetched *oci.BackendSet
-	Skip       bool // its inputs could not be read
-	Changing   bool // planned to be written
+	// Err says why its inputs could not be read; it is not written.
+	Err      error
+	Changing bool // planned to be written
 }
 
 func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
@@ -129,6 +131,17 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 		out[name] = t
 	}
 	return out
+}
+
+// Removals are the jobs that take obj's recorded backends out of lb in
+// mode (Drain or Remove), as deletion and a move to another load balancer do.
+func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, claimants Claimants, out *status.Outcome) []Job {
+	var jobs []Job
+	for _, rec := range obj.Status.BackendSets {
+		jobs = append(jobs, Job{Name: rec.Name, Mode: mode, Drained: rec.Drained})
+	}
+	protect(claimants, lb, jobs, out)
+	return jobs
 }
 
 // registerJobs are the backend sets a reconcile brings in line: every one

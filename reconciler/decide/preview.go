@@ -15,20 +15,19 @@ import (
 // Preview plans each job's backend set of lb over what OCI holds, as a
 // sync does, and writes nothing. What a sync would report as failed goes
 // into out as the sync puts it.
-func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, claimants Claimants, out *status.Outcome) []preview.BackendSetChange {
+func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, out *status.Outcome) []preview.BackendSetChange {
 	// Planning adds empty ownership records, which stay in this copy.
 	obj = obj.DeepCopy()
 	changes := make([]preview.BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
 		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.Name, Mode: j.Mode.String()}
 		bs, err := j.Prefetched, error(nil)
-		if bs == nil { // not read yet, or its read failed: read again for the error
+		if bs == nil && j.Err == nil { // not read yet, or its read failed: read again for the error
 			bs, err = read.GetBackendSet(ctx, lb, j.Name)
 		}
-		if err == nil {
-			j.Protected, err = Protected(claimants, lb, j.Name)
-		}
 		switch {
+		case j.Err != nil: // out has it already
+			c.Error = j.Err.Error()
 		case oci.IsNotFound(err):
 			c.NotFound = true
 			if j.Mode != plan.Remove && j.Mode != plan.Drain { // nothing left to remove counts as done
