@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
@@ -34,22 +35,22 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client     client.Client
-	apiReader  client.Reader // uncached reads
-	secrets    *credentials.Secrets
-	events     events.EventRecorder
-	clientFor  func(oci.Credentials) (ociAPI, error)
-	lanes      *lanes.Lanes
-	wakeups    *lanes.Wakeups
-	watch      *lbwatch.Watch // notices other writers' changes
-	flights    *lanes.Flights
-	pending    *preview.Pending // held back by DryRun
-	rejections rejections
-	drains     drains
-	status     *status.Recorder
-	records    *ownership.KeyStore
-	elected    <-chan struct{} // closed once this replica leads
-	opts       Options
+	client    client.Client
+	apiReader client.Reader // uncached reads
+	secrets   *credentials.Secrets
+	events    events.EventRecorder
+	clientFor func(oci.Credentials) (ociAPI, error)
+	lanes     *lanes.Lanes
+	wakeups   *lanes.Wakeups
+	watch     *lbwatch.Watch // notices other writers' changes
+	flights   *lanes.Flights
+	pending   *preview.Pending    // held back by DryRun
+	refusals  backendset.Refusals // additions OCI refused, held back until their retry
+	drains    drains
+	status    *status.Recorder
+	records   *ownership.KeyStore
+	elected   <-chan struct{} // closed once this replica leads
+	opts      Options
 }
 
 // SetupWithManager registers the reconciler, its indexes and watches, and

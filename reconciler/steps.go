@@ -33,7 +33,7 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1beta1.LBReg
 func (r *Reconciler) forget(name string) {
 	r.secrets.Forget(name)
 	r.pending.Forget(name)
-	r.rejections.forget(name)
+	r.refusals.Forget(name)
 	r.drains.forget(name)
 	r.status.Forget(name)
 	r.watch.Forget(name)

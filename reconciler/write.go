@@ -66,10 +66,10 @@ func (r *Reconciler) write(ctx context.Context, ociClient ociAPI, st *status.Wri
 		}
 		in := j.Input(obj, j.Prefetched.Backends)
 		p := plan.Compute(in)
-		if rej := r.rejections.inForce(obj.Name, j.Name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
+		if rej := r.refusals.InForce(obj.Name, j.Name, obj.Generation, p.Added, time.Now()); rej != nil && obj.DeletionTimestamp.IsZero() {
 			logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", j.Name,
-				"withheld", len(p.Added), "retryAt", rej.retryAt, "error", rej.err.Error())
-			out.Refused(j.Name, len(p.Added), rej.err, rej.retryAt)
+				"withheld", len(p.Added), "retryAt", rej.RetryAt, "error", rej.Err.Error())
+			out.Refused(j.Name, len(p.Added), rej.Err, rej.RetryAt)
 			j.NoAdds = true
 			in = j.Input(obj, j.Prefetched.Backends)
 			p = plan.Compute(in)
@@ -162,13 +162,13 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 	case oci.IsRefused(err) && obj.DeletionTimestamp.IsZero() && len(res.Plan.Added) > 0:
 		// Sending it again cannot help, but what it removes, re-weights or
 		// drains must not wait for what it adds: that goes now, and the
-		// additions are tried again with backoff (see rejections). Deletion
+		// additions are tried again with backoff (see backendset.Refusals). Deletion
 		// adds nothing, and retries until its cleanup timeout.
 		last := r.opts.Resync
 		if last <= 0 {
 			last = 10 * time.Minute
 		}
-		retryAt := r.rejections.put(obj.Name, name, obj.Generation, res.Plan.Added, err, time.Now(), r.opts.Backoff.Max, last)
+		retryAt := r.refusals.Put(obj.Name, name, obj.Generation, res.Plan.Added, err, time.Now(), r.opts.Backoff.Max, last)
 		logger.Error(err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "%s", out.Refused(name, len(res.Plan.Added), err, retryAt))
@@ -200,7 +200,7 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 		rec.SetDraining(res.Plan.Draining)
 		out.Revisit(res.Plan.DrainsUntil)
 		if !j.NoAdds {
-			r.rejections.clear(obj.Name, name)
+			r.refusals.Clear(obj.Name, name)
 		}
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
 		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.Prefetched.BackendLimit()

@@ -4,7 +4,9 @@
 // If-Match and wait for the work request, retrying on 409, 412, 429, 5xx,
 // network errors and failed work requests. A write OCI accepted is waited
 // for even through shutdown, so its outcome is recorded, not lost or
-// repeated.
+// repeated. Refusals remembers the writes OCI refused for what they hold,
+// so that their additions back off while the rest of the backend set is
+// written.
 //
 // It reads and writes OCI through API and nothing else: the ownership
 // record reaches it as a plan input and leaves it through
