@@ -62,7 +62,7 @@ func (f backendSets) GetBackendSetHealth(context.Context, string, string) (*oci.
 // each write it holds back as an Event, a gauge and the Ready condition.
 func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	const lb = "ocid1.loadbalancer.oc1.iad.dryrun"
-	key := v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
+	key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
 	older := &v1beta1.LBRegistrar{
 		ObjectMeta: metav1.ObjectMeta{Name: "older", CreationTimestamp: metav1.NewTime(time.Unix(10, 0))},
 		Spec: v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{

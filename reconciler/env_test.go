@@ -401,7 +401,7 @@ func (f *fixture) registrar(name, lb string, targets []v1beta1.Target, mutate ..
 	f.t.Helper()
 	o := &v1beta1.LBRegistrar{
 		ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-" + name},
-		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key, Services: targets},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: f.key.DeepCopy(), Services: targets},
 	}
 	for _, m := range mutate {
 		m(o)

@@ -342,7 +342,7 @@ func (m *model) createResource(set modelSet, port int32, replaces string) {
 	name := fmt.Sprintf("%s-r%d", m.prefix, m.next())
 	obj := &v1beta1.LBRegistrar{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: set.lb, APIKey: m.w.f.key, Services: []v1beta1.Target{fixedPort(set.name, port)}},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: set.lb, APIKey: m.w.f.key.DeepCopy(), Services: []v1beta1.Target{fixedPort(set.name, port)}},
 	}
 	if replaces != "" {
 		obj.Annotations = map[string]string{validation.ReplacesAnnotation: replaces}

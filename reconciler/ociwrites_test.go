@@ -161,7 +161,7 @@ func TestFreshKeyIsRetriedUntilOCITakesIt(t *testing.T) {
 	f.node(f.ns+"-a", "10.0.33.1")
 	key, _, register := f.unregisteredKey("fresh-key")
 	f.startManager(f.options())
-	obj := f.registrar("fresh-key", classicLB, []v1beta1.Target{fixedPort("api", 31030)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key })
+	obj := f.registrar("fresh-key", classicLB, []v1beta1.Target{fixedPort("api", 31030)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key.DeepCopy() })
 	f.eventually(20*time.Second, func() error {
 		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, "401 NotAuthenticated") {
 			return fmt.Errorf("ready: %+v", c)

@@ -123,7 +123,7 @@ func TestCredentialProblemLoggedWithoutKeyMaterial(t *testing.T) {
 	f.startManager(f.options(), func(o *ctrl.Options) { o.Logger = funcr.NewJSON(logs.add, funcr.Options{Verbosity: 1}) })
 	bad := f.key
 	bad.PrivateKey.SecretKeyRef.Name = "bad-key"
-	obj := f.registrar("badkey", classicLB, []v1beta1.Target{fixedPort("api", 30810)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = bad })
+	obj := f.registrar("badkey", classicLB, []v1beta1.Target{fixedPort("api", 30810)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = bad.DeepCopy() })
 
 	f.eventually(10*time.Second, func() error {
 		for _, m := range logs.matching("the API key cannot be used") {

@@ -116,10 +116,10 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
 	if p.apiKey != nil {
 		creds := *p.apiKey
-		creds.Region = obj.Spec.APIKey.Region
+		creds.Region = obj.Spec.Region()
 		return credentials.Client(p.build, creds)
 	}
-	return credentials.ClientFor(ctx, p.secrets, p.build, obj.Name, &obj.Spec.APIKey)
+	return credentials.ClientFor(ctx, p.secrets, p.build, obj.Name, &obj.Spec)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

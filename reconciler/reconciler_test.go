@@ -362,7 +362,7 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 
 	outside := f.key
 	outside.PrivateKey.Namespace = metav1.NamespaceDefault
-	elsewhere := f.registrar("elsewhere", networkLB, []v1beta1.Target{fixedPort("tcp", 30021)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = outside })
+	elsewhere := f.registrar("elsewhere", networkLB, []v1beta1.Target{fixedPort("tcp", 30021)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = outside.DeepCopy() })
 	f.eventually(10*time.Second, func() error {
 		c := condition(f.get(elsewhere), v1beta1.ConditionReady)
 		if c == nil || c.Reason != "SecretNamespaceNotAllowed" || !strings.Contains(c.Message, "--secret-namespaces") {
@@ -383,7 +383,7 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 
 	// Rotate to a new key: new Secret content and fingerprint.
 	key, _ := f.newKey("oci-key-2")
-	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key })
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key.DeepCopy() })
 	f.node(f.ns+"-b", "10.0.7.2")
 	f.expectBackends(classicLB, "api", "10.0.7.1:30020/1", "10.0.7.2:30020/1")
 	for _, c := range f.emu.Calls() {

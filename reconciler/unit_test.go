@@ -58,7 +58,7 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			obj.Spec = v1beta1.LBRegistrarSpec{
 				LoadBalancerID: "lb",
-				APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
+				APIKey:         &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 				Services:       []v1beta1.Target{{NodePort: backend.Port, BackendSetName: "api", Weight: 1}},
 			}
 			ociClient := &panickingAPI{API: backendsettest.API{Backends: []plan.Backend{{IP: backend.IP, Port: backend.Port, Weight: 1}}}}
@@ -146,7 +146,7 @@ func TestReconcileReadsPastACacheBehindItsOwnWrite(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "res", Finalizers: []string{Finalizer}},
 		Spec: v1beta1.LBRegistrarSpec{
 			LoadBalancerID: "lb",
-			APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
+			APIKey:         &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 			Services:       []v1beta1.Target{{NodePort: 30080, BackendSetName: "api", Weight: 1}},
 		},
 	}

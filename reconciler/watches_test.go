@@ -27,7 +27,7 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "ingress"},
 		Spec: v1beta1.LBRegistrarSpec{
 			LoadBalancerID: "ocid1.loadbalancer.oc1.iad.watches",
-			APIKey:         v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
+			APIKey:         &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}},
 			Services: []v1beta1.Target{{Namespace: "web", Name: "gateway", Port: &intstr.IntOrString{IntVal: 443},
 				BackendSetName: "https", Weight: 1, FilterByEndpoints: true}},
 		},

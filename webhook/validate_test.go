@@ -34,8 +34,8 @@ const (
 	testLB  = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaexample"
 )
 
-func apiKey() v1beta1.APIKey {
-	return v1beta1.APIKey{
+func apiKey() *v1beta1.APIKey {
+	return &v1beta1.APIKey{
 		User:        "ocid1.user.oc1..aaaaaaaaexampleuser",
 		Tenancy:     "ocid1.tenancy.oc1..aaaaaaaaexampletenancy",
 		Fingerprint: "12:34:56:78:9a:bc:de:f0:12:34:56:78:9a:bc:de:f0",

@@ -52,7 +52,7 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 		if semanticEqual(DenormalizeSpec(kept.Spec), src.Spec) {
 			dst.Spec = *kept.Spec
 		} else {
-			restoreHubOnly(&dst.Spec, kept.Spec)
+			restoreHubOnly(&dst.Spec, kept.Spec, &src.Spec.APIKey)
 		}
 	}
 	if !semanticEqual(DenormalizeSpec(&dst.Spec), src.Spec) {

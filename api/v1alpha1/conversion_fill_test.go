@@ -121,7 +121,22 @@ func fillHubSpec(s *v1beta1.LBRegistrarSpec, c randfill.Continue) {
 		LoadBalancerID: someString(c, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaa", "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaa"),
 		Services:       make([]v1beta1.Target, c.Intn(4)),
 	}
-	c.Fill(&s.APIKey)
+	switch c.Intn(5) {
+	case 0, 1:
+		s.APIKey = &v1beta1.APIKey{}
+		c.Fill(s.APIKey)
+	case 2:
+		s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: someString(c, "ap-tokyo-1", "nrt")}
+		if c.Intn(2) == 0 {
+			s.WorkloadIdentity.ServiceAccount = &v1beta1.ServiceAccountReference{Namespace: someString(c, "team-a"), Name: someString(c, "lb-writer")}
+		}
+	case 3:
+		s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: someString(c, "ap-tokyo-1", "nrt")}
+	default: // none, or several: conversion is lossless for anything
+		c.Fill(&s.APIKey)
+		c.Fill(&s.WorkloadIdentity)
+		c.Fill(&s.InstancePrincipal)
+	}
 	for i := range s.Services {
 		fillTarget(&s.Services[i], c)
 	}

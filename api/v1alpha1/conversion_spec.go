@@ -57,7 +57,7 @@ func NormalizeSpec(in *LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) LBRegistrarSpec {
 	out := LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
-		APIKey:         spokeAPIKey(in.APIKey),
+		APIKey:         spokeAPIKey(in),
 		Weight:         defaultWeight, // the v1alpha1 schema default, so defaulting changes nothing
 	}
 	view := alphaViewOf(in.Services)
@@ -122,8 +122,8 @@ func serviceTarget(s *ServiceSpec, backendSet string, weight int) v1beta1.Target
 	}
 }
 
-func hubAPIKey(in APIKeySpec) v1beta1.APIKey {
-	return v1beta1.APIKey{
+func hubAPIKey(in APIKeySpec) *v1beta1.APIKey {
+	return &v1beta1.APIKey{
 		User:        in.User,
 		Fingerprint: in.Fingerprint,
 		Tenancy:     in.Tenancy,
@@ -135,7 +135,14 @@ func hubAPIKey(in APIKeySpec) v1beta1.APIKey {
 	}
 }
 
-func spokeAPIKey(in v1beta1.APIKey) APIKeySpec {
+// spokeAPIKey is the v1alpha1 apiKey of spec, which v1alpha1 requires: a
+// spec that signs in without a key shows only its region there, and the
+// caller keeps its identity in an annotation.
+func spokeAPIKey(spec *v1beta1.LBRegistrarSpec) APIKeySpec {
+	in := spec.APIKey
+	if in == nil {
+		return APIKeySpec{Region: spec.Region()}
+	}
 	return APIKeySpec{
 		User:        in.User,
 		Fingerprint: in.Fingerprint,
@@ -148,13 +155,35 @@ func spokeAPIKey(in v1beta1.APIKey) APIKeySpec {
 	}
 }
 
+// keyless reports whether a v1alpha1 apiKey names no key: what spokeAPIKey
+// shows for a spec that signs in without one, its region perhaps edited.
+func (k *APIKeySpec) keyless() bool {
+	return k.User == "" && k.Fingerprint == "" && k.Tenancy == "" && k.PrivateKey == SecretKeySpec{}
+}
+
 // restoreHubOnly copies into spec what v1alpha1 cannot show from a v1beta1
 // spec kept in an annotation: a v1alpha1 client that edited the object could
-// not have meant to remove what it never saw. A hidden fixed port the client
+// not have meant to remove what it never saw. An identity other than an API
+// key stays while the v1alpha1 apiKey (alphaKey) names no key; one that
+// names a key was written to sign in with it. A hidden fixed port the client
 // wrote again, into the same backend set, is not added a second time.
-func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec) {
+func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec, alphaKey *APIKeySpec) {
 	spec.NodeSelector = kept.NodeSelector
-	spec.APIKey.Passphrase = kept.APIKey.Passphrase
+	switch {
+	case kept.APIKey != nil:
+		spec.APIKey.Passphrase = kept.APIKey.Passphrase
+	case alphaKey.keyless():
+		// Still the identity v1alpha1 could not show; the region is the
+		// one the client wrote.
+		spec.APIKey = nil
+		if w := kept.WorkloadIdentity; w != nil {
+			spec.WorkloadIdentity = w.DeepCopy()
+			spec.WorkloadIdentity.Region = alphaKey.Region
+		}
+		if p := kept.InstancePrincipal; p != nil {
+			spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: alphaKey.Region}
+		}
+	}
 	for _, t := range alphaViewOf(kept.Services).hidden {
 		if !slices.ContainsFunc(spec.Services, func(u v1beta1.Target) bool {
 			return u.NodePort == t.NodePort && u.BackendSetName == t.BackendSetName

@@ -16,7 +16,7 @@ func TestNormalizeSpecCarriesAPIKey(t *testing.T) {
 		User: "u", Fingerprint: "f", Tenancy: "t", Region: "r",
 		PrivateKey: SecretKeySpec{Namespace: "ns", SecretKeyRef: SecretKeyRef{Name: "n", Key: "k"}},
 	}}
-	want := v1beta1.APIKey{
+	want := &v1beta1.APIKey{
 		User: "u", Fingerprint: "f", Tenancy: "t", Region: "r",
 		PrivateKey: v1beta1.SecretKeySource{Namespace: "ns", SecretKeyRef: v1beta1.SecretKeyRef{Name: "n", Key: "k"}},
 	}

@@ -66,7 +66,7 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 	hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{
 		LoadBalancerID: lbID,
 		NodeSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"ingress": "true"}},
-		APIKey:         v1beta1.APIKey{Passphrase: &v1beta1.SecretKeySource{Namespace: "ns", SecretKeyRef: v1beta1.SecretKeyRef{Name: "n", Key: "k"}}},
+		APIKey:         &v1beta1.APIKey{Passphrase: &v1beta1.SecretKeySource{Namespace: "ns", SecretKeyRef: v1beta1.SecretKeyRef{Name: "n", Key: "k"}}},
 		Services: []v1beta1.Target{
 			{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: "a", Weight: 1},
 			{NodePort: 30080, BackendSetName: "fixed", Weight: 1},
@@ -82,6 +82,58 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 	want.Services[0].Weight = 9
 	if diff := cmp.Diff(want, &back.Spec, cmpOptions...); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// v1alpha1 requires apiKey: a resource that signs in without one shows its
+// region there, keeps its identity through an edit by a v1alpha1 client
+// (with the region that client wrote), and signs in with a key once that
+// client writes one.
+func TestEditThroughSpokeKeepsKeylessIdentity(t *testing.T) {
+	port := intstr.FromInt32(443)
+	identities := map[string]func(*v1beta1.LBRegistrarSpec, string){
+		"workload identity of a service account": func(s *v1beta1.LBRegistrarSpec, region string) {
+			s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: region, ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "team-a", Name: "lb-writer"}}
+		},
+		"workload identity of the controller": func(s *v1beta1.LBRegistrarSpec, region string) {
+			s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: region}
+		},
+		"instance principal": func(s *v1beta1.LBRegistrarSpec, region string) {
+			s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: region}
+		},
+	}
+	for name, identity := range identities {
+		t.Run(name, func(t *testing.T) {
+			hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{
+				LoadBalancerID: lbID,
+				Services:       []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: "a", Weight: 1}},
+			}}
+			identity(&hub.Spec, "ap-tokyo-1")
+			var spoke LBRegistrar
+			FromHub(hub, &spoke)
+			if want := (APIKeySpec{Region: "ap-tokyo-1"}); spoke.Spec.APIKey != want {
+				t.Errorf("v1alpha1 apiKey = %+v, want only the region: %+v", spoke.Spec.APIKey, want)
+			}
+
+			spoke.Spec.Services[0].Weight = 9
+			spoke.Spec.APIKey.Region = "ap-osaka-1"
+			var back v1beta1.LBRegistrar
+			ToHub(&spoke, &back)
+			want := hub.Spec.DeepCopy()
+			want.Services[0].Weight = 9
+			identity(want, "ap-osaka-1")
+			if diff := cmp.Diff(want, &back.Spec, cmpOptions...); diff != "" {
+				t.Errorf("after an edit through v1alpha1 (-want +got):\n%s", diff)
+			}
+
+			FromHub(&back, &spoke)
+			spoke.Spec.APIKey = APIKeySpec{User: "u", Fingerprint: "f", Tenancy: "t", Region: "ap-osaka-1",
+				PrivateKey: SecretKeySpec{Namespace: "ns", SecretKeyRef: SecretKeyRef{Name: "n", Key: "k"}}}
+			ToHub(&spoke, &back)
+			if back.Spec.APIKey == nil || back.Spec.APIKey.User != "u" || back.Spec.WorkloadIdentity != nil || back.Spec.InstancePrincipal != nil {
+				t.Errorf("a key written through v1alpha1 must be what the resource signs in with, got %+v", back.Spec)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 // LBRegistrarSpec says which node ports to keep registered in which backend
 // sets of one OCI load balancer or network load balancer.
+// +kubebuilder:validation:XValidation:rule="[has(self.apiKey), has(self.workloadIdentity), has(self.instancePrincipal)].exists_one(x, x)",message="set exactly one of apiKey, workloadIdentity and instancePrincipal"
 type LBRegistrarSpec struct {
 	// LoadBalancerID is the OCID of a load balancer (ocid1.loadbalancer.…)
 	// or network load balancer (ocid1.networkloadbalancer.…).
@@ -14,8 +15,23 @@ type LBRegistrarSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('ocid1.loadbalancer.') || self.startsWith('ocid1.networkloadbalancer.')",message="must be the OCID of a load balancer or network load balancer"
 	LoadBalancerID string `json:"loadBalancerId"`
 
-	// APIKey is the OCI API signing key used to call OCI.
-	APIKey APIKey `json:"apiKey"`
+	// How lbregistrar signs in to OCI for this resource: exactly one of
+	// apiKey, workloadIdentity and instancePrincipal.
+
+	// APIKey signs in with an OCI API signing key kept in a Secret.
+	// +optional
+	APIKey *APIKey `json:"apiKey,omitempty"`
+
+	// WorkloadIdentity signs in with OKE workload identity: a Kubernetes
+	// service account token is exchanged for a short-lived OCI session, and
+	// no key is stored in the cluster.
+	// +optional
+	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
+
+	// InstancePrincipal signs in as the compute instance the controller
+	// runs on, an identity every resource using it shares.
+	// +optional
+	InstancePrincipal *InstancePrincipal `json:"instancePrincipal,omitempty"`
 
 	// Services lists every target; each registers node IP:port into one backend set.
 	// +kubebuilder:validation:MinItems=1
@@ -85,6 +101,37 @@ type APIKey struct {
 	// Passphrase of an encrypted private key.
 	// +optional
 	Passphrase *SecretKeySource `json:"passphrase,omitempty"`
+}
+
+// WorkloadIdentity is OKE workload identity: the IAM policies that let it
+// write the load balancer name the cluster, and the namespace and name of
+// the service account that signs in.
+type WorkloadIdentity struct {
+	// Region of the load balancer (identifier like ap-tokyo-1, or key like nrt).
+	Region string `json:"region"`
+
+	// ServiceAccount signs in for this resource: the controller requests a
+	// short-lived token for it (TokenRequest), so IAM policies can be
+	// written for this service account alone. Whoever names it must be
+	// allowed to create tokens for it (admission asks the API server).
+	// Without it, the controller's own service account signs in.
+	// +optional
+	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+}
+
+// ServiceAccountReference names a Kubernetes ServiceAccount.
+type ServiceAccountReference struct {
+	// Namespace of the ServiceAccount.
+	Namespace string `json:"namespace"`
+	// Name of the ServiceAccount.
+	Name string `json:"name"`
+}
+
+// InstancePrincipal is the identity of the compute instance the controller
+// runs on.
+type InstancePrincipal struct {
+	// Region of the load balancer (identifier like ap-tokyo-1, or key like nrt).
+	Region string `json:"region"`
 }
 
 // SecretKeySource points at one key of a Secret.

@@ -15,17 +15,23 @@ const (
 	RuleUser            = "user"
 	RuleFingerprint     = "fingerprint"
 	RuleSecretReference = "secret-reference"
-	RuleTargetRequired  = "target-required"
-	RuleTargetLimit     = "target-limit"
-	RuleTargetKind      = "target-kind"
-	RuleServiceRef      = "service-reference"
-	RulePort            = "port"
-	RuleWeight          = "weight"
-	RuleBackendSetName  = "backend-set-name"
-	RuleDuplicateTarget = "duplicate-target"
-	RuleMixedTargets    = "mixed-targets"
-	RuleImmutable       = "immutable"
-	RuleClaimConflict   = "claim-conflict"
+	// RuleIdentity: not exactly one of apiKey, workloadIdentity and
+	// instancePrincipal.
+	RuleIdentity = "identity"
+	// RuleServiceAccountReference: a malformed workload identity
+	// ServiceAccount name or namespace.
+	RuleServiceAccountReference = "service-account-reference"
+	RuleTargetRequired          = "target-required"
+	RuleTargetLimit             = "target-limit"
+	RuleTargetKind              = "target-kind"
+	RuleServiceRef              = "service-reference"
+	RulePort                    = "port"
+	RuleWeight                  = "weight"
+	RuleBackendSetName          = "backend-set-name"
+	RuleDuplicateTarget         = "duplicate-target"
+	RuleMixedTargets            = "mixed-targets"
+	RuleImmutable               = "immutable"
+	RuleClaimConflict           = "claim-conflict"
 	// RuleConversionAnnotation: a write set or changed an annotation only
 	// conversion writes.
 	RuleConversionAnnotation = "conversion-annotation"

@@ -19,8 +19,11 @@ type SecretReference struct {
 }
 
 // SecretReferences lists the Secrets spec's API key reads: the private key,
-// then the passphrase when given.
+// then the passphrase when given; none when it signs in without a key.
 func SecretReferences(spec *v1beta1.LBRegistrarSpec) []SecretReference {
+	if spec.APIKey == nil {
+		return nil
+	}
 	key := specPath.Child("apiKey")
 	refs := []SecretReference{{key.Child("privateKey"), spec.APIKey.PrivateKey.Namespace, spec.APIKey.PrivateKey.SecretKeyRef.Name}}
 	if p := spec.APIKey.Passphrase; p != nil {

@@ -71,7 +71,7 @@ func ValidateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path) field.Erro
 
 func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths specPaths) field.ErrorList {
 	errs := validateLoadBalancerID(spec.LoadBalancerID, fldPath.Child("loadBalancerId"))
-	errs = append(errs, validateAPIKey(&spec.APIKey, fldPath.Child("apiKey"))...)
+	errs = append(errs, validateIdentity(spec, fldPath)...)
 	if len(spec.Services) == 0 {
 		errs = append(errs, field.Required(paths.targets, "at least one target is required").WithOrigin(RuleTargetRequired))
 	}
@@ -102,10 +102,48 @@ func validateLoadBalancerID(id string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateIdentity checks that spec names exactly one way to sign in to
+// OCI, and that one.
+func validateIdentity(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var named []string
+	if spec.APIKey != nil {
+		named = append(named, "apiKey")
+		errs = append(errs, validateAPIKey(spec.APIKey, fldPath.Child("apiKey"))...)
+	}
+	if w := spec.WorkloadIdentity; w != nil {
+		named = append(named, "workloadIdentity")
+		path := fldPath.Child("workloadIdentity")
+		errs = append(errs, validateRegion(w.Region, path)...)
+		if sa := w.ServiceAccount; sa != nil {
+			path := path.Child("serviceAccount")
+			errs = append(errs, validateName(sa.Namespace, func() *field.Path { return path.Child("namespace") }, dns1123Label, RuleServiceAccountReference)...)
+			errs = append(errs, validateName(sa.Name, func() *field.Path { return path.Child("name") }, dns1123Subdomain, RuleServiceAccountReference)...)
+		}
+	}
+	if p := spec.InstancePrincipal; p != nil {
+		named = append(named, "instancePrincipal")
+		errs = append(errs, validateRegion(p.Region, fldPath.Child("instancePrincipal"))...)
+	}
+	switch {
+	case len(named) == 0:
+		errs = append(errs, field.Required(fldPath.Child("apiKey"), "set one of apiKey, workloadIdentity and instancePrincipal: how lbregistrar signs in to OCI").WithOrigin(RuleIdentity))
+	case len(named) > 1:
+		for _, n := range named[1:] {
+			errs = append(errs, field.Forbidden(fldPath.Child(n), "set only one of apiKey, workloadIdentity and instancePrincipal; "+named[0]+" is set").WithOrigin(RuleIdentity))
+		}
+	}
+	return errs
+}
+
+func validateRegion(region string, parent *field.Path) field.ErrorList {
+	return matchRequired(region, isRegion, parent, "region", RuleRegion, "must be an OCI region identifier such as ap-tokyo-1, or a region key such as nrt")
+}
+
 func validateAPIKey(key *v1beta1.APIKey, fldPath *field.Path) field.ErrorList {
 	errs := matchRequired(key.User, isUserOCID, fldPath, "user", RuleUser, "must be a user OCID (ocid1.user.…)")
 	errs = append(errs, matchRequired(key.Tenancy, isTenancyOCID, fldPath, "tenancy", RuleTenancy, "must be a tenancy OCID (ocid1.tenancy.…)")...)
-	errs = append(errs, matchRequired(key.Region, isRegion, fldPath, "region", RuleRegion, "must be an OCI region identifier such as ap-tokyo-1, or a region key such as nrt")...)
+	errs = append(errs, validateRegion(key.Region, fldPath)...)
 	errs = append(errs, matchRequired(key.Fingerprint, isFingerprint, fldPath, "fingerprint", RuleFingerprint, "must be 16 colon-separated hex pairs, as OCI shows for an API key")...)
 	errs = append(errs, validateSecretKeySource(&key.PrivateKey, fldPath.Child("privateKey"))...)
 	if key.Passphrase != nil {

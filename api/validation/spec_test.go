@@ -25,7 +25,7 @@ func servicePort(p intstr.IntOrString) *intstr.IntOrString { return &p }
 func validHub(name string) *v1beta1.LBRegistrar {
 	obj := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{
 		LoadBalancerID: testNLB,
-		APIKey: v1beta1.APIKey{
+		APIKey: &v1beta1.APIKey{
 			User: testUser, Tenancy: testTenancy, Fingerprint: testFP, Region: "ap-tokyo-1",
 			PrivateKey: v1beta1.SecretKeySource{Namespace: "lbregistrar-system", SecretKeyRef: v1beta1.SecretKeyRef{Name: "oci-api-key", Key: "private-key"}},
 		},
@@ -81,6 +81,15 @@ func TestValidateSpec(t *testing.T) {
 		{"secret key with dots and a subdomain name", func(s *v1beta1.LBRegistrarSpec) {
 			s.APIKey.PrivateKey.SecretKeyRef = v1beta1.SecretKeyRef{Name: "oci.api-key", Key: "private.pem"}
 		}, nil},
+		{"workload identity of the controller", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey, s.WorkloadIdentity = nil, &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}
+		}, nil},
+		{"workload identity of a service account", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey, s.WorkloadIdentity = nil, &v1beta1.WorkloadIdentity{Region: "nrt", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "team-a", Name: "lb.writer"}}
+		}, nil},
+		{"instance principal", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey, s.InstancePrincipal = nil, &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
+		}, nil},
 		{"same backend set from two Services", func(s *v1beta1.LBRegistrarSpec) { s.Services[1].BackendSetName = "ingress" }, nil},
 		{"same Service port in two backend sets", func(s *v1beta1.LBRegistrarSpec) {
 			s.Services[1].Port = servicePort(intstr.FromString("https"))
@@ -135,6 +144,22 @@ func TestValidateSpec(t *testing.T) {
 				{"spec.apiKey.passphrase.secretKeyRef.name", RuleSecretReference},
 				{"spec.apiKey.passphrase.secretKeyRef.key", RuleSecretReference},
 			}},
+		{"no identity", func(s *v1beta1.LBRegistrarSpec) { s.APIKey = nil },
+			[]failure{{"spec.apiKey", RuleIdentity}}},
+		{"three identities", func(s *v1beta1.LBRegistrarSpec) {
+			s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}
+			s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}
+		}, []failure{{"spec.workloadIdentity", RuleIdentity}, {"spec.instancePrincipal", RuleIdentity}}},
+		{"workload identity: every mistake", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey, s.WorkloadIdentity = nil, &v1beta1.WorkloadIdentity{Region: "Tokyo", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "Team_A"}}
+		}, []failure{
+			{"spec.workloadIdentity.region", RuleRegion},
+			{"spec.workloadIdentity.serviceAccount.namespace", RuleServiceAccountReference},
+			{"spec.workloadIdentity.serviceAccount.name", RuleServiceAccountReference},
+		}},
+		{"instance principal without region", func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey, s.InstancePrincipal = nil, &v1beta1.InstancePrincipal{}
+		}, []failure{{"spec.instancePrincipal.region", RuleRegion}}},
 		{"no target", func(s *v1beta1.LBRegistrarSpec) { s.Services = nil },
 			[]failure{{"spec.services", RuleTargetRequired}}},
 		{"empty target", func(s *v1beta1.LBRegistrarSpec) { s.Services[2].NodePort = 0 },

@@ -32,7 +32,7 @@ their targets. A merged resource names the ones it replaces in the
 still exist and takes their backends over without deregistering them; delete the
 old ones once it is Ready (see docs/migration.md).
 
-Resources that cannot be merged (different API keys or node selectors for one
+Resources that cannot be merged (different identities or node selectors for one
 load balancer, or entries that register one backend with two settings) are
 reported on stderr, printed nowhere, and make the exit code non-zero.`,
 		Args: cobra.NoArgs,
@@ -124,9 +124,9 @@ func migrate(objs []v1beta1.LBRegistrar) ([]v1beta1.LBRegistrar, []string) {
 func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.LBRegistrar, error) {
 	first := group[0]
 	for _, o := range group[1:] {
-		if !equality.Semantic.DeepEqual(o.Spec.APIKey, first.Spec.APIKey) {
-			return nil, fmt.Errorf("%s and %s use different API keys (%s, %s); a load balancer is written with one key",
-				first.Name, o.Name, describeKey(&first.Spec.APIKey), describeKey(&o.Spec.APIKey))
+		if !sameIdentity(&o.Spec, &first.Spec) {
+			return nil, fmt.Errorf("%s and %s sign in to OCI differently (%s, %s); a load balancer is written with one identity",
+				first.Name, o.Name, describeIdentity(&first.Spec), describeIdentity(&o.Spec))
 		}
 		if !equality.Semantic.DeepEqual(o.Spec.NodeSelector, first.Spec.NodeSelector) {
 			return nil, fmt.Errorf("%s and %s select different nodes (spec.nodeSelector)", first.Name, o.Name)
@@ -136,9 +136,11 @@ func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.L
 	out := &v1beta1.LBRegistrar{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "LBRegistrar"},
 		Spec: v1beta1.LBRegistrarSpec{
-			LoadBalancerID: first.Spec.LoadBalancerID,
-			APIKey:         *first.Spec.APIKey.DeepCopy(),
-			NodeSelector:   first.Spec.NodeSelector.DeepCopy(),
+			LoadBalancerID:    first.Spec.LoadBalancerID,
+			APIKey:            first.Spec.APIKey.DeepCopy(),
+			WorkloadIdentity:  first.Spec.WorkloadIdentity.DeepCopy(),
+			InstancePrincipal: first.Spec.InstancePrincipal.DeepCopy(),
+			NodeSelector:      first.Spec.NodeSelector.DeepCopy(),
 		},
 	}
 	// origin records where each merged entry came from, for messages.
@@ -215,6 +217,23 @@ func groupNames(group []*v1beta1.LBRegistrar, sep string) string {
 }
 
 // describeKey names a key without anything secret: user and fingerprint.
-func describeKey(k *v1beta1.APIKey) string {
-	return fmt.Sprintf("user %s fingerprint %s", k.User, k.Fingerprint)
+func sameIdentity(a, b *v1beta1.LBRegistrarSpec) bool {
+	return equality.Semantic.DeepEqual(a.APIKey, b.APIKey) &&
+		equality.Semantic.DeepEqual(a.WorkloadIdentity, b.WorkloadIdentity) &&
+		equality.Semantic.DeepEqual(a.InstancePrincipal, b.InstancePrincipal)
+}
+
+func describeIdentity(spec *v1beta1.LBRegistrarSpec) string {
+	switch {
+	case spec.APIKey != nil:
+		return fmt.Sprintf("API key of user %s fingerprint %s", spec.APIKey.User, spec.APIKey.Fingerprint)
+	case spec.WorkloadIdentity != nil && spec.WorkloadIdentity.ServiceAccount != nil:
+		sa := spec.WorkloadIdentity.ServiceAccount
+		return fmt.Sprintf("workload identity of service account %s/%s", sa.Namespace, sa.Name)
+	case spec.WorkloadIdentity != nil:
+		return "workload identity of the controller's service account"
+	case spec.InstancePrincipal != nil:
+		return "instance principal"
+	}
+	return "no identity"
 }

@@ -60,8 +60,9 @@ func TestMigrateKeepsTheNameOfALoneResource(t *testing.T) {
 // What cannot be merged is reported on stderr and printed nowhere.
 func TestMigrateReportsWhatCannotBeMerged(t *testing.T) {
 	for file, want := range map[string]string{
-		"different-keys.yaml":      "team-a and team-b use different API keys (user ocid1.user.oc1..aaaaaaaateama fingerprint 12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef, user ocid1.user.oc1..aaaaaaaateamb",
-		"conflicting-weights.yaml": `light spec.services[0]: Duplicate value: "nodePort 30080": registers the same nodePort 30080 in backend set "web" as heavy spec.services[0], with weight 1 instead of 10`,
+		"different-keys.yaml":       "team-a and team-b sign in to OCI differently (API key of user ocid1.user.oc1..aaaaaaaateama fingerprint 12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef, API key of user ocid1.user.oc1..aaaaaaaateamb",
+		"different-identities.yaml": "team-a and team-b sign in to OCI differently (workload identity of service account team-a/lb-writer, workload identity of the controller's service account)",
+		"conflicting-weights.yaml":  `light spec.services[0]: Duplicate value: "nodePort 30080": registers the same nodePort 30080 in backend set "web" as heavy spec.services[0], with weight 1 instead of 10`,
 	} {
 		t.Run(file, func(t *testing.T) {
 			out, stderr, err := run(t, newMigrateCommand(), "", "-f", testdata(file))

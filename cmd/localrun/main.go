@@ -216,7 +216,10 @@ func prepareCredentials(ctx context.Context, root string, cluster *kube.Cluster,
 		if err := yaml.Unmarshal(firstDocument(data), &obj); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", path, err)
 		}
-		key = obj.Spec.APIKey
+		if obj.Spec.APIKey == nil {
+			return nil, "", fmt.Errorf("%s: the sample has no spec.apiKey", path)
+		}
+		key = *obj.Spec.APIKey
 		texts = append(texts, strings.ReplaceAll(string(data), key.Fingerprint, "FINGERPRINT"))
 	}
 

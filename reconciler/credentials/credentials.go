@@ -40,6 +40,7 @@ const (
 	reasonInvalidCredentials  = "InvalidCredentials"
 	reasonCredentialReadError = "CredentialReadError"
 	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
+	reasonIdentityUnsupported = "IdentityUnsupported"
 )
 
 // Secrets reads the values API keys point at. Values come from the API
@@ -167,15 +168,29 @@ func valueRef(src *v1beta1.SecretKeySource) string {
 	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
-// ClientFor builds with build the OCI client for the API key of the named
-// LBRegistrar, read from its Secrets through s.
-func ClientFor[C any](ctx context.Context, s *Secrets, build func(oci.Credentials) (C, error), resource string, key *v1beta1.APIKey) (C, error) {
-	creds, err := s.Credentials(ctx, resource, key)
+// ClientFor builds with build the OCI client for the identity spec names
+// for the named LBRegistrar: its API key, read from its Secrets through s.
+func ClientFor[C any](ctx context.Context, s *Secrets, build func(oci.Credentials) (C, error), resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
+	var none C
+	if spec.APIKey == nil {
+		return none, &Error{Reason: reasonIdentityUnsupported, Message: keylessField(spec) + ": this version of lbregistrar signs in to OCI with spec.apiKey only"}
+	}
+	creds, err := s.Credentials(ctx, resource, spec.APIKey)
 	if err != nil {
-		var none C
 		return none, err
 	}
 	return Client(build, creds)
+}
+
+// keylessField is the field of the identity spec names instead of an API key.
+func keylessField(spec *v1beta1.LBRegistrarSpec) string {
+	switch {
+	case spec.WorkloadIdentity != nil:
+		return "spec.workloadIdentity"
+	case spec.InstancePrincipal != nil:
+		return "spec.instancePrincipal"
+	}
+	return "spec.apiKey"
 }
 
 // Client builds the OCI client for creds with build; a key that cannot be

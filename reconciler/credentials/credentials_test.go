@@ -2,8 +2,10 @@ package credentials
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
 // A Secret value is kept while an LBRegistrar's API key reads it, and
@@ -45,4 +48,23 @@ func TestSecretValuesKeptOnlyWhileRead(t *testing.T) {
 	expect("b is gone", "keys/two/pem")
 	s.Forget("a")
 	expect("a is gone")
+}
+
+// A resource that names an identity other than an API key gets a condition
+// naming that field, and no client.
+func TestKeylessIdentityIsNamed(t *testing.T) {
+	build := func(oci.Credentials) (struct{}, error) {
+		t.Fatal("no client may be built")
+		return struct{}{}, nil
+	}
+	for field, spec := range map[string]v1beta1.LBRegistrarSpec{
+		"spec.workloadIdentity":  {WorkloadIdentity: &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}},
+		"spec.instancePrincipal": {InstancePrincipal: &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}},
+	} {
+		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), build, "web", &spec)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, field+":") {
+			t.Errorf("%s: err = %v, want an *Error naming the field", field, err)
+		}
+	}
 }

@@ -396,7 +396,7 @@ func betaObject(name, fingerprint string) *v1beta1.LBRegistrar {
 		Spec: v1beta1.LBRegistrarSpec{
 			LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaabench",
 			Services:       []v1beta1.Target{{NodePort: 30443, BackendSetName: "bench", Weight: 1}},
-			APIKey: v1beta1.APIKey{
+			APIKey: &v1beta1.APIKey{
 				User:        "ocid1.user.oc1..aaaaaaaaexample",
 				Fingerprint: fingerprint,
 				Tenancy:     "ocid1.tenancy.oc1..aaaaaaaaexample",

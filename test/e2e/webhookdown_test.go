@@ -31,6 +31,18 @@ func TestWebhookDown(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "spec.loadBalancerId: Invalid value") || !strings.Contains(stderr, "must be the OCID of a load balancer or network load balancer") {
 		t.Errorf("want the CEL rule's rejection; err=%v stderr:\n%s", err, stderr)
 	}
+
+	// So does the one that asks for exactly one identity.
+	fp := "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
+	twoIdentities := betaManifest("down-identities", "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaadown2", fp) + "  instancePrincipal:\n    region: ap-tokyo-1\n"
+	noIdentity := betaManifest("down-identity", "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaadown3", fp)
+	noIdentity = noIdentity[:strings.Index(noIdentity, "  apiKey:")]
+	for _, manifest := range []string{twoIdentities, noIdentity} {
+		_, stderr, err = c.Kubectl(ctx, manifest, "apply", "-f", "-")
+		if err == nil || !strings.Contains(stderr, "set exactly one of apiKey, workloadIdentity and instancePrincipal") {
+			t.Errorf("want the CEL rule's rejection; err=%v stderr:\n%s", err, stderr)
+		}
+	}
 }
 
 func betaManifest(name, loadBalancerID, fingerprint string) string {
