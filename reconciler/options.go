@@ -63,6 +63,9 @@ type Options struct {
 	// watched in; empty means every namespace (which needs cluster-wide
 	// access to Secrets).
 	SecretNamespaces []string
+	// AllowControllerIdentity lets resources sign in as the controller
+	// itself; the webhook then asks that their writers may.
+	AllowControllerIdentity bool
 	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
 	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
 	OCICAFile string
@@ -119,6 +122,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
+	fs.BoolVar(&o.AllowControllerIdentity, "allow-controller-identity", o.AllowControllerIdentity,
+		"Let resources sign in to OCI as the controller itself (workloadIdentity without a serviceAccount, instancePrincipal); writers also need use on identities.nodes.peppy-ratio.dev named controller")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")

@@ -21,15 +21,16 @@ const (
 
 // Register adds both validating webhooks to the manager's webhook server.
 // They find other claimants through the manager's cache, with the index
-// claims.AddIndex registers. secretNamespaces are the namespaces API keys
-// are read from (serve --secret-namespaces; any when empty), see
-// SecretPolicy; grants are remembered for GrantTTL. controller is the
-// username the controller writes status as, the only one that may change
-// an ownership record.
-func Register(mgr manager.Manager, secretNamespaces []string, controller string) {
-	secrets := SecretPolicy{Namespaces: secretNamespaces, Reviewer: mgr.GetClient(), Grants: NewGrantCache(GrantTTL)}
-	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), secrets, controller))
-	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), secrets, controller))
+// claims.AddIndex registers, and check what a write makes lbregistrar sign
+// in with by identities (its Namespaces and AllowControllerIdentity, as
+// serve's flags say), asking the API server through the manager's client
+// and remembering grants for GrantTTL. controller is the username the
+// controller writes status as, the only one that may change an ownership
+// record.
+func Register(mgr manager.Manager, identities IdentityPolicy, controller string) {
+	identities.Reviewer, identities.Grants = mgr.GetClient(), NewGrantCache(GrantTTL)
+	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), identities, controller))
+	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), identities, controller))
 }
 
 // WhoAmI asks the API server which username c writes as (a

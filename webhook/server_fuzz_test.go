@@ -63,7 +63,7 @@ func FuzzServer(f *testing.F) {
 		f.Fatal(err)
 	}
 	cache := fake.NewClientBuilder().WithScheme(scheme).Build()
-	secrets := webhook.SecretPolicy{Reviewer: cache}
+	secrets := webhook.IdentityPolicy{Reviewer: cache}
 	srv.Register(conversion.Path, guard(conversion.NewHandler(scheme, converter)))
 	srv.Register(webhook.ValidateV1alpha1Path, guard(webhook.NewV1alpha1Validator(cache, secrets, "controller")))
 	srv.Register(webhook.ValidateV1beta1Path, guard(webhook.NewV1beta1Validator(cache, secrets, "controller")))

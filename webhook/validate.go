@@ -31,15 +31,15 @@ import (
 //
 // controller is the username the controller writes status as: only it may
 // change an ownership record (see statusWrite).
-func NewV1beta1Validator(claims client.Reader, secrets SecretPolicy, controller string) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, secrets: secrets, controller: controller, rules: hubRules}}
+func NewV1beta1Validator(claims client.Reader, identities IdentityPolicy, controller string) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, identities: identities, controller: controller, rules: hubRules}}
 }
 
 // NewV1alpha1Validator is the admission webhook for v1alpha1 LBRegistrars:
 // the same rules over the spec as it will be stored, with errors on the
 // v1alpha1 fields that wrote it.
-func NewV1alpha1Validator(claims client.Reader, secrets SecretPolicy, controller string) *admission.Webhook {
-	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, secrets: secrets, controller: controller, rules: alphaRules}}
+func NewV1alpha1Validator(claims client.Reader, identities IdentityPolicy, controller string) *admission.Webhook {
+	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, identities: identities, controller: controller, rules: alphaRules}}
 }
 
 // rules are one API version's side of validation: its empty object, the
@@ -88,7 +88,7 @@ var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
 // registered; CONNECT does not apply to LBRegistrars.
 type validator[T client.Object, V any] struct {
 	claims     client.Reader
-	secrets    SecretPolicy
+	identities IdentityPolicy
 	controller string
 	rules      rules[T, V]
 }
@@ -132,11 +132,11 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 	// A write that leaves the spec alone (a finalizer, a label) changes
 	// nothing lbregistrar signs or where.
 	if req.Operation == admissionv1.Create || !equality.Semantic.DeepEqual(spec, v.rules.stored(oldView)) {
-		secretErrs, err := v.secrets.check(ctx, req.UserInfo, spec)
+		identityErrs, err := v.identities.check(ctx, req.UserInfo, spec)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 		}
-		errs = append(errs, secretErrs...)
+		errs = append(errs, identityErrs...)
 	}
 	return verdict(v.rules.version, obj.GetName(), errs, warnings)
 }

@@ -39,7 +39,7 @@ func BenchmarkAdmission(b *testing.B) {
 		})}
 		b.Run(fmt.Sprintf("%d/baseline", n), func(b *testing.B) { benchHandler(b, baseline, body) })
 		b.Run(fmt.Sprintf("%d/validate", n), func(b *testing.B) {
-			benchHandler(b, NewV1beta1Validator(informers, SecretPolicy{Reviewer: secretReaders(nil)}, controllerUser), body)
+			benchHandler(b, NewV1beta1Validator(informers, IdentityPolicy{Reviewer: secretReaders(nil)}, controllerUser), body)
 		})
 	}
 }

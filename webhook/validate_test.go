@@ -80,10 +80,10 @@ func alphaObject(name, backendSet string) *v1alpha1.LBRegistrar {
 // existing as the cache, and every writer allowed to get every Secret.
 func handlers(t testing.TB, existing ...client.Object) http.Handler {
 	t.Helper()
-	return handlersWith(t, SecretPolicy{Reviewer: secretReaders(nil)}, existing...)
+	return handlersWith(t, IdentityPolicy{Reviewer: secretReaders(nil)}, existing...)
 }
 
-func handlersWith(t testing.TB, secrets SecretPolicy, existing ...client.Object) http.Handler {
+func handlersWith(t testing.TB, secrets IdentityPolicy, existing ...client.Object) http.Handler {
 	t.Helper()
 	scheme := api.NewScheme()
 	claims := fake.NewClientBuilder().WithScheme(scheme).
@@ -96,15 +96,38 @@ func handlersWith(t testing.TB, secrets SecretPolicy, existing ...client.Object)
 }
 
 // secretReaders answers SubjectAccessReviews as an API server would where
-// readers lists, per user, the namespace/name of the Secrets they may get;
-// nil lets everyone get everything.
+// each user may get the Secrets ("namespace/name") readers lists, and
+// nothing else; nil readers allow everything.
 func secretReaders(readers map[string][]string) client.Client {
+	if readers == nil {
+		return grantedRights(nil)
+	}
+	rights := map[string][]string{}
+	for user, secrets := range readers {
+		for _, ref := range secrets {
+			rights[user] = append(rights[user], "get secrets "+ref)
+		}
+	}
+	return grantedRights(rights)
+}
+
+// grantedRights answers SubjectAccessReviews as an API server would where
+// each user has the rights listed ("verb resource[/subresource]
+// [namespace/]name", the group left out), and no other; nil allows
+// everything.
+func grantedRights(rights map[string][]string) client.Client {
 	return fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 			sar := obj.(*authorizationv1.SubjectAccessReview)
 			a := sar.Spec.ResourceAttributes
-			sar.Status.Allowed = readers == nil ||
-				a.Verb == "get" && a.Resource == "secrets" && slices.Contains(readers[sar.Spec.User], a.Namespace+"/"+a.Name)
+			resource, name := a.Resource, a.Name
+			if a.Subresource != "" {
+				resource += "/" + a.Subresource
+			}
+			if a.Namespace != "" {
+				name = a.Namespace + "/" + name
+			}
+			sar.Status.Allowed = rights == nil || slices.Contains(rights[sar.Spec.User], a.Verb+" "+resource+" "+name)
 			return nil
 		},
 	}).Build()
@@ -558,8 +581,8 @@ func FuzzAdmission(f *testing.F) {
 // Naming an API key Secret is allowed to those who may get it, within the
 // namespaces lbregistrar reads keys from; a write that leaves the spec alone
 // is not asked.
-func TestSecretPolicy(t *testing.T) {
-	h := handlersWith(t, SecretPolicy{
+func TestSecretAccess(t *testing.T) {
+	h := handlersWith(t, IdentityPolicy{
 		Namespaces: []string{"lbregistrar-system"},
 		Reviewer:   secretReaders(map[string][]string{"alice": {"lbregistrar-system/oci-api-key"}}),
 	})
@@ -596,16 +619,81 @@ func TestSecretPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := send(t, h, tt.path, tt.body)
-			if resp.Allowed != (tt.causes == nil) {
-				t.Fatalf("allowed = %v: %+v", resp.Allowed, resp.Result)
-			}
-			if got := causeFields(resp); strings.Join(got, ",") != strings.Join(tt.causes, ",") {
-				t.Errorf("causes = %q, want %q", got, tt.causes)
-			}
-			if !resp.Allowed && !strings.Contains(resp.Result.Message, tt.inMessage) {
-				t.Errorf("message %q does not contain %q", resp.Result.Message, tt.inMessage)
-			}
+			checkRefusal(t, send(t, h, tt.path, tt.body), tt.causes, tt.inMessage)
+		})
+	}
+}
+
+// checkRefusal checks that resp refuses with causes (allows when none) and
+// a message containing inMessage.
+func checkRefusal(t *testing.T, resp *admissionv1.AdmissionResponse, causes []string, inMessage string) {
+	t.Helper()
+	if resp.Allowed != (causes == nil) {
+		t.Fatalf("allowed = %v: %+v", resp.Allowed, resp.Result)
+	}
+	if got := causeFields(resp); strings.Join(got, ",") != strings.Join(causes, ",") {
+		t.Errorf("causes = %q, want %q", got, causes)
+	}
+	if !resp.Allowed && !strings.Contains(resp.Result.Message, inMessage) {
+		t.Errorf("message %q does not contain %q", resp.Result.Message, inMessage)
+	}
+}
+
+// A workload identity's ServiceAccount may be named by those who may create
+// tokens for it; the controller's own identity by no one unless serve
+// allows it, and then by those granted use on it.
+func TestKeylessIdentityAccess(t *testing.T) {
+	rights := grantedRights(map[string][]string{"alice": {
+		"create serviceaccounts/token team-a/lb-writer",
+		"use identities controller",
+	}})
+	keyless := func(name string, set func(*v1beta1.LBRegistrarSpec)) *v1beta1.LBRegistrar {
+		obj := hubObject(name, testNLB, name)
+		obj.Spec.APIKey = nil
+		set(&obj.Spec)
+		return obj
+	}
+	ofServiceAccount := keyless("sa", func(s *v1beta1.LBRegistrarSpec) {
+		s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "team-a", Name: "lb-writer"}}
+	})
+	ofController := keyless("controller", func(s *v1beta1.LBRegistrarSpec) {
+		s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}
+	})
+	ofInstance := keyless("instance", func(s *v1beta1.LBRegistrarSpec) {
+		s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}
+	})
+	closed := handlersWith(t, IdentityPolicy{Reviewer: rights})
+	open := handlersWith(t, IdentityPolicy{Reviewer: rights, AllowControllerIdentity: true})
+
+	tests := []struct {
+		name      string
+		h         http.Handler
+		body      []byte
+		causes    []string
+		inMessage string
+	}{
+		{name: "token creator names the service account", h: closed,
+			body: reviewBy(t, "alice", admissionv1.Create, ofServiceAccount, nil)},
+		{name: "others may not", h: closed,
+			body:   reviewBy(t, "mallory", admissionv1.Create, ofServiceAccount, nil),
+			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "mallory may not create tokens for ServiceAccount team-a/lb-writer"},
+		{name: "the controller's workload identity, not allowed", h: closed,
+			body:   reviewBy(t, "alice", admissionv1.Create, ofController, nil),
+			causes: []string{"spec.workloadIdentity"}, inMessage: "does not let resources sign in as the controller itself (--allow-controller-identity)"},
+		{name: "the instance principal, not allowed", h: closed,
+			body:   reviewBy(t, "alice", admissionv1.Create, ofInstance, nil),
+			causes: []string{"spec.instancePrincipal"}, inMessage: "does not let resources sign in as the controller itself"},
+		{name: "allowed, by a writer who may use it", h: open,
+			body: reviewBy(t, "alice", admissionv1.Create, ofController, nil)},
+		{name: "allowed, instance principal by a writer who may use it", h: open,
+			body: reviewBy(t, "alice", admissionv1.Create, ofInstance, nil)},
+		{name: "allowed, by a writer who may not", h: open,
+			body:   reviewBy(t, "mallory", admissionv1.Create, ofInstance, nil),
+			causes: []string{"spec.instancePrincipal"}, inMessage: "mallory may not sign in as the lbregistrar controller: that takes use on identities.nodes.peppy-ratio.dev named controller"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkRefusal(t, send(t, tt.h, ValidateV1beta1Path, tt.body), tt.causes, tt.inMessage)
 		})
 	}
 }
@@ -613,7 +701,7 @@ func TestSecretPolicy(t *testing.T) {
 // A grant is remembered for the cache's time to live, per writer (groups
 // included) and Secret; a refusal is asked again every time, so a right
 // just granted counts at once.
-func TestSecretPolicyRemembersGrants(t *testing.T) {
+func TestIdentityPolicyRemembersGrants(t *testing.T) {
 	readers := map[string][]string{"alice": {"lbregistrar-system/oci-api-key"}}
 	var asked int
 	reviewer := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
@@ -625,7 +713,7 @@ func TestSecretPolicyRemembersGrants(t *testing.T) {
 	now := time.Unix(0, 0)
 	grants := NewGrantCache(time.Minute)
 	grants.now = func() time.Time { return now }
-	p := SecretPolicy{Reviewer: reviewer, Grants: grants}
+	p := IdentityPolicy{Reviewer: reviewer, Grants: grants}
 	spec := &hubObject("a", testNLB, "ingress").Spec
 
 	check := func(user authenticationv1.UserInfo, wantAllowed bool, wantAsked int) {

@@ -29,7 +29,9 @@ type LBRegistrarSpec struct {
 	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
 
 	// InstancePrincipal signs in as the compute instance the controller
-	// runs on, an identity every resource using it shares.
+	// runs on, an identity every resource using it shares: lbregistrar
+	// serve must allow it (--allow-controller-identity), and whoever names
+	// it must be allowed to (admission asks the API server).
 	// +optional
 	InstancePrincipal *InstancePrincipal `json:"instancePrincipal,omitempty"`
 
@@ -114,7 +116,8 @@ type WorkloadIdentity struct {
 	// short-lived token for it (TokenRequest), so IAM policies can be
 	// written for this service account alone. Whoever names it must be
 	// allowed to create tokens for it (admission asks the API server).
-	// Without it, the controller's own service account signs in.
+	// Without it, the controller's own service account signs in, which
+	// lbregistrar serve must allow (--allow-controller-identity).
 	// +optional
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 }

@@ -40,6 +40,13 @@ const (
 	// RuleSecretAccess: the writer may not read an API key Secret the
 	// resource names (checked by the webhook, which knows the writer).
 	RuleSecretAccess = "secret-access"
+	// RuleServiceAccountAccess: the writer may not create tokens for the
+	// ServiceAccount a workload identity names (checked by the webhook).
+	RuleServiceAccountAccess = "service-account-access"
+	// RuleControllerIdentity: a resource signs in as the controller itself,
+	// which serve does not allow or the writer may not use (checked by the
+	// webhook).
+	RuleControllerIdentity = "controller-identity"
 	// RuleOwnershipRecord: a status write by anyone but the controller
 	// changed the ownership record (checked by the webhook, which knows the
 	// writer).

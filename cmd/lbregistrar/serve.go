@@ -252,7 +252,7 @@ func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) 
 	if err != nil {
 		return err
 	}
-	webhook.Register(mgr, o.reconciler.SecretNamespaces, controller)
+	webhook.Register(mgr, webhook.IdentityPolicy{Namespaces: o.reconciler.SecretNamespaces, AllowControllerIdentity: o.reconciler.AllowControllerIdentity}, controller)
 	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)
 }
 

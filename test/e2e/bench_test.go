@@ -59,7 +59,7 @@ func BenchmarkAPIServerAdmission(b *testing.B) {
 		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })}}
 	// Ours as webhook.Register builds it, timed the same way.
 	validator := &timedHandler{next: webhook.NewV1beta1Validator(c.Webhooks.Manager.GetCache(),
-		webhook.SecretPolicy{Reviewer: c.Webhooks.Manager.GetClient(), Grants: webhook.NewGrantCache(webhook.GrantTTL)},
+		webhook.IdentityPolicy{Reviewer: c.Webhooks.Manager.GetClient(), Grants: webhook.NewGrantCache(webhook.GrantTTL)},
 		"system:serviceaccount:lbregistrar-system:lbregistrar")}
 	c.Webhooks.Server.Register("/bench-admit-everything", admitEverything)
 	c.Webhooks.Server.Register("/bench-validate", validator)

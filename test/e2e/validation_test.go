@@ -9,6 +9,8 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
 // kubectl apply of a v1alpha1 object with three distinct mistakes is refused,
@@ -64,22 +66,9 @@ func TestSecondClaimIsRefused(t *testing.T) {
 	}
 }
 
-// Two users allowed to create LBRegistrars, one of whom may also read the
-// API key Secret: only that one may name it. lbregistrar signs OCI calls
-// with the key a resource names, so naming a key must take the right to
-// read it.
-func TestOnlyReadersOfAKeyMayNameIt(t *testing.T) {
-	t.Parallel()
-	c := shared(t)
-	kubectl(t, c, `apiVersion: v1
-kind: Namespace
-metadata: {name: team-keys}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: team-key, namespace: team-keys}
-stringData: {private-key: not-read-here}
----
+// writersRBAC lets users alice and mallory write LBRegistrars, and nothing
+// else.
+const writersRBAC = `---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: lbregistrar-writer}
@@ -95,7 +84,24 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: lbregist
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: mallory}
+`
+
+// Two users allowed to create LBRegistrars, one of whom may also read the
+// API key Secret: only that one may name it. lbregistrar signs OCI calls
+// with the key a resource names, so naming a key must take the right to
+// read it.
+func TestOnlyReadersOfAKeyMayNameIt(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	kubectl(t, c, `apiVersion: v1
+kind: Namespace
+metadata: {name: team-keys}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: team-key, namespace: team-keys}
+stringData: {private-key: not-read-here}
+`+writersRBAC+`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: key-reader, namespace: team-keys}
@@ -129,4 +135,84 @@ subjects:
 		t.Errorf("kubectl does not show %q:\n%s", want, stderr)
 	}
 	kubectl(t, c, manifest("alices"), "--as=alice", "apply", "-f", "-")
+}
+
+// Two users allowed to create LBRegistrars, one of whom may also create
+// tokens for a ServiceAccount and use the controller's own identity: only
+// that one may name them. The controller's own identity is refused to
+// everyone, the cluster's admin included, unless serve allows it.
+func TestOnlyThoseWhoMayUseAnIdentityMayNameIt(t *testing.T) {
+	t.Parallel()
+	manifest := func(name, identity string) string {
+		return `apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata: {name: ` + name + `}
+spec:
+  loadBalancerId: ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaa` + strings.ReplaceAll(name, "-", "") + `
+  services:
+  - {nodePort: 30080, backendSetName: web, weight: 1}
+` + identity
+	}
+	ofServiceAccount := "  workloadIdentity:\n    region: ap-tokyo-1\n    serviceAccount: {namespace: team-a, name: lb-writer}\n"
+	ofController := "  workloadIdentity:\n    region: ap-tokyo-1\n"
+	ofInstance := "  instancePrincipal:\n    region: ap-tokyo-1\n"
+
+	_, stderr, err := shared(t).Kubectl(testContext(t), manifest("closed", ofController), "apply", "-f", "-")
+	if want := "spec.workloadIdentity: Forbidden: lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("want %q; err=%v stderr:\n%s", want, err, stderr)
+	}
+
+	c := kube.Start(t, kube.Options{Webhooks: kube.WebhookOptions{Identities: webhook.IdentityPolicy{AllowControllerIdentity: true}}})
+	kubectl(t, c, `apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: lb-writer, namespace: team-a}
+`+writersRBAC+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: lb-writer-tokens, namespace: team-a}
+rules:
+- apiGroups: [""]
+  resources: [serviceaccounts/token]
+  resourceNames: [lb-writer]
+  verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-signs-in-as-lb-writer, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lb-writer-tokens}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: lbregistrar-controller-identity}
+rules:
+- apiGroups: [nodes.peppy-ratio.dev]
+  resources: [identities]
+  resourceNames: [controller]
+  verbs: [use]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-signs-in-as-the-controller}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: lbregistrar-controller-identity}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+`, "apply", "-f", "-")
+
+	for _, tc := range []struct{ name, identity, refusal string }{
+		{"sa", ofServiceAccount, "spec.workloadIdentity.serviceAccount: Forbidden: mallory may not create tokens for ServiceAccount team-a/lb-writer"},
+		{"controller", ofController, "spec.workloadIdentity: Forbidden: mallory may not sign in as the lbregistrar controller"},
+		{"instance", ofInstance, "spec.instancePrincipal: Forbidden: mallory may not sign in as the lbregistrar controller"},
+	} {
+		_, stderr, err := c.Kubectl(testContext(t), manifest("mallorys-"+tc.name, tc.identity), "--as=mallory", "apply", "-f", "-")
+		if err == nil || !strings.Contains(stderr, tc.refusal) {
+			t.Errorf("want %q; err=%v stderr:\n%s", tc.refusal, err, stderr)
+		}
+		kubectl(t, c, manifest("alices-"+tc.name, tc.identity), "--as=alice", "apply", "-f", "-")
+	}
 }

@@ -36,6 +36,10 @@ type WebhookOptions struct {
 	// a second and three seconds, so a rotation completes within a test.
 	Certs certs.Options
 
+	// Identities says what writers may make lbregistrar sign in with; its
+	// Reviewer and Grants are filled in.
+	Identities webhook.IdentityPolicy
+
 	// Setup adds more to the manager before it starts, e.g. a reconciler.
 	Setup func(manager.Manager) error
 }
@@ -94,7 +98,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	webhook.Register(w.Manager, nil, controller)
+	webhook.Register(w.Manager, o.Identities, controller)
 	if o.Setup != nil {
 		if err := o.Setup(w.Manager); err != nil {
 			return nil, err
