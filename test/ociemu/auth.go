@@ -65,7 +65,7 @@ func (e *Emulator) registerKey(tenancy, user string, key *rsa.PublicKey) (User, 
 	}
 	u := User{Tenancy: tenancy, User: user, Fingerprint: fp}
 	e.mu.Lock()
-	e.keys[u.KeyID()] = key
+	e.keys[u.KeyID()] = &signer{key: key, principal: user}
 	e.mu.Unlock()
 	return u, nil
 }
@@ -129,6 +129,15 @@ func parseRSAPublicKey(data []byte) (*rsa.PublicKey, error) {
 	return key, nil
 }
 
+// signer is who signs with a keyId: the public key, the principal (a user
+// OCID, or the service account a session was issued to) and, for a
+// session, when it stops counting.
+type signer struct {
+	key       *rsa.PublicKey
+	principal string
+	expires   time.Time // zero: never
+}
+
 // errNotAuthenticated carries why a signature was rejected; the reason is
 // logged in the call log but, as with OCI, not returned to the caller.
 type errNotAuthenticated struct{ reason string }
@@ -138,20 +147,33 @@ func (e errNotAuthenticated) Error() string { return e.reason }
 // authenticate verifies an OCI HTTP signature (draft-cavage-http-signatures,
 // rsa-sha256) over the headers it names, requires the date, request target
 // and host to be among them and, for requests with a body, the body headers
-// with a matching x-content-sha256.
-func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) error {
+// with a matching x-content-sha256. It returns who signed.
+func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) (string, error) {
+	s, err := e.verify(r, body, now)
+	if err != nil {
+		return "", err
+	}
+	return s.principal, nil
+}
+
+func (e *Emulator) verify(r *http.Request, body []byte, now time.Time) (*signer, error) {
 	params, err := parseSignatureHeader(r.Header.Get("Authorization"))
 	if err != nil {
-		return errNotAuthenticated{err.Error()}
+		return nil, errNotAuthenticated{err.Error()}
 	}
 	if params["version"] != "1" || params["algorithm"] != "rsa-sha256" {
-		return errNotAuthenticated{"unsupported signature version or algorithm"}
+		return nil, errNotAuthenticated{"unsupported signature version or algorithm"}
 	}
 	e.mu.Lock()
-	key := e.keys[params["keyId"]]
+	s := e.keys[params["keyId"]]
 	e.mu.Unlock()
-	if key == nil {
-		return errNotAuthenticated{"unknown keyId " + params["keyId"]}
+	switch {
+	case s == nil && strings.HasPrefix(params["keyId"], sessionKeyPrefix):
+		return nil, errNotAuthenticated{"session token not issued by this emulator"}
+	case s == nil:
+		return nil, errNotAuthenticated{"unknown keyId " + params["keyId"]}
+	case !s.expires.IsZero() && !now.Before(s.expires):
+		return nil, errNotAuthenticated{"session token of " + s.principal + " expired"}
 	}
 
 	headers := strings.Fields(strings.ToLower(params["headers"]))
@@ -165,26 +187,26 @@ func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) err
 	}
 	for _, h := range []string{dateHeader, "(request-target)", "host"} {
 		if !signed[h] {
-			return errNotAuthenticated{"header " + h + " is not signed"}
+			return nil, errNotAuthenticated{"header " + h + " is not signed"}
 		}
 	}
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 		for _, h := range []string{"content-length", "content-type", "x-content-sha256"} {
 			if !signed[h] {
-				return errNotAuthenticated{"header " + h + " is not signed"}
+				return nil, errNotAuthenticated{"header " + h + " is not signed"}
 			}
 		}
 		sum := sha256.Sum256(body)
 		if r.Header.Get("x-content-sha256") != base64.StdEncoding.EncodeToString(sum[:]) {
-			return errNotAuthenticated{"x-content-sha256 does not match the body"}
+			return nil, errNotAuthenticated{"x-content-sha256 does not match the body"}
 		}
 	}
 	date, err := http.ParseTime(r.Header.Get(dateHeader))
 	if err != nil {
-		return errNotAuthenticated{"unparsable " + dateHeader}
+		return nil, errNotAuthenticated{"unparsable " + dateHeader}
 	}
 	if skew := now.Sub(date); skew > e.opts.MaxClockSkew || -skew > e.opts.MaxClockSkew {
-		return errNotAuthenticated{fmt.Sprintf("%s is %s off", dateHeader, skew.Round(time.Second))}
+		return nil, errNotAuthenticated{fmt.Sprintf("%s is %s off", dateHeader, skew.Round(time.Second))}
 	}
 
 	var signingString bytes.Buffer
@@ -205,13 +227,13 @@ func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) err
 	}
 	signature, err := base64.StdEncoding.DecodeString(params["signature"])
 	if err != nil {
-		return errNotAuthenticated{"signature is not base64"}
+		return nil, errNotAuthenticated{"signature is not base64"}
 	}
 	digest := sha256.Sum256(signingString.Bytes())
-	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], signature); err != nil {
-		return errNotAuthenticated{"signature does not verify"}
+	if err := rsa.VerifyPKCS1v15(s.key, crypto.SHA256, digest[:], signature); err != nil {
+		return nil, errNotAuthenticated{"signature does not verify"}
 	}
-	return nil
+	return s, nil
 }
 
 // parseSignatureHeader splits `Signature k="v",k="v"` into its parameters.

@@ -13,7 +13,7 @@ package ociemu
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -46,6 +46,10 @@ type Options struct {
 	// clock. Defaults to 5 minutes, as OCI.
 	MaxClockSkew time.Duration
 
+	// SessionTokenLifetime is how long a session token the emulator issues
+	// (workload identity) may sign requests. Defaults to an hour.
+	SessionTokenLifetime time.Duration
+
 	// HTTPAddress and HTTPSAddress are where to listen; both default to
 	// 127.0.0.1:0 (a free loopback port).
 	HTTPAddress  string
@@ -64,6 +68,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.ClassicConflictCode == "" {
 		o.ClassicConflictCode = "Conflict"
+	}
+	if o.SessionTokenLifetime == 0 {
+		o.SessionTokenLifetime = time.Hour
 	}
 	if o.MaxClockSkew == 0 {
 		o.MaxClockSkew = 5 * time.Minute
@@ -94,23 +101,27 @@ type Emulator struct {
 	tlsServer     *http.Server
 	ca            *certAuthority
 
-	mu            sync.Mutex
-	keys          map[string]*rsa.PublicKey // by keyId
-	balancers     map[string]*balancer      // by OCID
-	workRequests  map[string]*workRequest   // by OCID
-	workOrder     []*workRequest            // creation order
-	retryTokens   map[string]retryEntry
-	faults        []*faultEntry
-	nextFaultID   int
-	calls         []Call
-	counters      Counters
-	forwarders    []*forwarder
-	health        map[healthKey]*backendHealth
-	probed        probeList // the backends health checks reach, per backend set
-	stopHealth    context.CancelFunc
-	probes        sync.WaitGroup // the health check loop and its checks
-	closed        bool
-	pendingTimers map[*time.Timer]struct{}
+	mu   sync.Mutex
+	keys map[string]*signer // by keyId
+	// sessionSecret signs the session tokens the emulator issues;
+	// identityServers serve their exchange (ServeWorkloadIdentity).
+	sessionSecret   []byte
+	identityServers []*http.Server
+	balancers       map[string]*balancer    // by OCID
+	workRequests    map[string]*workRequest // by OCID
+	workOrder       []*workRequest          // creation order
+	retryTokens     map[string]retryEntry
+	faults          []*faultEntry
+	nextFaultID     int
+	calls           []Call
+	counters        Counters
+	forwarders      []*forwarder
+	health          map[healthKey]*backendHealth
+	probed          probeList // the backends health checks reach, per backend set
+	stopHealth      context.CancelFunc
+	probes          sync.WaitGroup // the health check loop and its checks
+	closed          bool
+	pendingTimers   map[*time.Timer]struct{}
 }
 
 // Start serves the emulator over plain HTTP and over HTTPS, by default on two
@@ -152,7 +163,8 @@ func Start(opts Options) (*Emulator, error) {
 func newEmulator(opts Options) *Emulator {
 	return &Emulator{
 		opts:          opts.withDefaults(),
-		keys:          map[string]*rsa.PublicKey{},
+		keys:          map[string]*signer{},
+		sessionSecret: []byte(rand.Text()),
 		balancers:     map[string]*balancer{},
 		workRequests:  map[string]*workRequest{},
 		retryTokens:   map[string]retryEntry{},
@@ -209,6 +221,13 @@ func (e *Emulator) Close() error {
 	var errs []error
 	if e.server != nil {
 		errs = append(errs, e.server.Close(), e.tlsServer.Close())
+	}
+	e.mu.Lock()
+	identityServers := e.identityServers
+	e.identityServers = nil
+	e.mu.Unlock()
+	for _, s := range identityServers {
+		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -62,6 +62,7 @@ type requestContext struct {
 	foreignChange  bool // another client changes the load balancer once this request is served
 	lose           bool // the answer is lost once the request is served
 	lostAs         *apiError
+	principal      string // who signed it
 }
 
 func (rc *requestContext) header(name string) string { return rc.r.Header.Get(name) }
@@ -108,7 +109,7 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 		}
 		call := Call{
 			Time: start.UTC(), Method: r.Method, Path: r.URL.Path, Operation: operation,
-			LoadBalancerID: rc.loadBalancerID, RequestID: requestID,
+			LoadBalancerID: rc.loadBalancerID, RequestID: requestID, Principal: rc.principal,
 			RetryToken: r.Header.Get("opc-retry-token"), IfMatch: r.Header.Get("if-match"),
 		}
 		var apiErr *apiError
@@ -140,7 +141,8 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 }
 
 func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time.Time) (*response, error) {
-	if err := e.authenticate(rc.r, rc.body, now); err != nil {
+	var err error
+	if rc.principal, err = e.authenticate(rc.r, rc.body, now); err != nil {
 		return nil, &apiError{status: http.StatusUnauthorized, code: "NotAuthenticated",
 			message:    "The required information to complete authentication was not provided or was incorrect.",
 			authReason: err.Error()}
@@ -378,6 +380,9 @@ type Call struct {
 	IfMatch        string    `json:"ifMatch,omitempty"`
 	Fault          bool      `json:"fault,omitempty"`     // answered by an injected fault
 	AuthError      string    `json:"authError,omitempty"` // why the signature was rejected
+	// Principal signed the request: a user OCID, or the service account a
+	// session token was issued to.
+	Principal string `json:"principal,omitempty"`
 }
 
 // Counters are running totals since the emulator started or ResetCalls.
@@ -390,6 +395,8 @@ type Counters struct {
 	// PreconditionFailed counts 412s: writes whose If-Match was stale.
 	PreconditionFailed int `json:"preconditionFailed"`
 	WorkRequests       int `json:"workRequests"`
+	// SessionTokens counts the session tokens issued (workload identity).
+	SessionTokens int `json:"sessionTokens"`
 }
 
 func newCounters() Counters { return Counters{Writes: map[string]int{}} }

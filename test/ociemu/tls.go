@@ -16,6 +16,7 @@ import (
 // certAuthority is a throwaway CA and the loopback serving certificate it signed.
 type certAuthority struct {
 	cert       *x509.Certificate
+	key        *ecdsa.PrivateKey
 	certPEM    []byte
 	serverCert tls.Certificate
 }
@@ -44,27 +45,31 @@ func newCertAuthority() (*certAuthority, error) {
 		return nil, err
 	}
 
-	serverKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &certAuthority{cert: caCert, key: caKey, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	ca.serverCert, err = ca.issue(2, net.IPv4(127, 0, 0, 1), net.IPv6loopback)
+	return ca, err
+}
+
+// issue signs a serving certificate for localhost and ips.
+func (ca *certAuthority) issue(serial int64, ips ...net.IP) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return tls.Certificate{}, err
 	}
-	serverTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: "localhost"},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  ips,
 	}
-	serverDER, err := x509.CreateCertificate(rand.Reader, serverTemplate, caCert, &serverKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, template, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		return nil, err
+		return tls.Certificate{}, err
 	}
-	return &certAuthority{
-		cert:       caCert,
-		certPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		serverCert: tls.Certificate{Certificate: [][]byte{serverDER}, PrivateKey: serverKey, Leaf: nil},
-	}, nil
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
