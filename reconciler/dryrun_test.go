@@ -90,7 +90,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	ctx := context.Background()
 
 	var planned []preview.BackendSetChange
-	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
+	planner := newPlanner(r.client, r.builders.Key, r.opts, nil)
 	all := []v1beta1.LBRegistrar{*older, *newer}
 	for _, obj := range all {
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&obj)}); err != nil {
@@ -172,7 +172,7 @@ func TestUnrecordedBackends(t *testing.T) {
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
 	r := unitReconciler(t, nil, recording, node)
 	forged.Status.RecordSignature = "v1.not-the-controllers"
-	planner := newPlanner(r.client, r.clientFor, r.opts, nil)
+	planner := newPlanner(r.client, r.builders.Key, r.opts, nil)
 	kept := func(backend string, foreign bool) preview.KeptBackend {
 		return preview.KeptBackend{Backend: backend, Weight: 1, Foreign: foreign}
 	}

@@ -5,16 +5,20 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
@@ -66,6 +70,12 @@ type Options struct {
 	// AllowControllerIdentity lets resources sign in as the controller
 	// itself; the webhook then asks that their writers may.
 	AllowControllerIdentity bool
+	// WorkloadIdentityHost is where OKE workload identity's token exchange
+	// listens (port 12250); empty means the API server's host, as on OKE.
+	// WorkloadIdentityCAFile names a PEM bundle trusted for it besides the
+	// API server's CA.
+	WorkloadIdentityHost   string
+	WorkloadIdentityCAFile string
 	// OCICAFile names a PEM bundle trusted for OCI endpoints besides the
 	// system roots (private endpoints); ignored when OCI.HTTPClient is set.
 	OCICAFile string
@@ -122,6 +132,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
+	fs.StringVar(&o.WorkloadIdentityHost, "workload-identity-host", o.WorkloadIdentityHost,
+		"Where OKE workload identity's token exchange listens (port 12250); default: the API server's host")
+	fs.StringVar(&o.WorkloadIdentityCAFile, "workload-identity-ca-file", o.WorkloadIdentityCAFile,
+		"PEM bundle trusted for OKE workload identity's token exchange besides the API server's CA")
 	fs.BoolVar(&o.AllowControllerIdentity, "allow-controller-identity", o.AllowControllerIdentity,
 		"Let resources sign in to OCI as the controller itself (workloadIdentity without a serviceAccount, instancePrincipal); writers also need use on identities.nodes.peppy-ratio.dev named controller")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
@@ -153,6 +167,33 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
 	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
 		"How long a departing node's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
+}
+
+// workloadIdentity is how resources naming a ServiceAccount sign in:
+// OKE's token exchange on the API server's host (or WorkloadIdentityHost),
+// trusted with the API server's CA (and WorkloadIdentityCA), with tokens
+// requested through mgr's client in the namespaces Secrets are read from.
+func (o Options) workloadIdentity(mgr ctrl.Manager) (*credentials.WorkloadIdentity, error) {
+	cfg := mgr.GetConfig()
+	w := &credentials.WorkloadIdentity{Host: o.WorkloadIdentityHost, CA: cfg.CAData, Tokens: mgr.GetClient(), Namespaces: o.SecretNamespaces}
+	if w.Host == "" {
+		u, err := url.Parse(cfg.Host)
+		if err != nil {
+			return nil, fmt.Errorf("the API server's host, where OKE workload identity is reached: %w", err)
+		}
+		w.Host = u.Hostname()
+	}
+	for _, file := range []string{cfg.CAFile, o.WorkloadIdentityCAFile} {
+		if file == "" {
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		w.CA = slices.Concat(w.CA, data)
+	}
+	return w, nil
 }
 
 // ociFactory builds the OCI clients' factory o describes.

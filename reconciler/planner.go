@@ -119,7 +119,7 @@ func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (o
 		creds.Region = obj.Spec.Region()
 		return credentials.Client(p.build, creds)
 	}
-	return credentials.ClientFor(ctx, p.secrets, p.build, obj.Name, &obj.Spec)
+	return credentials.ClientFor(ctx, p.secrets, credentials.Builders[ociAPI]{Key: p.build}, obj.Name, &obj.Spec)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

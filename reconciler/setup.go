@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
@@ -39,7 +41,7 @@ type Reconciler struct {
 	apiReader client.Reader // uncached reads
 	secrets   *credentials.Secrets
 	events    events.EventRecorder
-	clientFor func(oci.Credentials) (ociAPI, error)
+	builders  credentials.Builders[ociAPI]
 	lanes     *lanes.Lanes
 	wakeups   *lanes.Wakeups
 	watch     *lbwatch.Watch // notices other writers' changes
@@ -65,6 +67,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	workloadIdentity, err := o.workloadIdentity(mgr)
+	if err != nil {
+		return err
+	}
 	wakeups := &lanes.Wakeups{}
 	// Noticing other writers' changes gets a quarter of the OCI rate limit,
 	// so writes keep the rest however many load balancers are watched.
@@ -76,12 +82,22 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		apiReader: mgr.GetAPIReader(),
 		secrets:   credentials.NewSecrets(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    events,
-		clientFor: func(c oci.Credentials) (ociAPI, error) {
-			ociClient, err := factory.Client(c)
-			if err != nil {
-				return nil, err
-			}
-			return ownedBy{ociClient, watch}, nil
+		builders: credentials.Builders[ociAPI]{
+			Key: func(c oci.Credentials) (ociAPI, error) {
+				ociClient, err := factory.Client(c)
+				if err != nil {
+					return nil, err
+				}
+				return ownedBy{ociClient, watch}, nil
+			},
+			Session: func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
+				ociClient, err := factory.SessionClient(identity, region, newProvider)
+				if err != nil {
+					return nil, err
+				}
+				return ownedBy{ociClient, watch}, nil
+			},
+			WorkloadIdentity: workloadIdentity,
 		},
 		lanes:   lanes.New(),
 		wakeups: wakeups,

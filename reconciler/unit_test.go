@@ -117,7 +117,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 		apiReader: c,
 		secrets:   secrets,
 		events:    recorder,
-		clientFor: func(oci.Credentials) (ociAPI, error) { return ociClient, nil },
+		builders:  credentials.Builders[ociAPI]{Key: func(oci.Credentials) (ociAPI, error) { return ociClient, nil }},
 		lanes:     lanes.New(),
 		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   lanes.NewFlights(func(string, time.Duration) {}),

@@ -144,6 +144,8 @@ func (p IdentityPolicy) rightsFor(spec *v1beta1.LBRegistrarSpec) ([]right, field
 	}
 	sa, asController := validation.ServiceAccountReference(spec)
 	switch {
+	case sa != nil && !validation.SecretNamespaceAllowed(sa.Namespace, p.Namespaces):
+		// refused above
 	case sa != nil:
 		rights = append(rights, right{
 			field: sa.Field, rule: validation.RuleServiceAccountAccess,

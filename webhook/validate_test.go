@@ -663,6 +663,7 @@ func TestKeylessIdentityAccess(t *testing.T) {
 		s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}
 	})
 	closed := handlersWith(t, IdentityPolicy{Reviewer: rights})
+	elsewhere := handlersWith(t, IdentityPolicy{Reviewer: rights, Namespaces: []string{"lbregistrar-system"}})
 	open := handlersWith(t, IdentityPolicy{Reviewer: rights, AllowControllerIdentity: true})
 
 	tests := []struct {
@@ -677,6 +678,9 @@ func TestKeylessIdentityAccess(t *testing.T) {
 		{name: "others may not", h: closed,
 			body:   reviewBy(t, "mallory", admissionv1.Create, ofServiceAccount, nil),
 			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "mallory may not create tokens for ServiceAccount team-a/lb-writer"},
+		{name: "outside the namespaces, whoever writes", h: elsewhere,
+			body:   reviewBy(t, "alice", admissionv1.Create, ofServiceAccount, nil),
+			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "ServiceAccount team-a/lb-writer is outside the namespaces lbregistrar signs in from (lbregistrar-system)"},
 		{name: "the controller's workload identity, not allowed", h: closed,
 			body:   reviewBy(t, "alice", admissionv1.Create, ofController, nil),
 			causes: []string{"spec.workloadIdentity"}, inMessage: "does not let resources sign in as the controller itself (--allow-controller-identity)"},

@@ -39,11 +39,17 @@ func SecretNamespaceAllowed(namespace string, allowed []string) bool {
 	return len(allowed) == 0 || slices.Contains(allowed, namespace)
 }
 
-// ValidateSecretNamespaces refuses API key Secrets outside the namespaces
-// lbregistrar reads them from: the controller could never read them, and
-// the resource would only ever report that.
+// ValidateSecretNamespaces refuses API key Secrets, and workload identity
+// ServiceAccounts, outside the namespaces lbregistrar reads them from: the
+// controller could never read them, and the resource would only ever
+// report that.
 func ValidateSecretNamespaces(spec *v1beta1.LBRegistrarSpec, allowed []string) field.ErrorList {
 	var errs field.ErrorList
+	if sa, _ := ServiceAccountReference(spec); sa != nil && !SecretNamespaceAllowed(sa.Namespace, allowed) {
+		errs = append(errs, field.Forbidden(sa.Field, fmt.Sprintf(
+			"ServiceAccount %s/%s is outside the namespaces lbregistrar signs in from (%s): use one there, or add its namespace to lbregistrar serve --secret-namespaces",
+			sa.Namespace, sa.Name, strings.Join(allowed, ", "))).WithOrigin(RuleSecretNamespace))
+	}
 	for _, ref := range SecretReferences(spec) {
 		if !SecretNamespaceAllowed(ref.Namespace, allowed) {
 			errs = append(errs, field.Forbidden(ref.Field, fmt.Sprintf(

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -168,18 +170,37 @@ func valueRef(src *v1beta1.SecretKeySource) string {
 	return src.Namespace + "/" + src.SecretKeyRef.Name + "/" + src.SecretKeyRef.Key
 }
 
-// ClientFor builds with build the OCI client for the identity spec names
-// for the named LBRegistrar: its API key, read from its Secrets through s.
-func ClientFor[C any](ctx context.Context, s *Secrets, build func(oci.Credentials) (C, error), resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
+// Builders build OCI clients of type C.
+type Builders[C any] struct {
+	// Key builds a client signing with an API key.
+	Key func(oci.Credentials) (C, error)
+	// Session builds a client signing in as identity (a name no other
+	// identity has) in region, with the provider newProvider builds, and
+	// caches it: the provider renews its session itself.
+	Session func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (C, error)
+	// WorkloadIdentity reaches OKE workload identity; nil where it cannot
+	// be reached (lbregistrar plan outside the cluster).
+	WorkloadIdentity *WorkloadIdentity
+}
+
+// ClientFor builds with b the OCI client for the identity spec names for
+// the named LBRegistrar: its API key, read from its Secrets through s, or
+// the workload identity of the ServiceAccount it names.
+func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
 	var none C
-	if spec.APIKey == nil {
-		return none, &Error{Reason: reasonIdentityUnsupported, Message: keylessField(spec) + ": this version of lbregistrar signs in to OCI with spec.apiKey only"}
+	switch w := spec.WorkloadIdentity; {
+	case spec.APIKey != nil:
+		creds, err := s.Credentials(ctx, resource, spec.APIKey)
+		if err != nil {
+			return none, err
+		}
+		return Client(b.Key, creds)
+	case w != nil && w.ServiceAccount != nil && b.WorkloadIdentity != nil && b.Session != nil:
+		return sessionClient(b, b.WorkloadIdentity.signIn(w.ServiceAccount), w.Region)
+	case w != nil && w.ServiceAccount != nil:
+		return none, &Error{Reason: reasonIdentityUnsupported, Message: "spec.workloadIdentity: OKE workload identity is reached only from inside the cluster"}
 	}
-	creds, err := s.Credentials(ctx, resource, spec.APIKey)
-	if err != nil {
-		return none, err
-	}
-	return Client(build, creds)
+	return none, &Error{Reason: reasonIdentityUnsupported, Message: keylessField(spec) + ": this version of lbregistrar signs in to OCI with spec.apiKey or spec.workloadIdentity.serviceAccount only"}
 }
 
 // keylessField is the field of the identity spec names instead of an API key.

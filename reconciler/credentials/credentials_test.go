@@ -61,7 +61,7 @@ func TestKeylessIdentityIsNamed(t *testing.T) {
 		"spec.workloadIdentity":  {WorkloadIdentity: &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}},
 		"spec.instancePrincipal": {InstancePrincipal: &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}},
 	} {
-		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), build, "web", &spec)
+		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), Builders[struct{}]{Key: build}, "web", &spec)
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, field+":") {
 			t.Errorf("%s: err = %v, want an *Error naming the field", field, err)

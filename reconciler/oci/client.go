@@ -136,13 +136,65 @@ func (f *Factory) RateLimit() rate.Limit { return f.opts.RateLimit }
 
 // Client returns the cached client for c, building it on first use.
 func (f *Factory) Client(c Credentials) (*Client, error) {
-	d := c.digest()
+	return f.cached(c.digest(), func() (*Client, error) { return f.build(c) })
+}
+
+// SessionClient returns the cached client that signs in as identity (a
+// name no other identity has) in region, with the provider newProvider
+// builds on first use: a session the SDK renews itself, such as OKE
+// workload identity's. A provider that cannot sign in fails the build, and
+// nothing is cached.
+func (f *Factory) SessionClient(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (*Client, error) {
+	d := digest([]byte("session"), []byte(identity), []byte(region))
+	return f.cached(d, func() (*Client, error) {
+		provider, err := newProvider()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := f.clientOf(provider, region)
+		if err != nil {
+			return nil, err
+		}
+		// The SDK renews a session only as its own clock says; one OCI
+		// stopped accepting earlier (revoked, or its identity gone) would
+		// fail every call until then. So a 401 drops the client, and the
+		// next call signs in afresh.
+		forget := func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.clients[d] == cl {
+				delete(f.clients, d)
+			}
+		}
+		cl.lb.HTTPClient = forgetOnUnauthorized{cl.lb.HTTPClient, forget}
+		cl.nlb.HTTPClient = forgetOnUnauthorized{cl.nlb.HTTPClient, forget}
+		return cl, nil
+	})
+}
+
+// forgetOnUnauthorized sends requests through next and calls forget when
+// OCI answers 401.
+type forgetOnUnauthorized struct {
+	next   common.HTTPRequestDispatcher
+	forget func()
+}
+
+func (d forgetOnUnauthorized) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		d.forget()
+	}
+	return resp, err
+}
+
+// cached returns the client cached under d, building it on first use.
+func (f *Factory) cached(d string, build func() (*Client, error)) (*Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cl := f.clients[d]; cl != nil {
 		return cl, nil
 	}
-	cl, err := f.build(c)
+	cl, err := build()
 	if err != nil {
 		return nil, err
 	}
@@ -174,15 +226,26 @@ func (f *Factory) build(c Credentials) (*Client, error) {
 		return nil, fmt.Errorf("%w: the private key is not a PEM RSA key or the passphrase is wrong", ErrInvalidCredentials)
 	}
 	provider := common.NewRawConfigurationProvider(c.Tenancy, c.User, c.Region, c.Fingerprint, string(c.PrivateKey), pass)
-
-	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(provider)
+	cl, err := f.clientOf(provider, c.Region)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+	}
+	return cl, nil
+}
+
+// clientOf builds the clients of both services signing with provider, for
+// region (which a session provider's own region need not be).
+func (f *Factory) clientOf(provider common.ConfigurationProvider, region string) (*Client, error) {
+	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(provider)
+	if err != nil {
+		return nil, err
 	}
 	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(provider)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+		return nil, err
 	}
+	lb.SetRegion(region)
+	nlb.SetRegion(region)
 	f.configure(&lb.BaseClient, f.opts.LoadBalancerEndpoint)
 	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
 	return &Client{lb: lb, nlb: nlb, polls: f.polls}, nil

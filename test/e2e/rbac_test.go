@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,68 @@ func TestServeUnderTheShippedRBAC(t *testing.T) {
 	kubectl(t, c, "", "delete", "lbregistrar", "legit", "--timeout=60s")
 	if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 1 {
 		t.Errorf("backends after deletion %q, want the one it did not register", got)
+	}
+	if log := serve.log.String(); strings.Contains(log, "forbidden") {
+		t.Errorf("the API server refused serve something:\n%s", log)
+	}
+}
+
+// serve run as lbregistrar's service account, with exactly the RBAC config/
+// ships, signs a resource in as the ServiceAccount it names: it requests
+// the ServiceAccount's token, OKE workload identity (the emulator, which
+// believes the API server's TokenReview) exchanges it for a session, and
+// the session signs the writes.
+func TestServeSignsInAsAServiceAccountUnderTheShippedRBAC(t *testing.T) {
+	c, emu := clusterWithWorkload(t, 0)
+	ctx := testContext(t)
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := emu.ServeWorkloadIdentity(kube.TokenReviewer(c.Client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := newServeProcess()
+	serve.Env = []string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile}
+	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(),
+		"--workload-identity-host="+host, "--workload-identity-ca-file="+caFile)
+	serve.waitReady(t)
+	if err := c.WaitAdmitting(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	kubectl(t, c, `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: lb-writer, namespace: `+kube.Namespace+`}
+---
+apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata: {name: keyless}
+spec:
+  loadBalancerId: `+classicIngress+`
+  services:
+  - {nodePort: 30443, backendSetName: ingress, weight: 1}
+  workloadIdentity:
+    region: ap-tokyo-1
+    serviceAccount: {namespace: `+kube.Namespace+`, name: lb-writer}
+`, "apply", "-f", "-")
+	serviceAccount := "system:serviceaccount:" + kube.Namespace + ":lb-writer"
+	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
+		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
+			return fmt.Errorf("backends %q", got)
+		}
+		return nil
+	})
+	for _, call := range emu.Calls() {
+		if call.Operation == "UpdateBackendSet" && call.Status < 300 && call.Principal != serviceAccount {
+			t.Errorf("a write signed by %q, want %q", call.Principal, serviceAccount)
+		}
 	}
 	if log := serve.log.String(); strings.Contains(log, "forbidden") {
 		t.Errorf("the API server refused serve something:\n%s", log)

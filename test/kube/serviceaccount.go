@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ServiceAccountKubeconfig applies the RBAC config/ installs for lbregistrar
@@ -33,4 +36,20 @@ func (c *Cluster) KubeconfigAs(user, file string) (string, error) {
 	}
 	path := filepath.Join(filepath.Dir(c.Kubeconfig), file)
 	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// TokenReviewer answers whose service account token is, as the API server
+// c reaches says (a TokenReview): what OKE's workload identity proxy asks
+// its cluster, for the emulator's ServeWorkloadIdentity.
+func TokenReviewer(c client.Client) func(ctx context.Context, token string) (string, error) {
+	return func(ctx context.Context, token string) (string, error) {
+		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+		if err := c.Create(ctx, review); err != nil {
+			return "", err
+		}
+		if !review.Status.Authenticated {
+			return "", errors.New("token not authenticated: " + review.Status.Error)
+		}
+		return review.Status.User.Username, nil
+	}
 }

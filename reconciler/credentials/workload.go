@@ -1,0 +1,144 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/common/auth"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/api/validation"
+)
+
+const (
+	reasonServiceAccountNamespace = "ServiceAccountNamespaceNotAllowed"
+	reasonSignInFailed            = "SignInFailed"
+)
+
+// WorkloadIdentity signs resources in to OCI with OKE workload identity as
+// the ServiceAccount each names: the controller requests a short-lived
+// token for it (TokenRequest) and the SDK exchanges it at OKE's proxy for
+// an OCI session, which it renews. No token is logged or kept past its use.
+type WorkloadIdentity struct {
+	// Host is where OKE's token exchange listens (the SDK fixes port
+	// 12250): in a cluster, the API server's address.
+	Host string
+	// CA is trusted for the exchange besides the cluster's CA file.
+	CA []byte
+	// Tokens creates the TokenRequests.
+	Tokens client.Client
+	// Namespaces are the namespaces ServiceAccounts may be named in, as API
+	// key Secrets (serve --secret-namespaces); any when empty.
+	Namespaces []string
+}
+
+// regionEnv names the region the SDK's workload identity provider reads
+// from the environment; lbregistrar's Deployment sets it.
+const regionEnv = "OCI_RESOURCE_PRINCIPAL_REGION"
+
+var errNoRegionEnv = errors.New("the controller's environment lacks " + regionEnv + ", which the OCI SDK needs for workload identity: set it in its Deployment")
+
+// tokenLifetime is how long a requested ServiceAccount token lives; the SDK
+// refuses one that expires within five minutes, and TokenRequest's least
+// is ten.
+const tokenLifetime = time.Hour
+
+// signIn is how to build a session as sa.
+type signIn struct {
+	field, identity string
+	refused         *Error // set when sa may not be used at all
+	provider        *tokenProvider
+	newProvider     func() (common.ConfigurationProvider, error)
+}
+
+func (w *WorkloadIdentity) signIn(sa *v1beta1.ServiceAccountReference) signIn {
+	in := signIn{field: "spec.workloadIdentity.serviceAccount", identity: "workload-identity/" + sa.Namespace + "/" + sa.Name}
+	if !validation.SecretNamespaceAllowed(sa.Namespace, w.Namespaces) {
+		in.refused = &Error{Reason: reasonServiceAccountNamespace, Message: fmt.Sprintf(
+			"%s: ServiceAccount %s/%s is outside the namespaces lbregistrar signs in from; add its namespace to lbregistrar serve --secret-namespaces", in.field, sa.Namespace, sa.Name)}
+		return in
+	}
+	in.provider = &tokenProvider{tokens: w.Tokens, sa: client.ObjectKey{Namespace: sa.Namespace, Name: sa.Name}}
+	host := w.Host
+	in.newProvider = func() (common.ConfigurationProvider, error) {
+		// The SDK insists on it, though each client is then pointed at its
+		// resource's region.
+		if os.Getenv(regionEnv) == "" {
+			return nil, errNoRegionEnv
+		}
+		return auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProviderK8sService(&host, in.provider, w.CA)
+	}
+	return in
+}
+
+// sessionClient builds the client in signs in with, in region; a failure is
+// an *Error naming the field.
+func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
+	var none C
+	if in.refused != nil {
+		return none, in.refused
+	}
+	cl, err := b.Session(in.identity, region, in.newProvider)
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return cl, nil
+	case errors.As(err, &netErr):
+		return none, err // not the user's to fix: retried
+	}
+	msg := in.field + ": OCI refused the sign-in (OKE workload identity's token exchange)"
+	if errors.Is(err, errNoRegionEnv) {
+		msg = in.field + ": " + err.Error()
+	}
+	if tokenErr := in.provider.lastErr(); tokenErr != nil {
+		msg = fmt.Sprintf("%s: no token for ServiceAccount %s: %s", in.field, in.provider.sa, apierrors.ReasonForError(tokenErr))
+		if apierrors.IsNotFound(tokenErr) {
+			msg = fmt.Sprintf("%s: ServiceAccount %s not found", in.field, in.provider.sa)
+		}
+	}
+	return none, &Error{Reason: reasonSignInFailed, Message: msg, Cause: err}
+}
+
+// tokenProvider gives the SDK a token of one ServiceAccount, requested
+// when the SDK asks (it does when it renews its session).
+type tokenProvider struct {
+	tokens client.Client
+	sa     client.ObjectKey
+
+	mu  sync.Mutex
+	err error
+}
+
+func (p *tokenProvider) ServiceAccountToken() (string, error) {
+	// The SDK asks when it renews its session, outside any reconcile.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenLifetime / time.Second))}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: p.sa.Namespace, Name: p.sa.Name}}
+	err := p.tokens.SubResource("token").Create(ctx, sa, req)
+	p.mu.Lock()
+	p.err = err
+	p.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s: %w", p.sa, err)
+	}
+	return req.Status.Token, nil
+}
+
+func (p *tokenProvider) lastErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}

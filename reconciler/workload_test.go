@@ -1,0 +1,146 @@
+package reconciler_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// workloadIdentity serves the emulator's OKE workload identity exchange,
+// which believes the service account tokens the test API server vouches
+// for (a TokenReview, as OKE's proxy asks its cluster), and returns o
+// pointed at it. The SDK reads the region and a cluster CA file from the
+// environment, which it sets for the test.
+func (f *fixture) workloadIdentity(t *testing.T, o reconciler.Options) reconciler.Options {
+	t.Helper()
+	host, err := f.emu.ServeWorkloadIdentity(kube.TokenReviewer(f.api))
+	f.must(err)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	f.must(os.WriteFile(caFile, f.emu.CACertPEM(), 0o600))
+	t.Setenv("OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH", caFile)
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "us-ashburn-1")
+	o.WorkloadIdentityHost, o.WorkloadIdentityCAFile = host, caFile
+	return o
+}
+
+// signedAs counts who signed the calls to backend set set of lb that OCI
+// accepted, writes only or all.
+func (f *fixture) signedAs(lb, set string, writesOnly bool) map[string]int {
+	by := map[string]int{}
+	for _, c := range f.emu.Calls() {
+		if c.LoadBalancerID == lb && strings.HasSuffix(c.Path, "/backendSets/"+set) && c.Status < 300 && (!writesOnly || c.Operation == "UpdateBackendSet") {
+			by[c.Principal]++
+		}
+	}
+	return by
+}
+
+// A resource naming a ServiceAccount signs in to OCI as it: the controller
+// requests its token, OKE workload identity exchanges it for a session,
+// and the session signs the writes. Switching a registered resource from
+// its API key to the ServiceAccount writes nothing.
+func TestWorkloadIdentityOfAServiceAccount(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.startManager(f.workloadIdentity(t, f.options()))
+	f.must(f.api.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lb-writer"}}))
+	asServiceAccount := func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey = nil
+		o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: f.ns, Name: "lb-writer"}}
+	}
+	serviceAccount := fmt.Sprintf("system:serviceaccount:%s:lb-writer", f.ns)
+
+	f.node(f.ns+"-a", "10.0.9.1")
+	f.registrar("wi", classicLB, []v1beta1.Target{fixedPort("api", 30090)}, asServiceAccount)
+	f.expectBackends(classicLB, "api", "10.0.9.1:30090/1")
+	if by := f.signedAs(classicLB, "api", true); len(by) != 1 || by[serviceAccount] == 0 {
+		t.Errorf("writes signed by %v, want only %s", by, serviceAccount)
+	}
+
+	keyed := f.registrar("switch", classicLB, []v1beta1.Target{fixedPort("admin", 30091)})
+	f.expectBackends(classicLB, "admin", "10.0.9.1:30091/1")
+	before := f.signedAs(classicLB, "admin", true)
+	f.updateRegistrar(keyed, asServiceAccount)
+	f.eventually(time.Minute, func() error {
+		if f.signedAs(classicLB, "admin", false)[serviceAccount] == 0 {
+			return errors.New("the switched resource has not read its backend set as the service account yet")
+		}
+		return nil
+	})
+	if after := f.signedAs(classicLB, "admin", true); !maps.Equal(after, before) {
+		t.Errorf("writes after the switch: %v, before: %v; want none", after, before)
+	}
+	f.node(f.ns+"-b", "10.0.9.2")
+	f.expectBackends(classicLB, "admin", "10.0.9.1:30091/1", "10.0.9.2:30091/1")
+	if by := f.signedAs(classicLB, "admin", true); by[serviceAccount] != 1 {
+		t.Errorf("writes signed by %v, want the new node's by %s", by, serviceAccount)
+	}
+}
+
+// A session OCI stops accepting (its ServiceAccount deleted, the session
+// revoked) is noticed on the next call: the controller signs in again, the
+// ServiceAccount has no token to give, and the resource says so with
+// Ready=False; nothing registered is removed.
+func TestWorkloadIdentityRevoked(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	o := f.options()
+	o.CleanupTimeout = time.Second // its deletion cannot sign in either
+	f.startManager(f.workloadIdentity(t, o))
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lb-writer"}}
+	f.must(f.api.Create(f.ctx, sa))
+	f.node(f.ns+"-a", "10.0.9.1")
+	obj := f.registrar("revoked", classicLB, []v1beta1.Target{fixedPort("api", 30092)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey = nil
+		o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: f.ns, Name: "lb-writer"}}
+	})
+	f.expectBackends(classicLB, "api", "10.0.9.1:30092/1")
+
+	f.must(f.api.Delete(f.ctx, sa))
+	f.emu.ExpireSessions(fmt.Sprintf("system:serviceaccount:%s:lb-writer", f.ns))
+	f.node(f.ns+"-b", "10.0.9.2")
+	f.eventually(time.Minute, func() error {
+		ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
+		want := fmt.Sprintf("spec.workloadIdentity.serviceAccount: ServiceAccount %s/lb-writer not found", f.ns)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != "SignInFailed" || ready.Message != want {
+			return fmt.Errorf("Ready = %+v, want False, SignInFailed: %s", ready, want)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api", "10.0.9.1:30092/1")
+}
+
+// Sessions the SDK renews every second or so (it renews at half their
+// life less five minutes) while a write's work request takes seconds: the
+// renewals go through mid-wait, nothing is refused, and the write lands.
+func TestWorkloadIdentityRenewedDuringAWorkRequest(t *testing.T) {
+	f := newFixture(t, ociemu.Options{SessionTokenLifetime: 5*time.Minute + 3*time.Second, WorkRequestLatency: 4 * time.Second})
+	f.startManager(f.workloadIdentity(t, f.options()))
+	f.must(f.api.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lb-writer"}}))
+	f.node(f.ns+"-a", "10.0.9.1")
+	f.registrar("renewed", classicLB, []v1beta1.Target{fixedPort("api", 30093)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey = nil
+		o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: f.ns, Name: "lb-writer"}}
+	})
+	f.expectBackends(classicLB, "api", "10.0.9.1:30093/1")
+	if got := f.emu.Counters().SessionTokens; got < 2 {
+		t.Errorf("%d sessions issued during a 4 s work request, want a renewal", got)
+	}
+	for _, c := range f.emu.Calls() {
+		if c.Status == 401 {
+			t.Errorf("refused: %s %s: %s", c.Operation, c.Path, c.AuthError)
+		}
+	}
+}
