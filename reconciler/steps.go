@@ -57,7 +57,7 @@ func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar)
 
 // unusable records that obj's credentials cannot be used; nothing is
 // written until they change, and the Secret watch brings the resource back
-// then.
+// then, or, for a problem no watch sees, the retry soon after.
 func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants decide.Claimants, before []metav1.Condition, ce *credentials.Error) (ctrl.Result, error) {
 	obj := st.Object()
 	lost, err := decide.Lost(obj, claimants)
@@ -66,11 +66,19 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 	}
 	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message}}
 	r.watch.Forget(obj.Name)
-	log.FromContext(ctx).Error(ce, "the API key cannot be used; nothing is written until its Secret changes",
+	log.FromContext(ctx).Error(ce, "the credentials cannot be used; nothing is written until they change",
 		"loadBalancer", obj.Spec.LoadBalancerID, "reason", ce.Reason, "cause", ce.Cause)
 	r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.Reason, "ReadCredentials", "%s", ce.Message)
-	return r.requeue(time.Time{}), r.record(ctx, st, &out, before)
+	var retryAt time.Time
+	if ce.Retry {
+		retryAt = time.Now().Add(credentialRetry)
+	}
+	return r.requeue(retryAt), r.record(ctx, st, &out, before)
 }
+
+// credentialRetry is how soon credentials that failed for a reason no
+// watch sees are tried again.
+const credentialRetry = 10 * time.Second
 
 // record writes what the reconcile found into obj's status, on its way out.
 func (r *Reconciler) record(ctx context.Context, st *status.Writer, out *status.Outcome, before []metav1.Condition) error {

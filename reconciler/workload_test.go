@@ -16,6 +16,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -120,6 +121,16 @@ func TestWorkloadIdentityRevoked(t *testing.T) {
 		return nil
 	})
 	f.expectBackends(classicLB, "api", "10.0.9.1:30092/1")
+
+	// Nothing watched changes when the ServiceAccount is back: the sign-in
+	// is retried soon, not at the resync.
+	f.must(f.api.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lb-writer"}}))
+	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if got := f.backends(classicLB, "api"); len(got) != 2 {
+			return fmt.Errorf("backends %q, want the new node's too", got)
+		}
+		return nil
+	})
 }
 
 // Sessions the SDK renews every second or so (it renews at half their

@@ -33,6 +33,10 @@ type Error struct {
 	Reason, Message string
 	// Cause is logged, never put in a condition: see Secrets.get.
 	Cause error
+	// Retry says the problem may clear without an edit anyone can watch
+	// (a ServiceAccount created, OKE's token exchange back): try again
+	// soon rather than at the resync.
+	Retry bool
 }
 
 func (e *Error) Error() string { return e.Message }

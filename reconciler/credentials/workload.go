@@ -108,7 +108,7 @@ func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 			msg = fmt.Sprintf("%s: ServiceAccount %s not found", in.field, in.provider.sa)
 		}
 	}
-	return none, &Error{Reason: reasonSignInFailed, Message: msg, Cause: err}
+	return none, &Error{Reason: reasonSignInFailed, Message: msg, Cause: err, Retry: true}
 }
 
 // tokenProvider gives the SDK a token of one ServiceAccount, requested

@@ -149,14 +149,34 @@ func (e errNotAuthenticated) Error() string { return e.reason }
 // and host to be among them and, for requests with a body, the body headers
 // with a matching x-content-sha256. It returns who signed.
 func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) (string, error) {
-	s, err := e.verify(r, body, now)
+	s, err := verify(r, body, now, e.opts.MaxClockSkew, e.signer, "host")
 	if err != nil {
 		return "", err
 	}
 	return s.principal, nil
 }
 
-func (e *Emulator) verify(r *http.Request, body []byte, now time.Time) (*signer, error) {
+// signer is who signs with keyID, an API key or a session token the
+// emulator issued and that has not ended at now.
+func (e *Emulator) signer(keyID string, now time.Time) (*signer, error) {
+	e.mu.Lock()
+	s := e.keys[keyID]
+	e.mu.Unlock()
+	switch {
+	case s == nil && strings.HasPrefix(keyID, sessionKeyPrefix):
+		return nil, errNotAuthenticated{"session token not issued by this emulator"}
+	case s == nil:
+		return nil, errNotAuthenticated{"unknown keyId " + keyID}
+	case !s.expires.IsZero() && !now.Before(s.expires):
+		return nil, errNotAuthenticated{"session token of " + s.principal + " expired"}
+	}
+	return s, nil
+}
+
+// verify checks r's signature by the signer lookup finds for its keyId,
+// over the date, the request target, the body headers of a request with a
+// body, and also the headers named in also.
+func verify(r *http.Request, body []byte, now time.Time, maxSkew time.Duration, lookup func(keyID string, now time.Time) (*signer, error), also ...string) (*signer, error) {
 	params, err := parseSignatureHeader(r.Header.Get("Authorization"))
 	if err != nil {
 		return nil, errNotAuthenticated{err.Error()}
@@ -164,16 +184,9 @@ func (e *Emulator) verify(r *http.Request, body []byte, now time.Time) (*signer,
 	if params["version"] != "1" || params["algorithm"] != "rsa-sha256" {
 		return nil, errNotAuthenticated{"unsupported signature version or algorithm"}
 	}
-	e.mu.Lock()
-	s := e.keys[params["keyId"]]
-	e.mu.Unlock()
-	switch {
-	case s == nil && strings.HasPrefix(params["keyId"], sessionKeyPrefix):
-		return nil, errNotAuthenticated{"session token not issued by this emulator"}
-	case s == nil:
-		return nil, errNotAuthenticated{"unknown keyId " + params["keyId"]}
-	case !s.expires.IsZero() && !now.Before(s.expires):
-		return nil, errNotAuthenticated{"session token of " + s.principal + " expired"}
+	s, err := lookup(params["keyId"], now)
+	if err != nil {
+		return nil, err
 	}
 
 	headers := strings.Fields(strings.ToLower(params["headers"]))
@@ -185,7 +198,7 @@ func (e *Emulator) verify(r *http.Request, body []byte, now time.Time) (*signer,
 	if signed["x-date"] {
 		dateHeader = "x-date"
 	}
-	for _, h := range []string{dateHeader, "(request-target)", "host"} {
+	for _, h := range append([]string{dateHeader, "(request-target)"}, also...) {
 		if !signed[h] {
 			return nil, errNotAuthenticated{"header " + h + " is not signed"}
 		}
@@ -205,7 +218,7 @@ func (e *Emulator) verify(r *http.Request, body []byte, now time.Time) (*signer,
 	if err != nil {
 		return nil, errNotAuthenticated{"unparsable " + dateHeader}
 	}
-	if skew := now.Sub(date); skew > e.opts.MaxClockSkew || -skew > e.opts.MaxClockSkew {
+	if skew := now.Sub(date); skew > maxSkew || -skew > maxSkew {
 		return nil, errNotAuthenticated{fmt.Sprintf("%s is %s off", dateHeader, skew.Round(time.Second))}
 	}
 

@@ -107,9 +107,10 @@ type Emulator struct {
 	// identityServers serve their exchange (ServeWorkloadIdentity).
 	sessionSecret   []byte
 	identityServers []*http.Server
-	balancers       map[string]*balancer    // by OCID
-	workRequests    map[string]*workRequest // by OCID
-	workOrder       []*workRequest          // creation order
+	instances       map[string]*instanceCert // by certificate fingerprint (InstancePrincipal)
+	balancers       map[string]*balancer     // by OCID
+	workRequests    map[string]*workRequest  // by OCID
+	workOrder       []*workRequest           // creation order
 	retryTokens     map[string]retryEntry
 	faults          []*faultEntry
 	nextFaultID     int
@@ -165,6 +166,7 @@ func newEmulator(opts Options) *Emulator {
 		opts:          opts.withDefaults(),
 		keys:          map[string]*signer{},
 		sessionSecret: []byte(rand.Text()),
+		instances:     map[string]*instanceCert{},
 		balancers:     map[string]*balancer{},
 		workRequests:  map[string]*workRequest{},
 		retryTokens:   map[string]retryEntry{},

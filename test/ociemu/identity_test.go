@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,4 +120,38 @@ func (forgedSession) KeyFingerprint() (string, error) { return "", nil }
 func (forgedSession) Region() (string, error)         { return "us-ashburn-1", nil }
 func (forgedSession) AuthType() (common.AuthConfig, error) {
 	return common.AuthConfig{AuthType: common.UnknownAuthenticationType}, nil
+}
+
+// The SDK's instance principal provider, its metadata and auth service
+// calls answered in process by the emulator, signs in as the instance:
+// requests are signed by the session it gets and name the instance; the
+// dispatcher dials nothing else.
+func TestInstancePrincipalSession(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	const instance = "ocid1.instance.oc1.iad.emulated"
+	dispatcher, err := f.emu.InstancePrincipal(instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := auth.InstancePrincipalConfigurationProviderWithCustomClient(dispatcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := f.clients(t, provider)
+	if _, err := lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web")}); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.emu.Calls()
+	if got := calls[len(calls)-1].Principal; got != instance {
+		t.Errorf("principal = %q, want the instance", got)
+	}
+
+	d, err := dispatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1/opc/v2/instance/region", nil)
+	if _, err := d.Do(req); err == nil {
+		t.Error("the dispatcher answered for another host")
+	}
 }
