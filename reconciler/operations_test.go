@@ -126,7 +126,7 @@ func TestCredentialProblemLoggedWithoutKeyMaterial(t *testing.T) {
 	obj := f.registrar("badkey", classicLB, []v1beta1.Target{fixedPort("api", 30810)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = bad.DeepCopy() })
 
 	f.eventually(10*time.Second, func() error {
-		for _, m := range logs.matching("the API key cannot be used") {
+		for _, m := range logs.matching("the credentials cannot be used") {
 			if m["loadBalancer"] == classicLB && m["reason"] == "InvalidCredentials" && m["error"] != nil &&
 				m["LBRegistrar"].(map[string]any)["name"] == obj.Name {
 				return nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/spf13/pflag"
 	"golang.org/x/time/rate"
 
@@ -70,6 +71,13 @@ type Options struct {
 	// AllowControllerIdentity lets resources sign in as the controller
 	// itself; the webhook then asks that their writers may.
 	AllowControllerIdentity bool
+	// ControllerUser is who the controller runs as (serve asks the API
+	// server); a resource signing in as the controller uses its
+	// ServiceAccount's workload identity.
+	ControllerUser string
+	// InstanceDispatcher, when set, answers the calls of the instance
+	// principal provider (tests; see credentials.Builders).
+	InstanceDispatcher func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error)
 	// WorkloadIdentityHost is where OKE workload identity's token exchange
 	// listens (port 12250); empty means the API server's host, as on OKE.
 	// WorkloadIdentityCAFile names a PEM bundle trusted for it besides the

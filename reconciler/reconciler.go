@@ -6,7 +6,7 @@
 //
 //  1. read the resource, and open its status (package status), which sets
 //     aside an ownership record this controller did not sign;
-//  2. credentials (package credentials): a key that cannot be used is a
+//  2. credentials (package credentials): an identity that cannot sign in is a
 //     condition, and nothing is written;
 //  3. take the load balancer's lane (package lanes), or park until it is
 //     free; the rest runs as a flight, which holds the lane but no

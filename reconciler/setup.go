@@ -97,7 +97,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 				}
 				return ownedBy{ociClient, watch}, nil
 			},
-			WorkloadIdentity: workloadIdentity,
+			WorkloadIdentity:   workloadIdentity,
+			AllowController:    o.AllowControllerIdentity,
+			ControllerUser:     o.ControllerUser,
+			InstanceDispatcher: o.InstanceDispatcher,
 		},
 		lanes:   lanes.New(),
 		wakeups: wakeups,

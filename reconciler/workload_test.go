@@ -155,3 +155,66 @@ func TestWorkloadIdentityRenewedDuringAWorkRequest(t *testing.T) {
 		}
 	}
 }
+
+// A workload identity that names no ServiceAccount, and an instance
+// principal, are the controller's own identities: refused unless serve
+// allows them, and then the controller's ServiceAccount, or the instance
+// it runs on (the emulator's metadata and auth services, answered in
+// process), signs in.
+func TestControllerIdentity(t *testing.T) {
+	const instance = "ocid1.instance.oc1.iad.controller"
+	identities := map[string]struct {
+		set       func(*v1beta1.LBRegistrar)
+		principal func(f *fixture) string
+	}{
+		"workload identity": {
+			set: func(o *v1beta1.LBRegistrar) {
+				o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1"}
+			},
+			principal: func(f *fixture) string { return fmt.Sprintf("system:serviceaccount:%s:lbregistrar", f.ns) },
+		},
+		"instance principal": {
+			set: func(o *v1beta1.LBRegistrar) {
+				o.Spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
+			},
+			principal: func(*fixture) string { return instance },
+		},
+	}
+	for name, identity := range identities {
+		for _, allowed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/allowed=%v", name, allowed), func(t *testing.T) {
+				f := newFixture(t, ociemu.Options{})
+				o := f.workloadIdentity(t, f.options())
+				o.AllowControllerIdentity = allowed
+				o.ControllerUser = fmt.Sprintf("system:serviceaccount:%s:lbregistrar", f.ns)
+				var err error
+				o.InstanceDispatcher, err = f.emu.InstancePrincipal(instance)
+				f.must(err)
+				f.startManager(o)
+				f.must(f.api.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "lbregistrar"}}))
+				f.node(f.ns+"-a", "10.0.9.1")
+				obj := f.registrar("controller", classicLB, []v1beta1.Target{fixedPort("api", 30094)}, func(o *v1beta1.LBRegistrar) {
+					o.Spec.APIKey = nil
+					identity.set(o)
+				})
+				if !allowed {
+					f.eventually(20*time.Second, func() error {
+						ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
+						if ready == nil || ready.Reason != "ControllerIdentityNotAllowed" {
+							return fmt.Errorf("Ready = %+v, want ControllerIdentityNotAllowed", ready)
+						}
+						return nil
+					})
+					if by := f.signedAs(classicLB, "api", false); len(by) != 0 {
+						t.Errorf("OCI called by %v", by)
+					}
+					return
+				}
+				f.expectBackends(classicLB, "api", "10.0.9.1:30094/1")
+				if by, want := f.signedAs(classicLB, "api", true), identity.principal(f); by[want] != 1 || len(by) != 1 {
+					t.Errorf("writes signed by %v, want one by %s", by, want)
+				}
+			})
+		}
+	}
+}

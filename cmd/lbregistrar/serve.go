@@ -253,6 +253,7 @@ func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) 
 		return err
 	}
 	webhook.Register(mgr, webhook.IdentityPolicy{Namespaces: o.reconciler.SecretNamespaces, AllowControllerIdentity: o.reconciler.AllowControllerIdentity}, controller)
+	o.reconciler.ControllerUser = controller
 	return reconciler.SetupWithManager(ctx, mgr, o.reconciler)
 }
 

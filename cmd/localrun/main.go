@@ -14,6 +14,7 @@ import (
 	"crypto/x509"
 	_ "embed"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,11 +40,12 @@ var seedYAML []byte
 
 // samples are applied in this order: the original two-resources-on-one-load-
 // balancer example (v1alpha1, network load balancer) and v1beta1 resources
-// (classic load balancer).
+// (classic load balancer), the last signed in with workload identity.
 var samples = []string{
 	"config/samples/v1alpha1_two_resources_one_lb.yaml",
 	"config/samples/v1beta1_multi_service.yaml",
 	"config/samples/v1beta1_fixed_node_port.yaml",
+	"config/samples/v1beta1_workload_identity.yaml",
 }
 
 const (
@@ -111,7 +113,17 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	if !filepath.IsAbs(binary) {
 		binary = filepath.Join(root, binary)
 	}
-	serve, err := startServe(ctx, binary, cluster, emu, logFile)
+	// The CA OKE workload identity's exchange (the emulator's) is trusted with.
+	identityCA, err := os.CreateTemp("", "lbregistrar-localrun-*-oci-ca.pem")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(identityCA.Name())
+	_, err = identityCA.Write(emu.CACertPEM())
+	if err = errors.Join(err, identityCA.Close()); err != nil {
+		return err
+	}
+	serve, err := startServe(ctx, binary, cluster, emu, logFile, identityCA.Name())
 	if err != nil {
 		return err
 	}
@@ -216,11 +228,12 @@ func prepareCredentials(ctx context.Context, root string, cluster *kube.Cluster,
 		if err := yaml.Unmarshal(firstDocument(data), &obj); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", path, err)
 		}
-		if obj.Spec.APIKey == nil {
-			return nil, "", fmt.Errorf("%s: the sample has no spec.apiKey", path)
+		text := string(data)
+		if obj.Spec.APIKey != nil { // not signed in with workload identity
+			key = *obj.Spec.APIKey
+			text = strings.ReplaceAll(text, key.Fingerprint, "FINGERPRINT")
 		}
-		key = *obj.Spec.APIKey
-		texts = append(texts, strings.ReplaceAll(string(data), key.Fingerprint, "FINGERPRINT"))
+		texts = append(texts, text)
 	}
 
 	private, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -250,9 +263,10 @@ func prepareCredentials(ctx context.Context, root string, cluster *kube.Cluster,
 	return texts, user.Fingerprint, nil
 }
 
+// firstDocument is data's first LBRegistrar.
 func firstDocument(data []byte) []byte {
 	for _, doc := range strings.Split(string(data), "\n---") {
-		if strings.Contains(doc, "kind:") {
+		if strings.Contains(doc, "kind: LBRegistrar") {
 			return []byte(doc)
 		}
 	}
@@ -264,10 +278,17 @@ func firstDocument(data []byte) []byte {
 // account that RBAC is for (so the run proves it is enough), points the
 // webhooks at it, lets it write the CA bundle into both, and waits until the
 // API server trusts it. Until serve listens, the webhooks point at
-// kube.UnreachableURL.
-func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File) (*kube.ServeProcess, error) {
+// kube.UnreachableURL. Resources signing in with workload identity reach
+// the emulator's token exchange, trusted with identityCA.
+func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *ociemu.Emulator, logFile *os.File, identityCA string) (*kube.ServeProcess, error) {
 	defer logFile.Close() // the process has its own descriptor
 	logPath := logFile.Name()
+	// OKE workload identity's token exchange, which believes the tokens
+	// this API server vouches for, as OKE's does its cluster's.
+	identityHost, err := emu.ServeWorkloadIdentity(kube.TokenReviewer(cluster.Client))
+	if err != nil {
+		return nil, err
+	}
 	say("installing the CRD and webhooks")
 	if err := cluster.PointWebhooksAt(ctx, kube.UnreachableURL, nil); err != nil {
 		return nil, err
@@ -278,8 +299,14 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	}
 
 	say("starting lbregistrar serve (log: " + logPath + ")")
-	serve := &kube.ServeProcess{}
+	serve := &kube.ServeProcess{Env: []string{
+		// The OCI SDK's workload identity provider reads these.
+		"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1",
+		"OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + identityCA,
+	}}
 	err = serve.Start(binary, kubeconfig, logFile,
+		"--workload-identity-host", identityHost,
+		"--workload-identity-ca-file", identityCA,
 		"--leader-elect",
 		"--webhook-host", "127.0.0.1",
 		"--secret-namespaces", apiKeyNamespace,

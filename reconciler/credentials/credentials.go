@@ -1,10 +1,12 @@
-// Package credentials gives each resource the credentials its OCI calls are
-// signed with: the API key its Secrets hold. Key material is read from the
-// API server, never from an informer, kept only while a resource uses it,
-// and never logged or put in a condition: a problem a user can fix is an
-// *Error, whose message names the field and never holds a key.
+// Package credentials gives each resource the identity its OCI calls are
+// signed with: the API key its Secrets hold, the OKE workload identity of a
+// ServiceAccount (whose tokens it requests), or the controller's own
+// (its ServiceAccount's, or its instance principal). Key material and
+// tokens are read from the API server, never from an informer, kept only
+// while used, and never logged or put in a condition: a problem a user can
+// fix is an *Error, whose message names the field and never holds a key.
 //
-// It reads Secrets and nothing else; it writes nothing.
+// It reads Secrets and creates ServiceAccount tokens; it writes nothing else.
 package credentials
 
 import (
@@ -47,6 +49,7 @@ const (
 	reasonCredentialReadError = "CredentialReadError"
 	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
 	reasonIdentityUnsupported = "IdentityUnsupported"
+	reasonControllerIdentity  = "ControllerIdentityNotAllowed"
 )
 
 // Secrets reads the values API keys point at. Values come from the API
@@ -185,29 +188,57 @@ type Builders[C any] struct {
 	// WorkloadIdentity reaches OKE workload identity; nil where it cannot
 	// be reached (lbregistrar plan outside the cluster).
 	WorkloadIdentity *WorkloadIdentity
+	// AllowController lets resources sign in as the controller itself:
+	// ControllerUser, who it runs as, when that is a ServiceAccount, or the
+	// instance it runs on. InstanceDispatcher, when set, answers the
+	// instance principal provider's calls (tests); nil reaches the
+	// instance metadata service.
+	AllowController    bool
+	ControllerUser     string
+	InstanceDispatcher func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error)
 }
 
 // ClientFor builds with b the OCI client for the identity spec names for
-// the named LBRegistrar: its API key, read from its Secrets through s, or
-// the workload identity of the ServiceAccount it names.
+// the named LBRegistrar: its API key, read from its Secrets through s; the
+// workload identity of the ServiceAccount it names; or, where b allows it,
+// the controller's own (its ServiceAccount's workload identity, or the
+// instance principal of the node it runs on).
 func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
 	var none C
-	switch w := spec.WorkloadIdentity; {
+	w := spec.WorkloadIdentity
+	keyless, asController := keylessField(spec), spec.InstancePrincipal != nil || w != nil && w.ServiceAccount == nil
+	switch {
 	case spec.APIKey != nil:
 		creds, err := s.Credentials(ctx, resource, spec.APIKey)
 		if err != nil {
 			return none, err
 		}
 		return Client(b.Key, creds)
-	case w != nil && w.ServiceAccount != nil && b.WorkloadIdentity != nil && b.Session != nil:
-		return sessionClient(b, b.WorkloadIdentity.signIn(w.ServiceAccount), w.Region)
-	case w != nil && w.ServiceAccount != nil:
-		return none, &Error{Reason: reasonIdentityUnsupported, Message: "spec.workloadIdentity: OKE workload identity is reached only from inside the cluster"}
+	case keyless == "":
+		return none, &Error{Reason: reasonIdentityUnsupported, Message: "spec.apiKey: the spec names no identity to sign in to OCI with"}
+	case b.Session == nil || w != nil && b.WorkloadIdentity == nil:
+		return none, &Error{Reason: reasonIdentityUnsupported, Message: keyless + ": only the controller, in the cluster, signs in this way"}
+	case asController && !b.AllowController:
+		return none, &Error{Reason: reasonControllerIdentity, Message: keyless + ": lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"}
+	case spec.InstancePrincipal != nil:
+		return instancePrincipal(b, spec.InstancePrincipal.Region)
+	case asController:
+		sa, ok := serviceAccountOf(b.ControllerUser)
+		if !ok {
+			return none, &Error{Reason: reasonSignInFailed, Message: fmt.Sprintf("%s: the controller runs as %q, not as a ServiceAccount, so it has no workload identity; name a serviceAccount", keyless, b.ControllerUser)}
+		}
+		return sessionClient(b, b.WorkloadIdentity.signIn(keyless, sa), w.Region)
 	}
-	return none, &Error{Reason: reasonIdentityUnsupported, Message: keylessField(spec) + ": this version of lbregistrar signs in to OCI with spec.apiKey or spec.workloadIdentity.serviceAccount only"}
+	sa := client.ObjectKey{Namespace: w.ServiceAccount.Namespace, Name: w.ServiceAccount.Name}
+	if !validation.SecretNamespaceAllowed(sa.Namespace, b.WorkloadIdentity.Namespaces) {
+		return none, &Error{Reason: reasonServiceAccountNamespace, Message: fmt.Sprintf(
+			"%s.serviceAccount: ServiceAccount %s is outside the namespaces lbregistrar signs in from; add its namespace to lbregistrar serve --secret-namespaces", keyless, sa)}
+	}
+	return sessionClient(b, b.WorkloadIdentity.signIn(keyless+".serviceAccount", sa), w.Region)
 }
 
-// keylessField is the field of the identity spec names instead of an API key.
+// keylessField is the field of the identity spec names instead of an API
+// key; empty when it names none.
 func keylessField(spec *v1beta1.LBRegistrarSpec) string {
 	switch {
 	case spec.WorkloadIdentity != nil:
@@ -215,7 +246,7 @@ func keylessField(spec *v1beta1.LBRegistrarSpec) string {
 	case spec.InstancePrincipal != nil:
 		return "spec.instancePrincipal"
 	}
-	return "spec.apiKey"
+	return ""
 }
 
 // Client builds the OCI client for creds with build; a key that cannot be

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,9 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/api/validation"
 )
 
 const (
@@ -55,22 +53,16 @@ var errNoRegionEnv = errors.New("the controller's environment lacks " + regionEn
 // is ten.
 const tokenLifetime = time.Hour
 
-// signIn is how to build a session as sa.
+// signIn is how to build a session as a ServiceAccount, which field names.
 type signIn struct {
 	field, identity string
-	refused         *Error // set when sa may not be used at all
 	provider        *tokenProvider
 	newProvider     func() (common.ConfigurationProvider, error)
 }
 
-func (w *WorkloadIdentity) signIn(sa *v1beta1.ServiceAccountReference) signIn {
-	in := signIn{field: "spec.workloadIdentity.serviceAccount", identity: "workload-identity/" + sa.Namespace + "/" + sa.Name}
-	if !validation.SecretNamespaceAllowed(sa.Namespace, w.Namespaces) {
-		in.refused = &Error{Reason: reasonServiceAccountNamespace, Message: fmt.Sprintf(
-			"%s: ServiceAccount %s/%s is outside the namespaces lbregistrar signs in from; add its namespace to lbregistrar serve --secret-namespaces", in.field, sa.Namespace, sa.Name)}
-		return in
-	}
-	in.provider = &tokenProvider{tokens: w.Tokens, sa: client.ObjectKey{Namespace: sa.Namespace, Name: sa.Name}}
+func (w *WorkloadIdentity) signIn(field string, sa client.ObjectKey) signIn {
+	in := signIn{field: field, identity: "workload-identity/" + sa.String()}
+	in.provider = &tokenProvider{tokens: w.Tokens, sa: sa}
 	host := w.Host
 	in.newProvider = func() (common.ConfigurationProvider, error) {
 		// The SDK insists on it, though each client is then pointed at its
@@ -83,13 +75,20 @@ func (w *WorkloadIdentity) signIn(sa *v1beta1.ServiceAccountReference) signIn {
 	return in
 }
 
+// serviceAccountOf is the ServiceAccount user is, if it is one.
+func serviceAccountOf(user string) (client.ObjectKey, bool) {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	namespace, name, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return client.ObjectKey{}, false
+	}
+	return client.ObjectKey{Namespace: namespace, Name: name}, true
+}
+
 // sessionClient builds the client in signs in with, in region; a failure is
 // an *Error naming the field.
 func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 	var none C
-	if in.refused != nil {
-		return none, in.refused
-	}
 	cl, err := b.Session(in.identity, region, in.newProvider)
 	var netErr net.Error
 	switch {
@@ -141,4 +140,18 @@ func (p *tokenProvider) lastErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
+}
+
+// instancePrincipal builds the client that signs in as the instance the
+// controller runs on, in region. Off OCI the SDK asks the metadata service
+// for about two minutes before it gives up.
+func instancePrincipal[C any](b Builders[C], region string) (C, error) {
+	cl, err := b.Session("instance-principal", region, func() (common.ConfigurationProvider, error) {
+		return auth.InstancePrincipalConfigurationProviderWithCustomClient(b.InstanceDispatcher)
+	})
+	if err != nil {
+		var none C
+		return none, &Error{Reason: reasonSignInFailed, Message: "spec.instancePrincipal: OCI refused the sign-in as the instance the controller runs on", Cause: err, Retry: true}
+	}
+	return cl, nil
 }

@@ -187,16 +187,24 @@ func (d forgetOnUnauthorized) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// cached returns the client cached under d, building it on first use.
+// cached returns the client cached under d, building it on first use. A
+// build may take a sign-in's round trips, so it runs outside the lock;
+// when two race, the first stored wins.
 func (f *Factory) cached(d string, build func() (*Client, error)) (*Client, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if cl := f.clients[d]; cl != nil {
+	cl := f.clients[d]
+	f.mu.Unlock()
+	if cl != nil {
 		return cl, nil
 	}
 	cl, err := build()
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if stored := f.clients[d]; stored != nil {
+		return stored, nil
 	}
 	if len(f.clients) >= maxCachedClients {
 		clear(f.clients)

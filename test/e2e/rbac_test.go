@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,10 +62,11 @@ func TestServeUnderTheShippedRBAC(t *testing.T) {
 }
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/
-// ships, signs a resource in as the ServiceAccount it names: it requests
-// the ServiceAccount's token, OKE workload identity (the emulator, which
-// believes the API server's TokenReview) exchanges it for a session, and
-// the session signs the writes.
+// ships, signs a resource in as the ServiceAccount it names, and, allowed
+// to, another as itself: it requests the ServiceAccount's token, OKE
+// workload identity (the emulator, which believes the API server's
+// TokenReview) exchanges it for a session, and the session signs the
+// writes.
 func TestServeSignsInAsAServiceAccountUnderTheShippedRBAC(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
@@ -84,7 +86,7 @@ func TestServeSignsInAsAServiceAccountUnderTheShippedRBAC(t *testing.T) {
 	serve.Env = []string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile}
 	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
 		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(),
-		"--workload-identity-host="+host, "--workload-identity-ca-file="+caFile)
+		"--workload-identity-host="+host, "--workload-identity-ca-file="+caFile, "--allow-controller-identity")
 	serve.waitReady(t)
 	if err := c.WaitAdmitting(ctx); err != nil {
 		t.Fatal(err)
@@ -104,17 +106,33 @@ spec:
   workloadIdentity:
     region: ap-tokyo-1
     serviceAccount: {namespace: `+kube.Namespace+`, name: lb-writer}
+---
+apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata: {name: as-the-controller}
+spec:
+  loadBalancerId: `+classicIngress+`
+  services:
+  - {nodePort: 30080, backendSetName: edge-http, weight: 1}
+  workloadIdentity: {region: ap-tokyo-1}
 `, "apply", "-f", "-")
-	serviceAccount := "system:serviceaccount:" + kube.Namespace + ":lb-writer"
+	signers := map[string]string{ // by backend set
+		"ingress":   "system:serviceaccount:" + kube.Namespace + ":lb-writer",
+		"edge-http": "system:serviceaccount:" + kube.Namespace + ":lbregistrar", // the controller's own
+	}
 	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
 		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
 			return fmt.Errorf("backends %q", got)
 		}
+		if got := backendsOf(t, emu, classicIngress, "edge-http"); len(got) == 0 {
+			return errors.New("nothing registered as the controller")
+		}
 		return nil
 	})
 	for _, call := range emu.Calls() {
-		if call.Operation == "UpdateBackendSet" && call.Status < 300 && call.Principal != serviceAccount {
-			t.Errorf("a write signed by %q, want %q", call.Principal, serviceAccount)
+		set := call.Path[strings.LastIndex(call.Path, "/")+1:]
+		if call.Operation == "UpdateBackendSet" && call.Status < 300 && call.Principal != signers[set] {
+			t.Errorf("a write to %s signed by %q, want %q", set, call.Principal, signers[set])
 		}
 	}
 	if log := serve.log.String(); strings.Contains(log, "forbidden") {
