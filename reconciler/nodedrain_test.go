@@ -132,3 +132,41 @@ func TestNodeThatStopsServingIsDrained(t *testing.T) {
 		t.Errorf("the drained backend was removed %s after its endpoint left, before the %s period", took, period)
 	}
 }
+
+// A departing node's drain period counts from when the drain took effect,
+// the end of its work request, not from when it was planned: with work
+// requests nearly as long as the period, the backend would otherwise be
+// removed soon after it was drained.
+func TestNodeDrainPeriodStartsWhenTheDrainTookEffect(t *testing.T) {
+	const latency, period = 2 * time.Second, 3 * time.Second
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: latency})
+	f.node(f.ns+"-a", "10.0.47.1")
+	f.node(f.ns+"-b", "10.0.47.2")
+	o := f.options()
+	o.NodeDrainPeriod = period
+	o.Resync = time.Hour
+	f.startManager(o)
+	obj := f.registrar("slow", classicLB, []v1beta1.Target{fixedPort("api", 30847)})
+	f.expectBackends(classicLB, "api", "10.0.47.1:30847/1", "10.0.47.2:30847/1")
+	f.updateNode(f.ns+"-b", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
+	var drained time.Time
+	f.eventually(20*time.Second, func() error {
+		switch got := f.backends(classicLB, "api"); {
+		case slices.Equal(got, []string{"10.0.47.1:30847/1", "10.0.47.2:30847/1,drain"}) && drained.IsZero():
+			drained = time.Now()
+		case slices.Equal(got, []string{"10.0.47.1:30847/1"}):
+			return nil
+		}
+		return fmt.Errorf("not removed yet")
+	})
+	// Drained for the period, then for the removal's work request.
+	if held := time.Since(drained); drained.IsZero() || held < period+latency/2 {
+		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", held, period)
+	}
+	f.eventually(10*time.Second, func() error {
+		if rec := f.get(obj).Status.BackendSets; len(rec) != 1 || len(rec[0].Draining) != 0 || rec[0].OwnedCount() != 1 {
+			return fmt.Errorf("record: %+v", rec)
+		}
+		return nil
+	})
+}

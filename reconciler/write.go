@@ -195,6 +195,9 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 	case mode == plan.Remove && len(res.Plan.Owned) == 0:
 		status.DropRecord(obj, name)
 	default:
+		if res.Written {
+			res.Plan.DrainTookEffect(res.WorkRequest.Time.Time, j.DrainFor)
+		}
 		rec := status.Record(obj, name)
 		rec.SetOwned(res.Plan.Owned)
 		rec.SetDraining(res.Plan.Draining)

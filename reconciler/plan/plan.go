@@ -265,13 +265,34 @@ func Compute(in Input) Plan {
 	}
 	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
 	if in.Mode == Apply {
-		for _, b := range p.Draining {
-			if until := b.Since.Add(in.DrainFor); p.DrainsUntil.IsZero() || until.Before(p.DrainsUntil) {
-				p.DrainsUntil = until
-			}
-		}
+		p.drainsUntil(in.DrainFor)
 	}
 	return p
+}
+
+// DrainTookEffect counts the drains p starts from at, when the write that
+// marks them drained ended, not from when they were planned: a work
+// request can take much of a short drain period.
+func (p *Plan) DrainTookEffect(at time.Time, drainFor time.Duration) {
+	if len(p.DrainStarted) == 0 {
+		return
+	}
+	for i, b := range p.Draining {
+		if slices.Contains(p.DrainStarted, Key(b.IP, b.Port)) && b.Since.Time.Before(at) {
+			p.Draining[i].Since = metav1.NewTime(at)
+		}
+	}
+	p.drainsUntil(drainFor)
+}
+
+// drainsUntil sets DrainsUntil to when the first drain in the record ends.
+func (p *Plan) drainsUntil(drainFor time.Duration) {
+	p.DrainsUntil = time.Time{}
+	for _, b := range p.Draining {
+		if until := b.Since.Add(drainFor); p.DrainsUntil.IsZero() || until.Before(p.DrainsUntil) {
+			p.DrainsUntil = until
+		}
+	}
 }
 
 // keep keeps an owned backend in the record, and in the drain record since

@@ -319,6 +319,38 @@ func TestNodeDrain(t *testing.T) {
 	}
 }
 
+// A drain the write starts counts from when its work request ended; one
+// already under way keeps its time.
+func TestDrainTookEffect(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	period := time.Minute
+	a := Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}
+	b := Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}
+	c := Backend{IP: "10.0.0.3", Port: 30080, Weight: 1, Drain: true}
+	owned := []v1beta1.Backend{{IP: a.IP, Port: a.Port, Weight: 1}, {IP: b.IP, Port: b.Port, Weight: 1}, {IP: c.IP, Port: c.Port, Weight: 1}}
+	p := Compute(Input{
+		Current: []Backend{a, b, c}, Owned: owned, Desired: []desired.Backend{{IP: a.IP, Port: a.Port, Weight: 1}},
+		DrainFor: period, Now: now, Draining: map[string]time.Time{c.Key(): now.Add(-50 * time.Second)},
+	})
+	ended := now.Add(30 * time.Second)
+	p.DrainTookEffect(ended, period)
+	want := []v1beta1.DrainingBackend{
+		{IP: b.IP, Port: b.Port, Since: metav1.NewTime(ended)},
+		{IP: c.IP, Port: c.Port, Since: metav1.NewTime(now.Add(-50 * time.Second))},
+	}
+	if diff := cmp.Diff(want, p.Draining); diff != "" {
+		t.Errorf("drain record (-want +got):\n%s", diff)
+	}
+	if want := now.Add(10 * time.Second); !p.DrainsUntil.Equal(want) {
+		t.Errorf("DrainsUntil = %s, want %s (c's drain ends first)", p.DrainsUntil, want)
+	}
+	p.Draining = p.Draining[:1]
+	p.DrainTookEffect(ended, period)
+	if want := ended.Add(period); !p.DrainsUntil.Equal(want) {
+		t.Errorf("DrainsUntil = %s, want %s", p.DrainsUntil, want)
+	}
+}
+
 // With NoAdds, what OCI refused to add is left out and named, and the rest
 // of the plan (removals, weights) stands.
 func TestNoAddsWithholdsOnlyAdditions(t *testing.T) {
