@@ -455,3 +455,44 @@ func TestWorkRequests(t *testing.T) {
 		})
 	}
 }
+
+// OCI promises no order for a listing of work requests (the emulator
+// answers oldest first): one in flight behind more than a page of ended
+// ones is still found, since every page is read.
+func TestWorkRequestsReadsEveryPage(t *testing.T) {
+	ctx := context.Background()
+	const ended = 120
+	for _, lb := range []string{lbID, nlbID} {
+		t.Run(lb, func(t *testing.T) {
+			emu, c := emulatorClient(t, true)
+			write := func(port int32) string {
+				t.Helper()
+				bs, err := c.GetBackendSet(ctx, lb, setOf(lb))
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, err := c.UpdateBackendSet(ctx, bs, []plan.Backend{{IP: "10.0.0.9", Port: port, Weight: 1}}, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			for i := range ended {
+				id := write(30000 + int32(i))
+				emu.FinishWorkRequests()
+				if err := c.WaitWorkRequest(ctx, lb, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			emu.AddFault(ociemu.Fault{Operation: "UpdateBackendSet", LoadBalancerID: lb, StuckUpdating: true})
+			id := write(31000)
+			wrs, err := c.WorkRequests(ctx, lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(wrs) != ended+1 || !slices.Equal(oci.InFlight(wrs), []string{id}) {
+				t.Errorf("listed %d work requests, %v in flight; want %d, %s in flight", len(wrs), oci.InFlight(wrs), ended+1, id)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 )
@@ -31,49 +32,71 @@ func InFlight(wrs []WorkRequest) []string {
 	return ids
 }
 
-// WorkRequests lists a load balancer's work requests, newest first: those
-// in flight after a write answered 409 are another writer's (another
-// cluster, Terraform, the console) to wait for rather than to retry against,
-// as Oracle's cloud controller manager looks before it updates a load
-// balancer; those ended since the last look are changes another writer
-// made. Only the first page is read: the newest work requests come first.
+// Listing work requests is paged as Oracle's cloud controller manager pages
+// it (100 a page, every page): OCI promises no order, so the first page may
+// hold neither the newest nor those in flight. At most workRequestPages are
+// read, a bound on one listing's work; a compartment holding more NLB work
+// requests than that is listed in part.
+const (
+	workRequestPageSize = 100
+	workRequestPages    = 10
+)
+
+// WorkRequests lists a load balancer's work requests: those in flight after
+// a write answered 409 are another writer's (another cluster, Terraform, the
+// console) to wait for rather than to retry against, as Oracle's cloud
+// controller manager looks before it updates a load balancer; those ended
+// since the last look are changes another writer made.
 func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]WorkRequest, error) {
-	sdkCtx, cs := call(ctx)
 	var out []WorkRequest
 	if !IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.lb.ListWorkRequests(sdkCtx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: &loadBalancerID})
-		if err := classify(opListWorkRequests, err, cs); err != nil {
-			return nil, err
-		}
-		for _, wr := range resp.Items {
-			switch wr.LifecycleState {
-			case loadbalancer.WorkRequestLifecycleStateAccepted, loadbalancer.WorkRequestLifecycleStateInProgress:
-				out = append(out, WorkRequest{ID: deref(wr.Id)})
-			default:
-				out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
+		req := loadbalancer.ListWorkRequestsRequest{LoadBalancerId: &loadBalancerID, Limit: common.Int64(workRequestPageSize)}
+		for range workRequestPages {
+			sdkCtx, cs := call(ctx)
+			resp, err := c.lb.ListWorkRequests(sdkCtx, req)
+			if err := classify(opListWorkRequests, err, cs); err != nil {
+				return nil, err
+			}
+			for _, wr := range resp.Items {
+				switch wr.LifecycleState {
+				case loadbalancer.WorkRequestLifecycleStateAccepted, loadbalancer.WorkRequestLifecycleStateInProgress:
+					out = append(out, WorkRequest{ID: deref(wr.Id)})
+				default:
+					out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
+				}
+			}
+			if req.Page = resp.OpcNextPage; req.Page == nil {
+				break
 			}
 		}
 		return out, nil
 	}
 	// NLB work requests are listed by compartment: the load balancer's.
+	sdkCtx, cs := call(ctx)
 	nlb, err := c.nlb.GetNetworkLoadBalancer(sdkCtx, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: &loadBalancerID})
 	if err := classify(opGetNetworkLoadBalancer, err, cs); err != nil {
 		return nil, err
 	}
-	sdkCtx, cs = call(ctx)
-	resp, err := c.nlb.ListWorkRequests(sdkCtx, networkloadbalancer.ListWorkRequestsRequest{CompartmentId: nlb.CompartmentId})
-	if err := classify(opListWorkRequests, err, cs); err != nil {
-		return nil, err
-	}
-	for _, wr := range resp.Items {
-		if !touches(wr, loadBalancerID) {
-			continue
+	req := networkloadbalancer.ListWorkRequestsRequest{CompartmentId: nlb.CompartmentId, Limit: common.Int(workRequestPageSize)}
+	for range workRequestPages {
+		sdkCtx, cs := call(ctx)
+		resp, err := c.nlb.ListWorkRequests(sdkCtx, req)
+		if err := classify(opListWorkRequests, err, cs); err != nil {
+			return nil, err
 		}
-		switch wr.Status {
-		case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed, networkloadbalancer.OperationStatusCanceled:
-			out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
-		default: // ACCEPTED, IN_PROGRESS, CANCELING
-			out = append(out, WorkRequest{ID: deref(wr.Id)})
+		for _, wr := range resp.Items {
+			if !touches(wr, loadBalancerID) {
+				continue
+			}
+			switch wr.Status {
+			case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed, networkloadbalancer.OperationStatusCanceled:
+				out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
+			default: // ACCEPTED, IN_PROGRESS, CANCELING
+				out = append(out, WorkRequest{ID: deref(wr.Id)})
+			}
+		}
+		if req.Page = resp.OpcNextPage; req.Page == nil {
+			break
 		}
 	}
 	return out, nil

@@ -139,7 +139,7 @@ func (c *Client) failure(ctx context.Context, loadBalancerID, id string, wr work
 func (c *Client) networkWorkRequestErrors(ctx context.Context, id, compartment string) ([]workRequestError, error) {
 	var out []workRequestError
 	req := networkloadbalancer.ListWorkRequestErrorsRequest{WorkRequestId: &id, CompartmentId: &compartment}
-	for {
+	for range workRequestPages {
 		sdkCtx, cs := call(ctx)
 		resp, err := c.nlb.ListWorkRequestErrors(sdkCtx, req)
 		if err := classify("ListWorkRequestErrors", err, cs); err != nil {
@@ -148,11 +148,11 @@ func (c *Client) networkWorkRequestErrors(ctx context.Context, id, compartment s
 		for _, e := range resp.Items {
 			out = append(out, workRequestError{code: deref(e.Code), message: deref(e.Message)})
 		}
-		if resp.OpcNextPage == nil {
-			return out, nil
+		if req.Page = resp.OpcNextPage; req.Page == nil {
+			break
 		}
-		req.Page = resp.OpcNextPage
 	}
+	return out, nil
 }
 
 // estimator tracks how long work requests of one kind take (an exponentially

@@ -3,6 +3,7 @@ package ociemu
 import (
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -150,7 +151,7 @@ func (e *Emulator) WorkRequests() []WorkRequest {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := []WorkRequest{}
-	for _, w := range e.newestFirst(nil) {
+	for _, w := range slices.Backward(e.workOrder) {
 		out = append(out, WorkRequest{ID: w.id, LoadBalancerID: w.balancer.id(), Operation: w.operation,
 			BackendSet: w.backendSet, Status: w.status, TimeAccepted: w.accepted, TimeFinished: w.finished, Held: w.held})
 	}

@@ -35,6 +35,11 @@ func alreadyExists(message string) *apiError {
 	return &apiError{status: http.StatusConflict, code: "NotAuthorizedOrResourceAlreadyExists", message: message}
 }
 
+// defaultPageSize is how many items a list answers when no limit is asked.
+// OCI documents no default; a small one catches a client that reads one
+// page with few items.
+const defaultPageSize = 50
+
 // paginate applies the limit and page query parameters; the page token is
 // the offset of the next item.
 func paginate[T any](rc *requestContext, items []T) ([]T, string, *apiError) {
@@ -47,14 +52,15 @@ func paginate[T any](rc *requestContext, items []T) ([]T, string, *apiError) {
 		}
 		start = n
 	}
-	end := len(items)
+	size := defaultPageSize
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 1000 {
 			return nil, "", invalidParameter("limit must be between 1 and 1000")
 		}
-		end = min(end, start+n)
+		size = n
 	}
+	end := min(len(items), start+size)
 	next := ""
 	if end < len(items) {
 		next = strconv.Itoa(end)

@@ -220,7 +220,7 @@ func (e *Emulator) classicListWorkRequests(rc *requestContext) (*response, error
 		return nil, err
 	}
 	items := []loadbalancer.WorkRequest{}
-	for _, w := range e.newestFirst(b) {
+	for _, w := range e.listed(b) {
 		items = append(items, w.classicView())
 	}
 	page, next, err := paginate(rc, items)
@@ -230,12 +230,16 @@ func (e *Emulator) classicListWorkRequests(rc *requestContext) (*response, error
 	return &response{status: http.StatusOK, body: page, nextPage: next}, nil
 }
 
-// newestFirst lists a load balancer's work requests, newest first.
-func (e *Emulator) newestFirst(b *balancer) []*workRequest {
+// listed is a load balancer's work requests (every one for nil) in the
+// order ListWorkRequests answers: oldest first. OCI promises no order (the
+// SDK's ListWorkRequestsRequest has no sort parameter, and Oracle's cloud
+// controller manager reads every page), and oldest first is the order in
+// which a client that reads only the first page misses the newest.
+func (e *Emulator) listed(b *balancer) []*workRequest {
 	var out []*workRequest
-	for i := len(e.workOrder) - 1; i >= 0; i-- {
-		if b == nil || e.workOrder[i].balancer == b {
-			out = append(out, e.workOrder[i])
+	for _, w := range e.workOrder {
+		if b == nil || w.balancer == b {
+			out = append(out, w)
 		}
 	}
 	return out

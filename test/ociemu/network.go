@@ -340,7 +340,8 @@ func (e *Emulator) networkListWorkRequestErrors(rc *requestContext) (*response, 
 	return &response{status: http.StatusOK, body: networkloadbalancer.WorkRequestErrorCollection{Items: page}, nextPage: next}, nil
 }
 
-// networkListWorkRequests lists a compartment's NLB work requests, newest first.
+// networkListWorkRequests lists a compartment's NLB work requests, oldest
+// first (see listed).
 func (e *Emulator) networkListWorkRequests(rc *requestContext) (*response, error) {
 	compartment := rc.r.URL.Query().Get("compartmentId")
 	if compartment == "" {
@@ -349,7 +350,7 @@ func (e *Emulator) networkListWorkRequests(rc *requestContext) (*response, error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	items := []networkloadbalancer.WorkRequestSummary{}
-	for _, w := range e.newestFirst(nil) {
+	for _, w := range e.listed(nil) {
 		if w.balancer.network != nil && w.balancer.compartment() == compartment {
 			items = append(items, w.networkSummary())
 		}
