@@ -63,11 +63,13 @@ func TestServeUnderTheShippedRBAC(t *testing.T) {
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/
 // ships, signs a resource in as the ServiceAccount it names, and, allowed
-// to, another as itself: it requests the ServiceAccount's token, OKE
-// workload identity (the emulator, which believes the API server's
-// TokenReview) exchanges it for a session, and the session signs the
-// writes.
-func TestServeSignsInAsAServiceAccountUnderTheShippedRBAC(t *testing.T) {
+// to, another as itself and a third as the instance it runs on: it requests
+// the ServiceAccount's token, OKE workload identity (the emulator, which
+// believes the API server's TokenReview) exchanges it for a session, and
+// the session signs the writes; the instance's certificate comes from the
+// metadata service and is exchanged at the auth service (both the
+// emulator's, on loopback, where the SDK's environment variables point).
+func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
 	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
@@ -82,8 +84,13 @@ func TestServeSignsInAsAServiceAccountUnderTheShippedRBAC(t *testing.T) {
 	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	const instance = "ocid1.instance.oc1.ap-tokyo-1.node"
+	instanceEnv, err := emu.ServeInstancePrincipal(instance)
+	if err != nil {
+		t.Fatal(err)
+	}
 	serve := newServeProcess()
-	serve.Env = []string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile}
+	serve.Env = append([]string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile}, instanceEnv...)
 	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
 		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(),
 		"--workload-identity-host="+host, "--workload-identity-ca-file="+caFile, "--allow-controller-identity")
@@ -115,10 +122,20 @@ spec:
   services:
   - {nodePort: 30080, backendSetName: edge-http, weight: 1}
   workloadIdentity: {region: ap-tokyo-1}
+---
+apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata: {name: as-the-instance}
+spec:
+  loadBalancerId: `+classicIngress+`
+  services:
+  - {nodePort: 30443, backendSetName: edge, weight: 1}
+  instancePrincipal: {region: ap-tokyo-1}
 `, "apply", "-f", "-")
 	signers := map[string]string{ // by backend set
 		"ingress":   "system:serviceaccount:" + kube.Namespace + ":lb-writer",
 		"edge-http": "system:serviceaccount:" + kube.Namespace + ":lbregistrar", // the controller's own
+		"edge":      instance,
 	}
 	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
 		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
@@ -126,6 +143,9 @@ spec:
 		}
 		if got := backendsOf(t, emu, classicIngress, "edge-http"); len(got) == 0 {
 			return errors.New("nothing registered as the controller")
+		}
+		if got := backendsOf(t, emu, classicIngress, "edge"); len(got) == 0 {
+			return errors.New("nothing registered as the instance")
 		}
 		return nil
 	})

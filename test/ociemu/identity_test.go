@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,14 +138,7 @@ func TestInstancePrincipalSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, _ := f.clients(t, provider)
-	if _, err := lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web")}); err != nil {
-		t.Fatal(err)
-	}
-	calls := f.emu.Calls()
-	if got := calls[len(calls)-1].Principal; got != instance {
-		t.Errorf("principal = %q, want the instance", got)
-	}
+	f.signsInAs(t, provider, instance)
 
 	d, err := dispatcher(nil)
 	if err != nil {
@@ -153,5 +147,42 @@ func TestInstancePrincipalSession(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1/opc/v2/instance/region", nil)
 	if _, err := d.Do(req); err == nil {
 		t.Error("the dispatcher answered for another host")
+	}
+}
+
+// ServeInstancePrincipal answers the SDK's own instance principal provider,
+// without a custom client, where the SDK's environment variables point.
+func TestServeInstancePrincipal(t *testing.T) {
+	f := newFixture(t, ociemu.Options{}, false)
+	const instance = "ocid1.instance.oc1.iad.served"
+	env, err := f.emu.ServeInstancePrincipal(instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(v, "http://127.0.0.1:") {
+			t.Fatalf("%s points off loopback", kv)
+		}
+		t.Setenv(k, v)
+	}
+	provider, err := auth.InstancePrincipalConfigurationProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.signsInAs(t, provider, instance)
+}
+
+// signsInAs reads a backend set signed by provider and checks the emulator
+// took the request for principal's.
+func (f *fixture) signsInAs(t *testing.T, provider common.ConfigurationProvider, principal string) {
+	t.Helper()
+	lb, _ := f.clients(t, provider)
+	if _, err := lb.GetBackendSet(f.context, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String(classicID), BackendSetName: common.String("web")}); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.emu.Calls()
+	if got := calls[len(calls)-1].Principal; got != principal {
+		t.Errorf("principal = %q, want %q", got, principal)
 	}
 }

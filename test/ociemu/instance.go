@@ -11,7 +11,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,13 +55,51 @@ type instanceCert struct {
 // the machine. Requests signed with the sessions it gets name instance as
 // their principal.
 func (e *Emulator) InstancePrincipal(instance string) (func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error), error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	metadata, auth, err := e.instanceServices(instance)
 	if err != nil {
 		return nil, err
 	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	dispatcher := inProcess{metadata: metadata, auth: auth}
+	return func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error) { return dispatcher, nil }, nil
+}
+
+// ServeInstancePrincipal is InstancePrincipal for another process, one
+// that cannot be given a dispatcher: the metadata and auth services are
+// served on a listener of their own on 127.0.0.1, in plain HTTP as the
+// metadata service is, and env is what points the SDK at them (it reads
+// OCI_METADATA_BASE_URL and OCI_SDK_AUTH_CLIENT_REGION_URL).
+func (e *Emulator) ServeInstancePrincipal(instance string) (env []string, err error) {
+	metadata, auth, err := e.instanceServices(instance)
 	if err != nil {
 		return nil, err
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/opc/v2/", metadata)
+	mux.Handle("/v1/", auth)
+	server := &http.Server{Handler: mux, ErrorLog: log.New(io.Discard, "", 0), ReadHeaderTimeout: 10 * time.Second}
+	e.mu.Lock()
+	e.identityServers = append(e.identityServers, server)
+	e.mu.Unlock()
+	go server.Serve(listener)
+	base := "http://" + listener.Addr().String()
+	return []string{"OCI_METADATA_BASE_URL=" + base + "/opc/v2", "OCI_SDK_AUTH_CLIENT_REGION_URL=" + base}, nil
+}
+
+// instanceServices issues instance a leaf certificate and returns the
+// metadata service that hands it out and the auth service that federates
+// it.
+func (e *Emulator) instanceServices(instance string) (metadata, auth http.Handler, err error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return nil, nil, err
 	}
 	now := time.Now()
 	template := &x509.Certificate{
@@ -72,21 +112,20 @@ func (e *Emulator) InstancePrincipal(instance string) (func(common.HTTPRequestDi
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, e.ca.cert, &key.PublicKey, e.ca.key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e.mu.Lock()
 	e.instances[certFingerprint(der)] = &instanceCert{instance: instance, der: der, key: &key.PublicKey}
 	e.mu.Unlock()
 
-	metadata := map[string][]byte{
+	files := map[string][]byte{
 		"/opc/v2/instance/region":           []byte(e.opts.Region),
 		"/opc/v2/identity/cert.pem":         pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		"/opc/v2/identity/key.pem":          pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		"/opc/v2/identity/intermediate.pem": e.ca.certPEM,
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(metadataHost+"/opc/v2/", func(w http.ResponseWriter, r *http.Request) {
-		switch body, ok := metadata[r.URL.Path]; {
+	metadata = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch body, ok := files[r.URL.Path]; {
 		case r.Header.Get("Authorization") != "Bearer Oracle":
 			http.Error(w, "the v2 metadata service wants Authorization: Bearer Oracle", http.StatusUnauthorized)
 		case !ok || r.Method != http.MethodGet:
@@ -95,24 +134,30 @@ func (e *Emulator) InstancePrincipal(instance string) (func(common.HTTPRequestDi
 			w.Write(body)
 		}
 	})
-	mux.HandleFunc("POST /v1/x509", e.federate)
-	dispatcher := inProcess{mux}
-	return func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error) { return dispatcher, nil }, nil
+	federation := http.NewServeMux()
+	federation.HandleFunc("POST /v1/x509", e.federate)
+	return metadata, federation, nil
 }
 
-// inProcess answers requests with handler, never dialing: the metadata
+// inProcess answers requests in process, never dialing: the metadata
 // service by its address, the auth service by any auth.<region> host.
-type inProcess struct{ handler http.Handler }
+type inProcess struct{ metadata, auth http.Handler }
 
 func (d inProcess) Do(req *http.Request) (*http.Response, error) {
-	if host := req.URL.Hostname(); host != metadataHost && !strings.HasPrefix(host, "auth.") {
+	var handler http.Handler
+	switch host := req.URL.Hostname(); {
+	case host == metadataHost:
+		handler = d.metadata
+	case strings.HasPrefix(host, "auth."):
+		handler = d.auth
+	default:
 		return nil, fmt.Errorf("ociemu: the instance principal dispatcher answers only the metadata and auth services, not %s", host)
 	}
 	// As a server would see it.
 	served := req.Clone(req.Context())
 	served.RequestURI, served.Host = req.URL.RequestURI(), req.URL.Host
 	rec := httptest.NewRecorder()
-	d.handler.ServeHTTP(rec, served)
+	handler.ServeHTTP(rec, served)
 	resp := rec.Result()
 	resp.Request = req // the SDK reads it on errors
 	return resp, nil
