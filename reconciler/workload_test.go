@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -217,4 +220,49 @@ func TestControllerIdentity(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A sign-in that takes long (the SDK asking a slow metadata service) makes
+// the resource SigningIn rather than holding a worker until it ends; once
+// it has, the resource is written as the instance.
+func TestSlowSignInIsSigningIn(t *testing.T) {
+	const instance = "ocid1.instance.oc1.iad.slow"
+	f := newFixture(t, ociemu.Options{})
+	o := f.workloadIdentity(t, f.options())
+	o.AllowControllerIdentity = true
+	o.OCI.SignInWait = 100 * time.Millisecond
+	fast, err := f.emu.InstancePrincipal(instance)
+	f.must(err)
+	var once sync.Once
+	o.InstanceDispatcher = func(d common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error) {
+		inner, err := fast(d)
+		return delayed{inner, func() { once.Do(func() { time.Sleep(2 * time.Second) }) }}, err
+	}
+	f.startManager(o)
+	f.node(f.ns+"-a", "10.0.9.2")
+	obj := f.registrar("slow-sign-in", classicLB, []v1beta1.Target{fixedPort("api", 30095)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey = nil
+		o.Spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
+	})
+	f.eventually(10*time.Second, func() error {
+		if ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "SigningIn" {
+			return fmt.Errorf("Ready = %+v, want SigningIn", ready)
+		}
+		return nil
+	})
+	f.expectBackends(classicLB, "api", "10.0.9.2:30095/1")
+	if by := f.signedAs(classicLB, "api", true); by[instance] != 1 || len(by) != 1 {
+		t.Errorf("writes signed by %v, want one by the instance", by)
+	}
+}
+
+// delayed is a dispatcher that calls wait before each request.
+type delayed struct {
+	next common.HTTPRequestDispatcher
+	wait func()
+}
+
+func (d delayed) Do(req *http.Request) (*http.Response, error) {
+	d.wait()
+	return d.next.Do(req)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -80,6 +81,29 @@ func TestServiceAccountOf(t *testing.T) {
 		sa, ok := serviceAccountOf(user)
 		if got := map[bool]string{true: sa.String(), false: ""}[ok]; got != want {
 			t.Errorf("%q: %q, want %q", user, got, want)
+		}
+	}
+}
+
+// A sign-in still under way is SigningIn, naming the field, and tried
+// again soon; it is no failure.
+func TestSignInUnderWay(t *testing.T) {
+	b := Builders[struct{}]{
+		Session: func(string, string, func() (common.ConfigurationProvider, error)) (struct{}, error) {
+			return struct{}{}, oci.ErrSigningIn
+		},
+		WorkloadIdentity: &WorkloadIdentity{},
+		AllowController:  true,
+		ControllerUser:   "system:serviceaccount:lbregistrar-system:lbregistrar",
+	}
+	for field, spec := range map[string]v1beta1.LBRegistrarSpec{
+		"spec.workloadIdentity":  {WorkloadIdentity: &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}},
+		"spec.instancePrincipal": {InstancePrincipal: &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}},
+	} {
+		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), b, "web", &spec)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Reason != "SigningIn" || !ce.Retry || !strings.HasPrefix(ce.Message, field+":") {
+			t.Errorf("%s: err = %#v, want SigningIn naming the field, tried again", field, err)
 		}
 	}
 }

@@ -18,12 +18,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
 const (
 	reasonServiceAccountNamespace = "ServiceAccountNamespaceNotAllowed"
 	reasonSignInFailed            = "SignInFailed"
+	reasonSigningIn               = "SigningIn"
 )
+
+// signingIn is the error of a sign-in still under way (oci.ErrSigningIn),
+// tried again soon.
+func signingIn(field string, err error) *Error {
+	return &Error{Reason: reasonSigningIn, Message: field + ": signing in to OCI, which is taking a while; trying again soon", Cause: err, Retry: true}
+}
 
 // WorkloadIdentity signs resources in to OCI with OKE workload identity as
 // the ServiceAccount each names: the controller requests a short-lived
@@ -70,10 +79,27 @@ func (w *WorkloadIdentity) signIn(field string, sa client.ObjectKey) signIn {
 		if os.Getenv(regionEnv) == "" {
 			return nil, errNoRegionEnv
 		}
-		return auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProviderK8sService(&host, in.provider, w.CA)
+		provider, err := auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProviderK8sService(&host, in.provider, w.CA)
+		if err == nil {
+			_, err = provider.KeyID() // signs in now: its failure is this build's
+		}
+		if tokenErr := in.provider.lastErr(); err != nil && tokenErr != nil {
+			// The SDK's error does not wrap ours; the sign-in may end
+			// after the caller who started it stopped waiting, and its
+			// error reaches another.
+			return nil, &tokenError{sdk: err, token: tokenErr}
+		}
+		return provider, err
 	}
 	return in
 }
+
+// tokenError is a sign-in that failed because the ServiceAccount's token
+// could not be had.
+type tokenError struct{ sdk, token error }
+
+func (e *tokenError) Error() string   { return e.sdk.Error() }
+func (e *tokenError) Unwrap() []error { return []error{e.sdk, e.token} }
 
 // serviceAccountOf is the ServiceAccount user is, if it is one.
 func serviceAccountOf(user string) (client.ObjectKey, bool) {
@@ -94,6 +120,8 @@ func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 	switch {
 	case err == nil:
 		return cl, nil
+	case errors.Is(err, oci.ErrSigningIn):
+		return none, signingIn(in.field, err)
 	case errors.As(err, &netErr):
 		return none, err // not the user's to fix: retried
 	}
@@ -101,9 +129,9 @@ func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 	if errors.Is(err, errNoRegionEnv) {
 		msg = in.field + ": " + err.Error()
 	}
-	if tokenErr := in.provider.lastErr(); tokenErr != nil {
-		msg = fmt.Sprintf("%s: no token for ServiceAccount %s: %s", in.field, in.provider.sa, apierrors.ReasonForError(tokenErr))
-		if apierrors.IsNotFound(tokenErr) {
+	if te := (*tokenError)(nil); errors.As(err, &te) {
+		msg = fmt.Sprintf("%s: no token for ServiceAccount %s: %s", in.field, in.provider.sa, apierrors.ReasonForError(te.token))
+		if apierrors.IsNotFound(te.token) {
 			msg = fmt.Sprintf("%s: ServiceAccount %s not found", in.field, in.provider.sa)
 		}
 	}
@@ -144,13 +172,17 @@ func (p *tokenProvider) lastErr() error {
 
 // instancePrincipal builds the client that signs in as the instance the
 // controller runs on, in region. Off OCI the SDK asks the metadata service
-// for about two minutes before it gives up.
+// for about two minutes before it gives up; meanwhile the resource is
+// SigningIn.
 func instancePrincipal[C any](b Builders[C], region string) (C, error) {
 	cl, err := b.Session("instance-principal", region, func() (common.ConfigurationProvider, error) {
 		return auth.InstancePrincipalConfigurationProviderWithCustomClient(b.InstanceDispatcher)
 	})
-	if err != nil {
-		var none C
+	var none C
+	switch {
+	case errors.Is(err, oci.ErrSigningIn):
+		return none, signingIn("spec.instancePrincipal", err)
+	case err != nil:
 		return none, &Error{Reason: reasonSignInFailed, Message: "spec.instancePrincipal: OCI refused the sign-in as the instance the controller runs on", Cause: err, Retry: true}
 	}
 	return cl, nil

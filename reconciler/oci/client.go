@@ -75,6 +75,9 @@ type Options struct {
 	Burst     int
 	// PollMin and PollMax bound work-request polling.
 	PollMin, PollMax time.Duration
+	// SignInWait is how long SessionClient waits for a sign-in under way
+	// before it answers ErrSigningIn; zero means 5 s.
+	SignInWait time.Duration
 }
 
 // Factory builds clients and caches one per distinct credential; a changed
@@ -86,7 +89,9 @@ type Factory struct {
 
 	mu      sync.Mutex
 	clients map[string]*Client
+	signIns map[string]*pendingSignIn // session sign-ins under way, or failed and not yet reported
 }
+
 
 // maxCachedClients bounds the cache; rotated-away credentials fall out when it is reset.
 const maxCachedClients = 64
@@ -116,6 +121,9 @@ func NewFactory(o Options) *Factory {
 	if o.PollMax == 0 {
 		o.PollMax = d.PollMax
 	}
+	if o.SignInWait == 0 {
+		o.SignInWait = 5 * time.Second
+	}
 	return &Factory{
 		opts:       o,
 		dispatcher: &dispatcher{client: o.HTTPClient, limiter: rate.NewLimiter(o.RateLimit, o.Burst)},
@@ -124,6 +132,7 @@ func NewFactory(o Options) *Factory {
 			kindNLB: {min: o.PollMin, max: o.PollMax},
 		},
 		clients: map[string]*Client{},
+		signIns: map[string]*pendingSignIn{},
 	}
 }
 
@@ -139,57 +148,8 @@ func (f *Factory) Client(c Credentials) (*Client, error) {
 	return f.cached(c.digest(), func() (*Client, error) { return f.build(c) })
 }
 
-// SessionClient returns the cached client that signs in as identity (a
-// name no other identity has) in region, with the provider newProvider
-// builds on first use: a session the SDK renews itself, such as OKE
-// workload identity's. A provider that cannot sign in fails the build, and
-// nothing is cached.
-func (f *Factory) SessionClient(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (*Client, error) {
-	d := digest([]byte("session"), []byte(identity), []byte(region))
-	return f.cached(d, func() (*Client, error) {
-		provider, err := newProvider()
-		if err != nil {
-			return nil, err
-		}
-		cl, err := f.clientOf(provider, region)
-		if err != nil {
-			return nil, err
-		}
-		// The SDK renews a session only as its own clock says; one OCI
-		// stopped accepting earlier (revoked, or its identity gone) would
-		// fail every call until then. So a 401 drops the client, and the
-		// next call signs in afresh.
-		forget := func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if f.clients[d] == cl {
-				delete(f.clients, d)
-			}
-		}
-		cl.lb.HTTPClient = forgetOnUnauthorized{cl.lb.HTTPClient, forget}
-		cl.nlb.HTTPClient = forgetOnUnauthorized{cl.nlb.HTTPClient, forget}
-		return cl, nil
-	})
-}
-
-// forgetOnUnauthorized sends requests through next and calls forget when
-// OCI answers 401.
-type forgetOnUnauthorized struct {
-	next   common.HTTPRequestDispatcher
-	forget func()
-}
-
-func (d forgetOnUnauthorized) Do(req *http.Request) (*http.Response, error) {
-	resp, err := d.next.Do(req)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		d.forget()
-	}
-	return resp, err
-}
-
-// cached returns the client cached under d, building it on first use. A
-// build may take a sign-in's round trips, so it runs outside the lock;
-// when two race, the first stored wins.
+// cached returns the client cached under d, building it on first use,
+// outside the lock; when two race, the first stored wins.
 func (f *Factory) cached(d string, build func() (*Client, error)) (*Client, error) {
 	f.mu.Lock()
 	cl := f.clients[d]
@@ -203,14 +163,20 @@ func (f *Factory) cached(d string, build func() (*Client, error)) (*Client, erro
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.store(d, cl), nil
+}
+
+// store caches cl under d, unless another build stored one first, and
+// returns the one cached. f.mu is held.
+func (f *Factory) store(d string, cl *Client) *Client {
 	if stored := f.clients[d]; stored != nil {
-		return stored, nil
+		return stored
 	}
 	if len(f.clients) >= maxCachedClients {
 		clear(f.clients)
 	}
 	f.clients[d] = cl
-	return cl, nil
+	return cl
 }
 
 func (f *Factory) build(c Credentials) (*Client, error) {

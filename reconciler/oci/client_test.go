@@ -12,10 +12,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oracle/oci-go-sdk/v65/common"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -96,6 +98,59 @@ func TestFactoryCachesOneClientPerCredential(t *testing.T) {
 	other, _ := f.Client(c)
 	if a != b || a == other {
 		t.Fatalf("cache: same credentials %v, other credentials %v", a == b, a == other)
+	}
+}
+
+// A slow sign-in (the SDK asking an unreachable metadata service) holds
+// none of its callers past SignInWait and runs once however many ask; its
+// failure reaches the next caller, and the one after signs in afresh.
+func TestSessionSignInHoldsNoCaller(t *testing.T) {
+	_, keyPEM := newKey(t)
+	f := oci.NewFactory(oci.Options{SignInWait: 20 * time.Millisecond})
+	refused := errors.New("refused")
+	var builds atomic.Int32
+	release := make(chan error)
+	newProvider := func() (common.ConfigurationProvider, error) {
+		builds.Add(1)
+		if err := <-release; err != nil {
+			return nil, err
+		}
+		return common.NewRawConfigurationProvider("t", "u", "us-ashburn-1", "f", string(keyPEM), nil), nil
+	}
+	call := func() (*oci.Client, error) { return f.SessionClient("instance-principal", "us-ashburn-1", newProvider) }
+	settled := func() (*oci.Client, error) {
+		t.Helper()
+		for range 500 {
+			if cl, err := call(); !errors.Is(err, oci.ErrSigningIn) {
+				return cl, err
+			}
+		}
+		t.Fatal("the sign-in never ended")
+		return nil, nil
+	}
+
+	for range 3 {
+		if _, err := call(); !errors.Is(err, oci.ErrSigningIn) {
+			t.Fatalf("while the sign-in runs: %v, want ErrSigningIn", err)
+		}
+	}
+	release <- refused
+	if _, err := settled(); !errors.Is(err, refused) {
+		t.Fatalf("after the sign-in failed: %v, want its error", err)
+	}
+	if n := builds.Load(); n != 1 {
+		t.Errorf("%d sign-ins for four callers, want 1", n)
+	}
+	if _, err := call(); !errors.Is(err, oci.ErrSigningIn) {
+		t.Fatalf("once the failure was reported: %v, want a new sign-in under way", err)
+	}
+	release <- nil
+	a, err := settled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := call(); err != nil || a != b || builds.Load() != 2 {
+		t.Errorf("after it succeeded: same client %v, %v, %d sign-ins; want the cached client and 2", a == b, err, builds.Load())
 	}
 }
 
