@@ -92,7 +92,6 @@ type Factory struct {
 	signIns map[string]*pendingSignIn // session sign-ins under way, or failed and not yet reported
 }
 
-
 // maxCachedClients bounds the cache; rotated-away credentials fall out when it is reset.
 const maxCachedClients = 64
 

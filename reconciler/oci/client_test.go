@@ -160,11 +160,10 @@ func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client)
 	return emulatorClientOver(t, register, nil)
 }
 
-// emulatorClientOver is emulatorClient sending through client (nil: the
-// default).
-func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ociemu.Emulator, *oci.Client) {
+// seededEmulator is an emulator started with o, holding the test seed.
+func seededEmulator(t *testing.T, o ociemu.Options) *ociemu.Emulator {
 	t.Helper()
-	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	emu, err := ociemu.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +175,15 @@ func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ocie
 	if err := emu.SeedState(seed); err != nil {
 		t.Fatal(err)
 	}
+	return emu
+}
+
+// emulatorClientOver is emulatorClient sending through client (nil: the
+// default).
+func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ociemu.Emulator, *oci.Client) {
+	t.Helper()
+	emu := seededEmulator(t, ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	var err error
 	k, keyPEM := newKey(t)
 	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	user := ociemu.User{Tenancy: "ocid1.tenancy.oc1..t", User: "ocid1.user.oc1..u"}
