@@ -2,8 +2,9 @@
 // changes other writers make to the load balancers the controller keeps:
 // another cluster draining or removing a node address both register,
 // Terraform, the console. OCI offers no watch, but every change to a load
-// balancer is a work request, and its work requests can be listed. A work request that ended since the last look and that this
-// process did not make wakes every resource kept on that load balancer; its
+// balancer is a work request, and its work requests can be listed. A work
+// request that ended since the last look and that this process did not
+// make wakes every resource kept on that load balancer; its
 // reconcile reads the backend sets and puts back what it wants, saying
 // Ready=False while it writes.
 //

@@ -42,6 +42,23 @@ const (
 	workRequestPages    = 10
 )
 
+// eachPage sends list for each page of a listing, at most workRequestPages:
+// list asks for page (nil for the first) and returns the next page's token.
+func eachPage(ctx context.Context, op string, list func(ctx context.Context, page *string) (next *string, err error)) error {
+	var page *string
+	for range workRequestPages {
+		sdkCtx, cs := call(ctx)
+		next, err := list(sdkCtx, page)
+		if err := classify(op, err, cs); err != nil {
+			return err
+		}
+		if page = next; page == nil {
+			break
+		}
+	}
+	return nil
+}
+
 // WorkRequests lists a load balancer's work requests: those in flight after
 // a write answered 409 are another writer's (another cluster, Terraform, the
 // console) to wait for rather than to retry against, as Oracle's cloud
@@ -50,13 +67,9 @@ const (
 func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]WorkRequest, error) {
 	var out []WorkRequest
 	if !IsNetworkLoadBalancer(loadBalancerID) {
-		req := loadbalancer.ListWorkRequestsRequest{LoadBalancerId: &loadBalancerID, Limit: common.Int64(workRequestPageSize)}
-		for range workRequestPages {
-			sdkCtx, cs := call(ctx)
-			resp, err := c.lb.ListWorkRequests(sdkCtx, req)
-			if err := classify(opListWorkRequests, err, cs); err != nil {
-				return nil, err
-			}
+		err := eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
+			resp, err := c.lb.ListWorkRequests(ctx, loadbalancer.ListWorkRequestsRequest{
+				LoadBalancerId: &loadBalancerID, Limit: common.Int64(workRequestPageSize), Page: page})
 			for _, wr := range resp.Items {
 				switch wr.LifecycleState {
 				case loadbalancer.WorkRequestLifecycleStateAccepted, loadbalancer.WorkRequestLifecycleStateInProgress:
@@ -65,9 +78,10 @@ func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]Wor
 					out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
 				}
 			}
-			if req.Page = resp.OpcNextPage; req.Page == nil {
-				break
-			}
+			return resp.OpcNextPage, err
+		})
+		if err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
@@ -77,13 +91,9 @@ func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]Wor
 	if err := classify(opGetNetworkLoadBalancer, err, cs); err != nil {
 		return nil, err
 	}
-	req := networkloadbalancer.ListWorkRequestsRequest{CompartmentId: nlb.CompartmentId, Limit: common.Int(workRequestPageSize)}
-	for range workRequestPages {
-		sdkCtx, cs := call(ctx)
-		resp, err := c.nlb.ListWorkRequests(sdkCtx, req)
-		if err := classify(opListWorkRequests, err, cs); err != nil {
-			return nil, err
-		}
+	err = eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
+		resp, err := c.nlb.ListWorkRequests(ctx, networkloadbalancer.ListWorkRequestsRequest{
+			CompartmentId: nlb.CompartmentId, Limit: common.Int(workRequestPageSize), Page: page})
 		for _, wr := range resp.Items {
 			if !touches(wr, loadBalancerID) {
 				continue
@@ -95,9 +105,10 @@ func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]Wor
 				out = append(out, WorkRequest{ID: deref(wr.Id)})
 			}
 		}
-		if req.Page = resp.OpcNextPage; req.Page == nil {
-			break
-		}
+		return resp.OpcNextPage, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -138,19 +138,15 @@ func (c *Client) failure(ctx context.Context, loadBalancerID, id string, wr work
 
 func (c *Client) networkWorkRequestErrors(ctx context.Context, id, compartment string) ([]workRequestError, error) {
 	var out []workRequestError
-	req := networkloadbalancer.ListWorkRequestErrorsRequest{WorkRequestId: &id, CompartmentId: &compartment}
-	for range workRequestPages {
-		sdkCtx, cs := call(ctx)
-		resp, err := c.nlb.ListWorkRequestErrors(sdkCtx, req)
-		if err := classify("ListWorkRequestErrors", err, cs); err != nil {
-			return nil, err
-		}
+	err := eachPage(ctx, "ListWorkRequestErrors", func(ctx context.Context, page *string) (*string, error) {
+		resp, err := c.nlb.ListWorkRequestErrors(ctx, networkloadbalancer.ListWorkRequestErrorsRequest{WorkRequestId: &id, CompartmentId: &compartment, Page: page})
 		for _, e := range resp.Items {
 			out = append(out, workRequestError{code: deref(e.Code), message: deref(e.Message)})
 		}
-		if req.Page = resp.OpcNextPage; req.Page == nil {
-			break
-		}
+		return resp.OpcNextPage, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
