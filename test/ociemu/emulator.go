@@ -104,7 +104,8 @@ type Emulator struct {
 	mu   sync.Mutex
 	keys map[string]*signer // by keyId
 	// sessionSecret signs the session tokens the emulator issues;
-	// identityServers serve their exchange (ServeWorkloadIdentity).
+	// identityServers serve the identity services (ServeWorkloadIdentity,
+	// ServeInstancePrincipal).
 	sessionSecret   []byte
 	identityServers []*http.Server
 	instances       map[string]*instanceCert // by certificate fingerprint (InstancePrincipal)

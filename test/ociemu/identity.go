@@ -83,17 +83,27 @@ func (e *Emulator) ServeWorkloadIdentity(review ServiceAccountReviewer) (host st
 	mux.HandleFunc("POST /resourcePrincipalSessionTokens", func(w http.ResponseWriter, r *http.Request) {
 		e.exchange(w, r, review)
 	})
+	e.serveIdentity(listener, mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	return host, nil
+}
+
+// serveIdentity serves an identity service's handler on listener, over TLS
+// when tlsConfig is set, until the emulator closes.
+func (e *Emulator) serveIdentity(listener net.Listener, handler http.Handler, tlsConfig *tls.Config) {
 	server := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 	}
 	e.mu.Lock()
 	e.identityServers = append(e.identityServers, server)
 	e.mu.Unlock()
-	go server.ServeTLS(listener, "", "")
-	return host, nil
+	if tlsConfig != nil {
+		go server.ServeTLS(listener, "", "")
+	} else {
+		go server.Serve(listener)
+	}
 }
 
 // exchange issues a session token for the public key in the body to the

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -80,11 +79,7 @@ func (e *Emulator) ServeInstancePrincipal(instance string) (env []string, err er
 	mux := http.NewServeMux()
 	mux.Handle("/opc/v2/", metadata)
 	mux.Handle("/v1/", auth)
-	server := &http.Server{Handler: mux, ErrorLog: log.New(io.Discard, "", 0), ReadHeaderTimeout: 10 * time.Second}
-	e.mu.Lock()
-	e.identityServers = append(e.identityServers, server)
-	e.mu.Unlock()
-	go server.Serve(listener)
+	e.serveIdentity(listener, mux, nil)
 	base := "http://" + listener.Addr().String()
 	return []string{"OCI_METADATA_BASE_URL=" + base + "/opc/v2", "OCI_SDK_AUTH_CLIENT_REGION_URL=" + base}, nil
 }
