@@ -1,12 +1,15 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // What one request may take, by the size n of its body, which it reserves
@@ -30,21 +33,109 @@ func requestCost(n int64) int64 {
 // so the API server learns why.
 const budgetWait = 10 * time.Second
 
+// firstCharge is what a body of unknown length is first charged for once
+// it has sent anything; each further charge doubles what it covers.
+const firstCharge = 64 << 10
+
 // budget bounds the memory webhook requests in flight may take together,
-// whatever their number and whatever they claim: a request's cost is
-// reserved from the size its Content-Length declares (the body is then held
-// to it) or, without one, from the largest body allowed.
+// whatever their number and whatever they claim, and shares it so that no
+// caller can take it all:
+//   - a request with a Content-Length reserves its cost before its body is
+//     read (the body is then held to it); one without is charged as its
+//     body arrives, so a trickle holds little;
+//   - one source (address) holds at most half of the budget;
+//   - callers without a verified client certificate hold together at most
+//     the budget less authenticatedReserve, when client certificates are
+//     checked at all, so the API server's admission requests find room
+//     whatever anonymous callers of /convert do;
+//   - a request goes as soon as it fits: small requests do not queue
+//     behind a large one (which may so wait its whole budgetWait, and is
+//     then answered 503 with Retry-After, like any other).
 type budget struct {
-	sem     *semaphore.Weighted
-	maxBody int64
-	wait    time.Duration
+	total, maxBody int64
+	perSource      int64
+	anonymous      int64
+	wait           time.Duration
+
+	mu                  sync.Mutex
+	used, anonymousUsed int64
+	bySource            map[string]int64
+	freed               chan struct{} // closed, and replaced, when memory is released
 }
 
-func newBudget(total, maxBody int64) (*budget, error) {
-	if need := requestCost(maxBody); need > total {
-		return nil, fmt.Errorf("webhook: a memory budget of %d bytes cannot hold one request of the largest body (%d bytes), which needs %d", total, maxBody, need)
+// newBudget shares total among requests of bodies up to maxBody, keeping
+// reserve for callers with a verified client certificate.
+func newBudget(total, maxBody, reserve int64) (*budget, error) {
+	b := &budget{total: total, maxBody: maxBody, perSource: total / 2, anonymous: total - reserve, wait: budgetWait,
+		bySource: map[string]int64{}, freed: make(chan struct{})}
+	if need := requestCost(maxBody); need > min(b.perSource, b.anonymous) {
+		return nil, fmt.Errorf("webhook: a memory budget of %d bytes cannot hold one request of the largest body (%d bytes), which needs %d, within what one caller may hold (half of the budget, and the budget less %d bytes kept for authenticated callers)",
+			total, maxBody, need, reserve)
 	}
-	return &budget{sem: semaphore.NewWeighted(total), maxBody: maxBody, wait: budgetWait}, nil
+	return b, nil
+}
+
+// share is who a request's memory is counted against.
+type share struct {
+	source    string
+	anonymous bool
+}
+
+func shareOf(r *http.Request) share {
+	source := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(source); err == nil {
+		source = host
+	}
+	return share{source: source, anonymous: r.TLS == nil || len(r.TLS.VerifiedChains) == 0}
+}
+
+var errBusy = errors.New("the webhook server is busy: too many large requests in flight")
+
+// acquire takes cost for s, waiting until it fits or ctx ends.
+func (b *budget) acquire(ctx context.Context, s share, cost int64) error {
+	for {
+		b.mu.Lock()
+		if b.used+cost <= b.total && b.bySource[s.source]+cost <= b.perSource && (!s.anonymous || b.anonymousUsed+cost <= b.anonymous) {
+			b.used += cost
+			b.bySource[s.source] += cost
+			if s.anonymous {
+				b.anonymousUsed += cost
+			}
+			b.mu.Unlock()
+			return nil
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return errBusy
+		}
+	}
+}
+
+func (b *budget) release(s share, cost int64) {
+	if cost == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= cost
+	if b.bySource[s.source] -= cost; b.bySource[s.source] == 0 {
+		delete(b.bySource, s.source)
+	}
+	if s.anonymous {
+		b.anonymousUsed -= cost
+	}
+	close(b.freed)
+	b.freed = make(chan struct{})
+}
+
+// acquireWithin is acquire waiting at most b.wait.
+func (b *budget) acquireWithin(ctx context.Context, s share, cost int64) error {
+	ctx, cancel := context.WithTimeout(ctx, b.wait)
+	defer cancel()
+	return b.acquire(ctx, s, cost)
 }
 
 // limit serves next within the budget.
@@ -55,19 +146,57 @@ func (b *budget) limit(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("request body of %d bytes is larger than the %d allowed", n, b.maxBody), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if n < 0 {
-			n = b.maxBody
+		s := shareOf(r)
+		var held int64
+		defer func() { b.release(s, held) }()
+		var err error
+		if n >= 0 {
+			if err = b.acquireWithin(r.Context(), s, requestCost(n)); err == nil {
+				held = requestCost(n)
+			}
+		} else {
+			var body []byte
+			body, held, err = b.readCharged(r, s)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
-		cost := requestCost(n)
-		ctx, cancel := context.WithTimeout(r.Context(), b.wait)
-		err := b.sem.Acquire(ctx, cost)
-		cancel()
-		if err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.Is(err, errBusy):
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "the webhook server is busy: too many large requests in flight", http.StatusServiceUnavailable)
-			return
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("request body is larger than the %d bytes allowed", b.maxBody), http.StatusRequestEntityTooLarge)
+		case err != nil:
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		default:
+			next.ServeHTTP(w, r)
 		}
-		defer b.sem.Release(cost)
-		next.ServeHTTP(w, r)
 	})
+}
+
+// readCharged reads the body of r, of unknown length, charging s for what
+// has arrived before it is kept; it returns the body and what was charged,
+// which the caller releases.
+func (b *budget) readCharged(r *http.Request, s share) ([]byte, int64, error) {
+	var body bytes.Buffer
+	var covered, held int64
+	chunk := make([]byte, 32<<10)
+	for {
+		k, err := r.Body.Read(chunk)
+		if need := int64(body.Len() + k); need > covered {
+			next := max(need, min(max(2*covered, firstCharge), b.maxBody))
+			if err := b.acquireWithin(r.Context(), s, requestCost(next)-requestCost(covered)); err != nil {
+				return nil, held, err
+			}
+			held += requestCost(next) - requestCost(covered)
+			covered = next
+		}
+		body.Write(chunk[:k])
+		if errors.Is(err, io.EOF) {
+			return body.Bytes(), held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
 }

@@ -17,11 +17,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 )
 
 // ServerOptions configure the webhook server.
@@ -35,7 +36,8 @@ type ServerOptions struct {
 
 	// EnableHTTP2 offers HTTP/2. It is off by default: the API server talks
 	// HTTP/1.1 to webhooks, and HTTP/2 has had denial-of-service flaws
-	// (rapid reset, CONTINUATION floods) that HTTP/1.1 does not share.
+	// (rapid reset, CONTINUATION floods) that HTTP/1.1 does not share. On,
+	// a connection carries at most maxStreams requests at once.
 	EnableHTTP2 bool
 
 	// MaxRequestBytes bounds a request body. The largest request is a
@@ -52,13 +54,18 @@ type ServerOptions struct {
 	// hold one request of MaxRequestBytes.
 	MemoryBudget int64
 
-	// MaxConnections bounds the connections served at once; more wait to
-	// be accepted.
-	MaxConnections int
+	// MaxConnections bounds the connections open at once, and
+	// MaxConnectionsPerSource those from one address (see connlimit): a
+	// connection that serves no request (handshaking, sending its headers,
+	// idle) is closed to make room for a new one, so only requests being
+	// served can make a caller wait.
+	MaxConnections          int
+	MaxConnectionsPerSource int
 
 	// ClientCAFile, when set, is a PEM bundle of the CAs whose client
 	// certificates may call the webhooks: every path but those in
-	// AnonymousPaths answers 403 to a caller without one. The API server
+	// AnonymousPaths answers 403 to a caller without one, and a quarter of
+	// the memory budget is kept for callers with one (see budget). The API server
 	// presents the certificate its AdmissionConfiguration names to
 	// admission webhooks, but none to conversion webhooks (kubernetes
 	// issue 131810), so the handshake asks for a certificate without
@@ -72,10 +79,24 @@ type ServerOptions struct {
 
 // Defaults for ServerOptions left zero.
 const (
-	DefaultMaxRequestBytes = 32 << 20
-	DefaultRequestTimeout  = 30 * time.Second
-	DefaultMemoryBudget    = 160 << 20
-	DefaultMaxConnections  = 256
+	DefaultMaxRequestBytes         = 16 << 20
+	DefaultRequestTimeout          = 30 * time.Second
+	DefaultMemoryBudget            = 160 << 20
+	DefaultMaxConnections          = 256
+	DefaultMaxConnectionsPerSource = 64
+)
+
+// Limits of every connection, whatever the options: headers arrive within
+// headerTimeout, which bounds the TLS handshake too (the API server's
+// requests take milliseconds for both); they are at most maxHeaderBytes
+// (the API server sends under 1 KiB, and many tiny header lines cost about
+// fifteen times their size once parsed); an idle connection is closed after
+// idleTimeout unless a new one closed it before.
+const (
+	headerTimeout  = 5 * time.Second
+	maxHeaderBytes = 8 << 10
+	idleTimeout    = 90 * time.Second
+	maxStreams     = 16
 )
 
 // CertificateSource provides the serving certificate and keeps it current
@@ -114,7 +135,7 @@ func SecureTLS(cfg *tls.Config) {
 // manager runs it and the builders register on it.
 type Server struct {
 	opts      ServerOptions
-	listener  net.Listener
+	listener  *connlimit.Listener
 	budget    *budget
 	clientCAs *x509.CertPool // nil: no client authentication
 	mux       *http.ServeMux
@@ -141,12 +162,13 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.MaxConnections == 0 {
 		opts.MaxConnections = DefaultMaxConnections
 	}
-	budget, err := newBudget(opts.MemoryBudget, opts.MaxRequestBytes)
-	if err != nil {
-		return nil, err
+	if opts.MaxConnectionsPerSource == 0 {
+		opts.MaxConnectionsPerSource = DefaultMaxConnectionsPerSource
 	}
 	var clientCAs *x509.CertPool
+	var reserve int64
 	if opts.ClientCAFile != "" {
+		reserve = opts.MemoryBudget / 4
 		pem, err := os.ReadFile(opts.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("webhook: client CA: %w", err)
@@ -156,11 +178,16 @@ func NewServer(opts ServerOptions) (*Server, error) {
 			return nil, fmt.Errorf("webhook: client CA %s holds no PEM certificate", opts.ClientCAFile)
 		}
 	}
+	budget, err := newBudget(opts.MemoryBudget, opts.MaxRequestBytes, reserve)
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, listener: netutil.LimitListener(l, opts.MaxConnections), budget: budget, clientCAs: clientCAs, mux: http.NewServeMux()}, nil
+	limited := connlimit.Listen(l, connlimit.Limits{Name: "webhook", Max: opts.MaxConnections, PerSource: opts.MaxConnectionsPerSource})
+	return &Server{opts: opts, listener: limited, budget: budget, clientCAs: clientCAs, mux: http.NewServeMux()}, nil
 }
 
 // Addr is the address the server listens on.
@@ -207,11 +234,12 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           http.MaxBytesHandler(s.mux, s.opts.MaxRequestBytes),
 		TLSConfig:         cfg,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       s.opts.RequestTimeout,
 		WriteTimeout:      s.opts.RequestTimeout,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		// Failed handshakes and the like go to the structured log.
 		ErrorLog: slog.NewLogLogger(logr.ToSlogHandler(log), slog.LevelWarn),
@@ -220,6 +248,7 @@ func (s *Server) Start(ctx context.Context) error {
 		// A non-nil, empty map is how net/http is told not to offer HTTP/2.
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
+	s.listener.Configure(srv)
 
 	done := make(chan struct{})
 	go func() {

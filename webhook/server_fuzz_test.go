@@ -44,7 +44,7 @@ func FuzzServer(f *testing.F) {
 	f.Add(webhook.ValidateV1beta1Path, "Expect: 100-continue", []byte(admission))
 	f.Add("/", "X-A: "+strings.Repeat("a", 1<<10), []byte(strings.Repeat("[", 10000)))
 
-	srv, cfg := startServer(f, webhook.ServerOptions{MaxRequestBytes: 1 << 20, MemoryBudget: 32 << 20})
+	srv, cfg := startServer(f, webhook.ServerOptions{MaxRequestBytes: 1 << 20, MemoryBudget: 48 << 20})
 	var panicked atomic.Value
 	guard := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

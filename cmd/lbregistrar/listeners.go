@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/net/netutil"
+	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -22,10 +22,11 @@ type listenerAddresses struct {
 	Metrics string `json:"metrics,omitempty"`
 }
 
-// listen binds the address of flag, or returns nil when it is "0"
-// (disabled). Probes and scrapers are few: maxProbeConnections are served at
-// once, and more wait to be accepted.
-func listen(flag, addr string) (net.Listener, error) {
+// listen binds the address of flag for the listener name, or returns nil
+// when it is "0" (disabled). Probes and scrapers are few and quick:
+// connlimit keeps maxProbeConnections open, closing the longest waiting to
+// make room, and at most maxProbeConnectionsPerSource from one address.
+func listen(name, flag, addr string) (*connlimit.Listener, error) {
 	if addr == "0" {
 		return nil, nil
 	}
@@ -33,13 +34,16 @@ func listen(flag, addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
-	return netutil.LimitListener(l, maxProbeConnections), nil
+	return connlimit.Listen(l, connlimit.Limits{Name: name, Max: maxProbeConnections, PerSource: maxProbeConnectionsPerSource}), nil
 }
 
-const maxProbeConnections = 32
+const (
+	maxProbeConnections          = 32
+	maxProbeConnectionsPerSource = 8
+)
 
 // addressOf is l's address, or none when l is disabled.
-func addressOf(l net.Listener) string {
+func addressOf(l *connlimit.Listener) string {
 	if l == nil {
 		return ""
 	}
@@ -50,22 +54,29 @@ func addressOf(l net.Listener) string {
 // ready) on l, as controller-runtime's health probe server does, which binds
 // a listener of its own and does not tell which port it got;
 // /healthz/<check> and /readyz/<check> answer for one check.
-func addHealthServer(mgr manager.Manager, l net.Listener, ready map[string]healthz.Checker) error {
+func addHealthServer(mgr manager.Manager, l *connlimit.Listener, ready map[string]healthz.Checker) error {
 	mux := http.NewServeMux()
 	for path, checks := range map[string]map[string]healthz.Checker{"/healthz": {"ping": healthz.Ping}, "/readyz": ready} {
 		handler := http.StripPrefix(path, &healthz.Handler{Checks: checks})
 		mux.Handle(path, handler)
 		mux.Handle(path+"/", handler)
 	}
-	return mgr.Add(&manager.Server{Name: "health probe", Server: newHTTPServer(mux), Listener: l})
+	return mgr.Add(&manager.Server{Name: "health probe", Server: newHTTPServer(l, mux, false), Listener: l})
 }
 
-// newHTTPServer is a plain server for the probes and metrics, with bounded
-// reads and writes: its handlers read no body, and a client that reads its
-// answer slowly is cut off.
-func newHTTPServer(handler http.Handler) *http.Server {
-	return &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10}
+// newHTTPServer is a server for the probes or the metrics on l, whose
+// callers send a request at once and read a small answer: headers (and a
+// TLS handshake) within 2 s, a request whole within 5 s, an answer written
+// within 10 s, at most 8 KiB of headers (a scraper's bearer token is about
+// 1 KiB). Keep-alive only where it saves something (a scraper's TLS
+// handshake), and then idle for at most 15 s: the kubelet opens a new
+// connection for every probe.
+func newHTTPServer(l *connlimit.Listener, handler http.Handler, keepAlive bool) *http.Server {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
+		IdleTimeout: 15 * time.Second, MaxHeaderBytes: 8 << 10}
+	srv.SetKeepAlivesEnabled(keepAlive)
+	l.Configure(srv)
+	return srv
 }
 
 // writeAddresses writes addrs to path as JSON. A file, rather than a log

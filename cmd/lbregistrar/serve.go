@@ -62,6 +62,7 @@ type serveOptions struct {
 	requestTimeout time.Duration
 	memoryBudget   int64
 	maxConnections int
+	maxPerSource   int
 	clientCAFile   string
 
 	certMode       string
@@ -119,7 +120,8 @@ See docs/certificates.md.`,
 	f.Int64Var(&o.maxRequestSize, "max-request-bytes", webhook.DefaultMaxRequestBytes, "largest webhook request body")
 	f.DurationVar(&o.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "time to read a webhook request and write its response")
 	f.Int64Var(&o.memoryBudget, "webhook-memory-budget-bytes", webhook.DefaultMemoryBudget, "memory webhook requests in flight may take together; past it they wait, then get 503")
-	f.IntVar(&o.maxConnections, "webhook-max-connections", webhook.DefaultMaxConnections, "webhook connections served at once")
+	f.IntVar(&o.maxConnections, "webhook-max-connections", webhook.DefaultMaxConnections, "webhook connections open at once; one serving no request is closed to make room for a new one")
+	f.IntVar(&o.maxPerSource, "webhook-max-connections-per-source", webhook.DefaultMaxConnectionsPerSource, "webhook connections open at once from one address (raise it where one proxy, such as konnectivity, carries all of the API server's calls)")
 	f.StringVar(&o.clientCAFile, "webhook-client-ca-file", "", "PEM CA bundle: the admission webhooks answer only callers with a client certificate it signed, as the API server's AdmissionConfiguration gives it (conversion stays open: the API server has no client certificate for it)")
 	f.StringVar(&o.certMode, "cert-mode", certModeBuiltin, `certificate mode: "builtin" or "cert-manager"`)
 	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "lbregistrar-system"), "namespace of the webhook Service and certificate Secret")
@@ -175,24 +177,25 @@ func (o *serveOptions) newManager(cfg *rest.Config) (manager.Manager, listenerAd
 		return nil, listenerAddresses{}, err
 	}
 	srv, err := webhook.NewServer(webhook.ServerOptions{
-		Addr:            o.webhookAddr,
-		Certificate:     source,
-		EnableHTTP2:     o.enableHTTP2,
-		MaxRequestBytes: o.maxRequestSize,
-		RequestTimeout:  o.requestTimeout,
-		MemoryBudget:    o.memoryBudget,
-		MaxConnections:  o.maxConnections,
-		ClientCAFile:    o.clientCAFile,
-		AnonymousPaths:  []string{conversion.Path},
+		Addr:                    o.webhookAddr,
+		Certificate:             source,
+		EnableHTTP2:             o.enableHTTP2,
+		MaxRequestBytes:         o.maxRequestSize,
+		RequestTimeout:          o.requestTimeout,
+		MemoryBudget:            o.memoryBudget,
+		MaxConnections:          o.maxConnections,
+		MaxConnectionsPerSource: o.maxPerSource,
+		ClientCAFile:            o.clientCAFile,
+		AnonymousPaths:          []string{conversion.Path},
 	})
 	if err != nil {
 		return nil, listenerAddresses{}, err
 	}
-	health, err := listen("health-addr", o.healthAddr)
+	health, err := listen("health", "health-addr", o.healthAddr)
 	if err != nil {
 		return nil, listenerAddresses{}, err
 	}
-	metrics, err := listen("metrics-addr", o.metricsAddr)
+	metrics, err := listen("metrics", "metrics-addr", o.metricsAddr)
 	if err != nil {
 		return nil, listenerAddresses{}, err
 	}

@@ -1,0 +1,233 @@
+// Package connlimit bounds the connections a server holds so that callers
+// who open connections and then do nothing with them cannot keep out the
+// callers who use theirs.
+//
+// A connection is waiting while no request on it is being served: during its
+// TLS handshake, while its request headers arrive, and while it idles between
+// requests. Holding a waiting connection costs the caller nothing, so when
+// the listener is full the connection that has waited longest is closed to
+// make room, and a source at its own limit loses its oldest waiting one
+// first. Only connections serving a request are never closed to make room:
+// when every slot serves one, the next connection waits to be served, which
+// the server's read and write timeouts bound.
+package connlimit
+
+import (
+	"container/list"
+	"context"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Limits of one listener.
+type Limits struct {
+	// Name labels the listener's metrics.
+	Name string
+	// Max bounds the connections open at once.
+	Max int
+	// PerSource bounds the connections open at once from one address. A
+	// connection past it closes that source's oldest waiting one or, when
+	// all of them serve a request, is refused.
+	PerSource int
+}
+
+// Listener accepts connections within its Limits. Configure the server that
+// serves it with Configure, which tells it when a connection serves a
+// request.
+type Listener struct {
+	net.Listener
+	limits Limits
+
+	mu       sync.Mutex
+	freed    *sync.Cond // a connection was released or waits again, or the listener closed
+	open     int
+	bySource map[string]int
+	waiting  list.List // of *conn, longest waiting first
+	closed   bool
+}
+
+// Listen wraps l.
+func Listen(l net.Listener, limits Limits) *Listener {
+	ll := &Listener{Listener: l, limits: limits, bySource: map[string]int{}}
+	ll.freed = sync.NewCond(&ll.mu)
+	return ll
+}
+
+// conn is an accepted connection; its fields but Conn are guarded by the
+// listener's mu.
+type conn struct {
+	net.Conn
+	l        *Listener
+	source   string
+	serving  int           // requests being served (more than one over HTTP/2)
+	waiting  *list.Element // in l.waiting while serving is 0
+	released bool
+}
+
+// Accept returns the next connection within the limits, closing waiting
+// connections to make room for it.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if admitted := l.admit(c); admitted != nil {
+			return admitted, nil
+		}
+	}
+}
+
+func (l *Listener) admit(nc net.Conn) *conn {
+	source := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(source); err == nil {
+		source = host
+	}
+	var evicted []*conn
+	defer func() {
+		for _, c := range evicted {
+			_ = c.Conn.Close()
+			shed.WithLabelValues(l.limits.Name, "evicted").Inc()
+		}
+	}()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bySource[source] >= l.limits.PerSource {
+		victim := l.oldestWaiting(source)
+		if victim == nil {
+			_ = nc.Close()
+			shed.WithLabelValues(l.limits.Name, "refused").Inc()
+			return nil
+		}
+		l.releaseLocked(victim)
+		evicted = append(evicted, victim)
+	}
+	for l.open >= l.limits.Max && !l.closed {
+		if victim := l.oldestWaiting(""); victim != nil {
+			l.releaseLocked(victim)
+			evicted = append(evicted, victim)
+			continue
+		}
+		l.freed.Wait()
+	}
+	if l.closed {
+		_ = nc.Close()
+		return nil
+	}
+	c := &conn{Conn: nc, l: l, source: source}
+	l.open++
+	l.bySource[source]++
+	c.waiting = l.waiting.PushBack(c)
+	return c
+}
+
+// oldestWaiting is the connection from source ("": any) that has waited
+// longest, or nil.
+func (l *Listener) oldestWaiting(source string) *conn {
+	for e := l.waiting.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*conn); source == "" || c.source == source {
+			return c
+		}
+	}
+	return nil
+}
+
+func (l *Listener) releaseLocked(c *conn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	l.open--
+	if l.bySource[c.source]--; l.bySource[c.source] == 0 {
+		delete(l.bySource, c.source)
+	}
+	if c.waiting != nil {
+		l.waiting.Remove(c.waiting)
+		c.waiting = nil
+	}
+	l.freed.Broadcast()
+}
+
+// Close stops accepting; connections already served stay open.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.freed.Broadcast()
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+func (c *conn) Close() error {
+	c.l.mu.Lock()
+	c.l.releaseLocked(c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// Configure makes srv tell l which connections serve a request: from when
+// its handler is called (the headers have all arrived) until it returns.
+func (l *Listener) Configure(srv *http.Server) {
+	connContext, handler := srv.ConnContext, srv.Handler
+	srv.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
+		if connContext != nil {
+			ctx = connContext(ctx, nc)
+		}
+		if c := l.own(nc); c != nil {
+			ctx = context.WithValue(ctx, connKey{}, c)
+		}
+		return ctx
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+			l.serve(c, +1)
+			defer l.serve(c, -1)
+		}
+		handler.ServeHTTP(w, r)
+	})
+}
+
+type connKey struct{}
+
+// own is l's connection under nc's TLS, or nil.
+func (l *Listener) own(nc net.Conn) *conn {
+	for {
+		if c, ok := nc.(*conn); ok && c.l == l {
+			return c
+		}
+		wrapped, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		nc = wrapped.NetConn()
+	}
+}
+
+// serve counts a request on c starting (+1) or ending (-1); c waits again,
+// as the newest, when its last one ends.
+func (l *Listener) serve(c *conn, delta int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.serving += delta
+	if c.released {
+		return
+	}
+	switch {
+	case c.serving > 0 && c.waiting != nil:
+		l.waiting.Remove(c.waiting)
+		c.waiting = nil
+	case c.serving == 0 && c.waiting == nil:
+		c.waiting = l.waiting.PushBack(c)
+		l.freed.Broadcast() // it may now make room
+	}
+}
+
+var shed = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lbregistrar_connections_shed_total",
+	Help: "Connections closed to keep within a listener's limits: evicted (waiting, to make room) or refused (their source's connections all served requests).",
+}, []string{"listener", "reason"})
+
+func init() { crmetrics.Registry.MustRegister(shed) }

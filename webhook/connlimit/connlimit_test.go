@@ -1,0 +1,148 @@
+package connlimit
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// server serves l with a handler that answers at once, except on /hold,
+// which holds its request until release is closed.
+func server(t *testing.T, limits Limits) (addr string, release chan struct{}) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listen(inner, limits)
+	release = make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), ReadHeaderTimeout: time.Minute}
+	l.Configure(srv)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return inner.Addr().String(), release
+}
+
+// dialFrom connects to addr from the loopback address source.
+func dialFrom(t *testing.T, source, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// get sends a GET of path on c and waits up to wait for the answer.
+func get(c net.Conn, path string, wait time.Duration) error {
+	_ = c.SetDeadline(time.Now().Add(wait))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	return nil
+}
+
+// closed tells whether the server closed c.
+func closed(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err == io.EOF
+}
+
+func TestWaitingConnectionsMakeRoom(t *testing.T) {
+	addr, _ := server(t, Limits{Name: "test", Max: 4, PerSource: 4})
+	var idle []net.Conn
+	for _, source := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		c := dialFrom(t, source, addr)
+		// One in its headers, the others idle after a request.
+		if source == "127.0.0.2" {
+			_, _ = io.WriteString(c, "GET / HTTP/1.1\r\n")
+		} else if err := get(c, "/", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+		time.Sleep(10 * time.Millisecond) // keep their order
+	}
+	if err := get(dialFrom(t, "127.0.0.1", addr), "/", time.Second); err != nil {
+		t.Fatalf("a caller found every slot held by waiting connections: %v", err)
+	}
+	if !closed(idle[0]) {
+		t.Error("the connection waiting longest, sending its headers, was not closed")
+	}
+	if closed(idle[1]) {
+		t.Error("a connection was closed beyond the one that made room")
+	}
+}
+
+func TestServingConnectionsAreKept(t *testing.T) {
+	addr, release := server(t, Limits{Name: "test", Max: 2, PerSource: 2})
+	held := make(chan error, 2)
+	for _, source := range []string{"127.0.0.2", "127.0.0.3"} {
+		c := dialFrom(t, source, addr)
+		go func() { held <- get(c, "/hold", 10*time.Second) }()
+	}
+	time.Sleep(200 * time.Millisecond)
+	answered := make(chan error, 1)
+	go func() { answered <- get(dialFrom(t, "127.0.0.1", addr), "/", 10*time.Second) }()
+	select {
+	case err := <-answered:
+		t.Fatalf("answered (%v) while both slots served a request", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	for range 2 {
+		if err := <-held; err != nil {
+			t.Errorf("a request being served was cut: %v", err)
+		}
+	}
+	if err := <-answered; err != nil {
+		t.Errorf("the waiting caller was not served once a slot was free: %v", err)
+	}
+}
+
+func TestOneSourceLosesItsOwnFirst(t *testing.T) {
+	addr, release := server(t, Limits{Name: "test", Max: 8, PerSource: 2})
+	defer close(release)
+	other := dialFrom(t, "127.0.0.3", addr)
+	if err := get(other, "/", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	first := dialFrom(t, "127.0.0.2", addr)
+	time.Sleep(10 * time.Millisecond)
+	second := dialFrom(t, "127.0.0.2", addr)
+	time.Sleep(10 * time.Millisecond)
+	third := dialFrom(t, "127.0.0.2", addr)
+	if err := get(third, "/", 5*time.Second); err != nil {
+		t.Fatalf("the source's newest connection was not served: %v", err)
+	}
+	if !closed(first) || closed(second) {
+		t.Error("the source's oldest waiting connection did not make room, or more went")
+	}
+	if closed(other) {
+		t.Error("another source's waiting connection made room for this one's")
+	}
+
+	// With both of its connections serving, the source's next is refused.
+	go func() { _ = get(second, "/hold", 10*time.Second) }()
+	go func() { _ = get(third, "/hold", 10*time.Second) }()
+	time.Sleep(200 * time.Millisecond)
+	if refused := dialFrom(t, "127.0.0.2", addr); !closed(refused) {
+		t.Error("a source whose connections all serve requests got another")
+	}
+}
