@@ -66,13 +66,14 @@ func addHealthServer(mgr manager.Manager, l *connlimit.Listener, ready map[strin
 
 // newHTTPServer is a server for the probes or the metrics on l, whose
 // callers send a request at once and read a small answer: headers (and a
-// TLS handshake) within 2 s, a request whole within 5 s, an answer written
-// within 10 s, at most 8 KiB of headers (a scraper's bearer token is about
-// 1 KiB). Keep-alive only where it saves something (a scraper's TLS
+// TLS handshake) within 5 s, the probes' timeout, so a starved process does
+// not cut a probe it is about to answer; a request whole and its answer
+// each within 10 s; at most 8 KiB of headers (a scraper's bearer token is
+// about 1 KiB). Keep-alive only where it saves something (a scraper's TLS
 // handshake), and then idle for at most 15 s: the kubelet opens a new
 // connection for every probe.
 func newHTTPServer(l *connlimit.Listener, handler http.Handler, keepAlive bool) *http.Server {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: 15 * time.Second, MaxHeaderBytes: 8 << 10}
 	srv.SetKeepAlivesEnabled(keepAlive)
 	l.Configure(srv)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -12,11 +13,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -36,10 +41,16 @@ const (
 // TestHostileTraffic throws at every listener of the real serve binary what
 // a caller with no credentials at all can send: lying Content-Lengths, slow
 // and truncated bodies, compressed bombs, huge and deep JSON, thousands of
-// objects, wrong kinds and versions, random bytes and many connections, all
-// at once. serve must stay up, within peakRSSBound, and afterwards answer
-// well-formed requests correctly: the API server still admits and converts
-// through it, and the controller still registers backends.
+// objects, wrong kinds and versions, random bytes, idle, slow and
+// handshake-less connections, many small headers, floods of made-up tokens
+// and many connections from one source, all at once. Throughout, the
+// kubelet's probes and the API server's admission reviews (from an address
+// of their own, as in a cluster) must be answered within the timeouts the
+// shipped manifests give them; serve must stay up, within peakRSSBound,
+// make the API server review at most what the metrics port's limits allow,
+// and afterwards answer well-formed requests correctly: the API server
+// still admits and converts through it, and the controller still registers
+// backends.
 func TestHostileTraffic(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	serve := newServeProcess()
@@ -48,69 +59,82 @@ func TestHostileTraffic(t *testing.T) {
 	serve.startAdmitting(t, c, emu)
 
 	webhookTLS := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the attacker does not care who answers
-	webhook := target{addr: serve.WebhookAddr, tls: webhookTLS}
-	health := target{addr: serve.HealthAddr}
-	metrics := target{addr: serve.MetricsAddr, tls: webhookTLS}
+	listeners := attacker{
+		webhook: target{addr: serve.WebhookAddr, tls: webhookTLS},
+		health:  target{addr: serve.HealthAddr},
+		metrics: target{addr: serve.MetricsAddr, tls: webhookTLS},
+	}
 	alpha := seedJSON(t)
 	bombs := reviewToBeta(strings.Repeat(","+string(withForgedHubData(t, alpha)), 200)[1:])
-	manyObjects := reviewToBeta(strings.Repeat(","+string(alpha), 30000)[1:])
-	oversized := reviewToBeta(`"` + strings.Repeat("a", 33<<20) + `"`)
+	manyObjects := reviewToBeta(strings.Repeat(","+string(alpha), 10000)[1:])
+	oversized := reviewToBeta(`"` + strings.Repeat("a", 17<<20) + `"`)
+	tinyHeaders := func(size int) string { return strings.TrimSuffix(strings.Repeat("a:\r\n", size/4), "\r\n") }
 
-	attacks := map[string]func() error{
-		"Content-Length of a terabyte": func() error {
-			return webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: 1099511627776"), 413)
-		},
-		"negative Content-Length": func() error {
-			return webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: -1"), 400)
-		},
-		"Content-Length shorter than the body": func() error {
-			return webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: 10"), 400)
-		},
-		"truncated body": func() error {
-			return webhook.send(post("/convert", reviewToBeta(string(alpha))[:100], fmt.Sprintf("Content-Length: %d", 100000)), 0)
-		},
-		"slow bodies": repeat(40, func(int) error {
-			return webhook.send(post("/convert", reviewToBeta(string(alpha)), ""), 50*time.Millisecond)
-		}),
-		"compressed bombs in a conversion": repeat(8, func(int) error {
-			return webhook.expectBody(post("/convert", bombs, ""), 0, "convert fewer objects at a time", "busy")
-		}),
-		"compressed bomb in an admission": repeat(8, func(int) error {
-			return webhook.expectBody(post("/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", admissionReview(withForgedHubData(t, alpha)), ""),
-				0, "written only by conversion", "busy")
-		}),
-		"thousands of objects": repeat(8, func(int) error {
-			return webhook.expectBody(post("/convert", manyObjects, ""), 0, `"status":"Success"`, "busy")
-		}),
-		"a body past the limit": func() error {
-			return webhook.expect(post("/convert", oversized, ""), 413)
-		},
-		"a chunked body past the limit": func() error {
-			return webhook.send(postChunked("/convert", oversized), 0)
-		},
-		"deep JSON": func() error {
-			return webhook.expect(post("/convert", reviewToBeta(strings.Repeat("[", 100000)), ""), 400)
-		},
-		"gzip-encoded body": func() error {
-			return webhook.expect(post("/convert", string(forge.Gzip(reviewToBeta(string(alpha)))), "Content-Encoding: gzip"), 400)
-		},
-		"wrong kinds and versions": func() error {
+	// Each attack comes from an address of its own but the heavy ones,
+	// which share one: what one caller may hold of the memory budget is
+	// half, so the others and the API server find room beside them.
+	attacks := []struct {
+		name  string
+		heavy bool
+		run   func(a attacker) error
+	}{
+		{name: "Content-Length of a terabyte", run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: 1099511627776"), 413)
+		}},
+		{name: "negative Content-Length", run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: -1"), 400)
+		}},
+		{name: "Content-Length shorter than the body", run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", reviewToBeta(string(alpha)), "Content-Length: 10"), 400)
+		}},
+		{name: "truncated body", run: func(a attacker) error {
+			return a.webhook.send(post("/convert", reviewToBeta(string(alpha))[:100], fmt.Sprintf("Content-Length: %d", 100000)), 0)
+		}},
+		{name: "slow bodies", run: repeat(40, func(a attacker, _ int) error {
+			return a.webhook.send(post("/convert", reviewToBeta(string(alpha)), ""), 50*time.Millisecond)
+		})},
+		{name: "a chunked body trickling", run: func(a attacker) error {
+			return a.webhook.send(postChunked("/convert", reviewToBeta(string(alpha))), 50*time.Millisecond)
+		}},
+		{name: "compressed bombs in a conversion", heavy: true, run: repeat(8, func(a attacker, _ int) error {
+			return a.webhook.expectBody(post("/convert", bombs, ""), 0, "convert fewer objects at a time")
+		})},
+		{name: "compressed bomb in an admission", heavy: true, run: repeat(8, func(a attacker, _ int) error {
+			return a.webhook.expectBody(post("/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", admissionReview(withForgedHubData(t, alpha)), ""),
+				0, "written only by conversion")
+		})},
+		{name: "thousands of objects", heavy: true, run: repeat(8, func(a attacker, _ int) error {
+			return a.webhook.expectBody(post("/convert", manyObjects, ""), 0, `"status":"Success"`)
+		})},
+		{name: "a body past the limit", heavy: true, run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", oversized, ""), 413)
+		}},
+		{name: "a chunked body past the limit", heavy: true, run: func(a attacker) error {
+			return a.webhook.send(postChunked("/convert", oversized), 0)
+		}},
+		{name: "deep JSON", run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", reviewToBeta(strings.Repeat("[", 100000)), ""), 400)
+		}},
+		{name: "gzip-encoded body", run: func(a attacker) error {
+			return a.webhook.expect(post("/convert", string(forge.Gzip(reviewToBeta(string(alpha)))), "Content-Encoding: gzip"), 400)
+		}},
+		{name: "wrong kinds and versions", run: func(a attacker) error {
 			for _, body := range []string{
 				reviewToBeta(`{"apiVersion":"nodes.peppy-ratio.dev/v9","kind":"LBRegistrar"}`),
 				reviewToBeta(`{"apiVersion":"v1","kind":"Pod"}`),
 				strings.Replace(reviewToBeta(string(alpha)), "apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1", 1),
 				strings.Replace(admissionReview(alpha), `"kind":"LBRegistrar"`, `"kind":"Pod"`, 1),
 			} {
-				if err := webhook.send(post("/convert", body, ""), 0); err != nil {
+				if err := a.webhook.send(post("/convert", body, ""), 0); err != nil {
 					return err
 				}
-				if err := webhook.send(post("/validate-nodes-peppy-ratio-dev-v1beta1-lbregistrar", body, ""), 0); err != nil {
+				if err := a.webhook.send(post("/validate-nodes-peppy-ratio-dev-v1beta1-lbregistrar", body, ""), 0); err != nil {
 					return err
 				}
 			}
 			return nil
-		},
-		"random bodies": repeat(4, func(i int) error {
+		}},
+		{name: "random bodies", run: repeat(4, func(a attacker, i int) error {
 			r := rand.New(rand.NewPCG(uint64(i), 1))
 			for range 25 {
 				body := make([]byte, r.IntN(1<<20))
@@ -118,46 +142,81 @@ func TestHostileTraffic(t *testing.T) {
 					body[j] = byte(r.Uint32())
 				}
 				path := []string{"/convert", "/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", "/", "/%00"}[r.IntN(4)]
-				if err := webhook.send(post(path, string(body), ""), 0); err != nil {
+				if err := a.webhook.send(post(path, string(body), ""), 0); err != nil {
 					return err
 				}
 			}
 			return nil
-		}),
-		"random bytes instead of TLS": repeat(20, func(i int) error {
-			return target{addr: serve.WebhookAddr}.send(randomBytes(i, 64<<10), 0)
-		}),
-		"random bytes on the plain listeners": repeat(20, func(i int) error {
-			return errorsOf(health.send(randomBytes(i, 64<<10), 0), target{addr: serve.MetricsAddr}.send(randomBytes(i, 64<<10), 0))
-		}),
-		"huge headers": func() error {
+		})},
+		{name: "random bytes instead of TLS", run: repeat(20, func(a attacker, i int) error {
+			return a.webhook.plain().send(randomBytes(i, 64<<10), 0)
+		})},
+		{name: "random bytes on the plain listeners", run: repeat(20, func(a attacker, i int) error {
+			return errorsOf(a.health.send(randomBytes(i, 64<<10), 0), a.metrics.plain().send(randomBytes(i, 64<<10), 0))
+		})},
+		{name: "huge headers", run: func(a attacker) error {
 			header := "X-A: " + strings.Repeat("a", 2<<20)
-			return errorsOf(webhook.expect(post("/convert", "{}", header), 431), health.expect(get("/healthz", header), 431),
-				metrics.expect(get("/metrics", header), 431))
-		},
-		"a terabyte to the probes": func() error {
-			return health.send(post("/readyz", "{}", "Content-Length: 1099511627776"), 0)
-		},
-		"tokens the API server never issued": repeat(50, func(i int) error {
-			// controller-runtime's filter answers an unknown token 500.
-			return errorsOf(metrics.expectBody(get("/metrics", fmt.Sprintf("Authorization: Bearer forged-%d", i)), 0, "Authentication failed"),
-				metrics.expect(get("/debug/lanes", ""), 401))
-		}),
-		"many connections": func() error {
-			return errorsOf(webhook.hold(2000, 5*time.Second), health.hold(500, 5*time.Second), metrics.hold(500, 5*time.Second))
-		},
+			return errorsOf(a.webhook.refuses(post("/convert", "{}", header)), a.health.refuses(get("/healthz", header)),
+				a.metrics.refuses(get("/metrics", header)))
+		}},
+		{name: "many small headers", run: func(a attacker) error {
+			header := tinyHeaders(1 << 20)
+			return errorsOf(a.webhook.refuses(post("/convert", "{}", header)), a.health.refuses(get("/healthz", header)),
+				a.metrics.refuses(get("/metrics", header)))
+		}},
+		{name: "small headers just within the limit, the body never sent", run: func(a attacker) error {
+			return a.webhook.holdRequests(200, post("/convert", "", tinyHeaders(7<<10)+"\r\nContent-Length: 16"), 10*time.Second)
+		}},
+		{name: "a terabyte to the probes", run: func(a attacker) error {
+			return a.health.send(post("/readyz", "{}", "Content-Length: 1099511627776"), 0)
+		}},
+		// As many at once as the metrics port keeps from one source.
+		{name: "tokens the API server never issued", run: repeat(4, func(a attacker, i int) error {
+			return a.metrics.keepAsking(24, func(j int) string {
+				if j%2 == 1 {
+					return keepAlive(get("/debug/lanes", ""))
+				}
+				return keepAlive(get("/metrics", fmt.Sprintf("Authorization: Bearer forged-%d", (i+j)%5)))
+			}, http.StatusUnauthorized, http.StatusTooManyRequests)
+		})},
+		{name: "a flood of made-up tokens", run: repeat(4, func(a attacker, i int) error {
+			return a.metrics.keepAsking(madeUpTokens/4, func(j int) string {
+				return keepAlive(get("/metrics", fmt.Sprintf("Authorization: Bearer flood-%d-%d", i, j)))
+			}, http.StatusUnauthorized, http.StatusTooManyRequests)
+		})},
+		{name: "idle keep-alive connections", run: func(a attacker) error {
+			return errorsOf(a.webhook.idle(300, "/convert", 8*time.Second), a.health.idle(300, "/healthz", 8*time.Second),
+				a.metrics.idle(300, "/metrics", 8*time.Second))
+		}},
+		{name: "slow headers", run: func(a attacker) error {
+			return errorsOf(a.webhook.slowHeaders(300, 8*time.Second), a.health.slowHeaders(300, 8*time.Second), a.metrics.slowHeaders(300, 8*time.Second))
+		}},
+		{name: "connections that never start TLS", run: func(a attacker) error {
+			return a.webhook.plain().churn(768, 8*time.Second)
+		}},
+		{name: "many connections from one source", run: func(a attacker) error {
+			return errorsOf(a.webhook.plain().churn(2000, 8*time.Second), a.health.churn(500, 8*time.Second), a.metrics.plain().churn(500, 8*time.Second))
+		}},
 	}
 
+	reviewsBefore := tokenReviews(t, c)
+	began := time.Now()
+	stopWatching := watchServing(t, listeners, admissionReview(alpha))
 	var wg sync.WaitGroup
 	failures := make(chan string, len(attacks))
-	for name, attack := range attacks {
+	for i, attack := range attacks {
+		source := fmt.Sprintf("127.0.1.%d", i+1)
+		if attack.heavy {
+			source = "127.0.0.2"
+		}
 		wg.Go(func() {
-			if err := attack(); err != nil {
-				failures <- fmt.Sprintf("%s: %v", name, err)
+			if err := attack.run(listeners.from(source)); err != nil {
+				failures <- fmt.Sprintf("%s: %v", attack.name, err)
 			}
 		})
 	}
 	wg.Wait()
+	stopWatching()
 	close(failures)
 	for f := range failures {
 		t.Error(f)
@@ -176,10 +235,16 @@ func TestHostileTraffic(t *testing.T) {
 	if peak > peakRSSBound {
 		t.Errorf("peak RSS %d MiB, past the stated bound of %d MiB", peak>>20, peakRSSBound>>20)
 	}
+	// tokenauth.Defaults: 10 at once, then 5 a second, whoever sends them.
+	reviews, bound := tokenReviews(t, c)-reviewsBefore, 10+5*int(time.Since(began).Seconds()+1)
+	t.Logf("%d made-up tokens and more cost the API server %d token reviews in %s (bound %d)", madeUpTokens, reviews, time.Since(began).Round(time.Second), bound)
+	if reviews > bound {
+		t.Errorf("the metrics port made the API server review %d tokens, past the %d its limits allow", reviews, bound)
+	}
 
 	// Afterwards: the API server admits, stores and converts through serve,
 	// and the controller registers.
-	if err := webhook.expectBody(post("/convert", reviewToBeta(string(alpha)), ""), 200, `"status":"Success"`); err != nil {
+	if err := listeners.webhook.expectBody(post("/convert", reviewToBeta(string(alpha)), ""), 200, `"status":"Success"`); err != nil {
 		t.Error(err)
 	}
 	kubectl(t, c, apiKeyFor(t, c, emu, classicIngressRegistrar), "apply", "-f", "-")
@@ -190,6 +255,111 @@ func TestHostileTraffic(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// madeUpTokens is how many distinct tokens the flood sends the metrics port.
+const madeUpTokens = 1000
+
+// watchServing does, until the returned function is called, what the
+// kubelet and the API server do, from 127.0.0.1: probes /healthz and
+// /readyz on a new connection each, and sends a well-formed admission
+// review; each must be answered within the timeout the shipped manifests
+// give it (the Deployment's probes, the webhook configuration's
+// timeoutSeconds). The returned function fails t for every answer that was
+// late or wrong, and logs the slowest of each.
+func watchServing(t *testing.T, listeners attacker, review string) (stop func()) {
+	t.Helper()
+	probeTimeout, admissionTimeout := shippedTimeouts(t)
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var late []string
+	slowest := map[string]time.Duration{}
+	check := func(name string, timeout time.Duration, every time.Duration, ask func() error) {
+		for {
+			start := time.Now()
+			err := ask()
+			took := time.Since(start)
+			mu.Lock()
+			slowest[name] = max(slowest[name], took)
+			if err != nil || took > timeout {
+				late = append(late, fmt.Sprintf("%s at %s: answered in %s (timeout %s): %v", name, start.Format("15:04:05.000"), took.Round(time.Millisecond), timeout, err))
+			}
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	kubelet, apiServer := listeners.from("127.0.0.1"), listeners.from("127.0.0.1")
+	kubelet.health.timeout, apiServer.webhook.timeout = probeTimeout, admissionTimeout
+	for _, path := range []string{"/healthz", "/readyz"} {
+		wg.Go(func() {
+			check(path, probeTimeout, 250*time.Millisecond, func() error { return kubelet.health.answers(get(path, ""), 200, "ok") })
+		})
+	}
+	wg.Go(func() {
+		check("admission review", admissionTimeout, time.Second, func() error {
+			return apiServer.webhook.answers(post("/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", review, ""), 200, `"response"`)
+		})
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		t.Logf("slowest answers while attacked: %v", slowest)
+		for _, l := range late {
+			t.Error(l)
+		}
+	}
+}
+
+// shippedTimeouts are the probe timeout of the shipped Deployment (the
+// kubelet's default of 1 s when it sets none) and the validating webhooks'
+// timeoutSeconds.
+func shippedTimeouts(t *testing.T) (probe, admission time.Duration) {
+	t.Helper()
+	var deployment appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(readRootFile(t, "config/manager/deployment.yaml")), &deployment); err != nil {
+		t.Fatal(err)
+	}
+	probe = time.Second
+	if s := deployment.Spec.Template.Spec.Containers[0].ReadinessProbe.TimeoutSeconds; s > 0 {
+		probe = time.Duration(s) * time.Second
+	}
+	admission = 30 * time.Second
+	for doc := range strings.SplitSeq(readRootFile(t, "config/webhook/manifests.yaml"), "\n---") {
+		var config admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range config.Webhooks {
+			if w.TimeoutSeconds != nil {
+				admission = min(admission, time.Duration(*w.TimeoutSeconds)*time.Second)
+			}
+		}
+	}
+	return probe, admission
+}
+
+// tokenReviews is how many TokenReviews the API server has been asked
+// (apiserver_request_total).
+func tokenReviews(t *testing.T, c *kube.Cluster) int {
+	t.Helper()
+	metrics, _ := kubectl(t, c, "", "get", "--raw", "/metrics")
+	total := 0
+	for line := range strings.Lines(metrics) {
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `resource="tokenreviews"`) {
+			fields := strings.Fields(line)
+			n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += int(n)
+		}
+	}
+	return total
 }
 
 // The bound the harness holds serve to is the one docs/operations.md
@@ -217,22 +387,50 @@ func TestStatedMemoryBound(t *testing.T) {
 	}
 }
 
-// target is one of serve's listeners, spoken to over raw connections.
-type target struct {
-	addr string
-	tls  *tls.Config // nil: plain
+// attacker is serve's listeners, as one caller reaches them.
+type attacker struct{ webhook, health, metrics target }
+
+// from is a reaching every listener from the loopback address source.
+func (a attacker) from(source string) attacker {
+	a.webhook.source, a.health.source, a.metrics.source = source, source, source
+	return a
 }
 
-func (tg target) dial() (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", tg.addr, 10*time.Second)
+// target is one of serve's listeners, spoken to over raw connections from
+// source (a loopback address; none: the system's choice).
+type target struct {
+	addr    string
+	tls     *tls.Config // nil: plain
+	source  string
+	timeout time.Duration // for answers: none, 60 s
+}
+
+// plain is tg without TLS.
+func (tg target) plain() target {
+	tg.tls = nil
+	return tg
+}
+
+func (tg target) dialTCP() (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	if tg.source != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(tg.source)}
+	}
+	return d.Dial("tcp", tg.addr)
+}
+
+// dial connects to tg; conn is nil when the server closed the connection
+// in its TLS handshake, as it may close one that waits.
+func (tg target) dial() (conn net.Conn, err error) {
+	conn, err = tg.dialTCP()
 	if err != nil || tg.tls == nil {
 		return conn, err
 	}
 	tc := tls.Client(conn, tg.tls)
 	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := tc.Handshake(); err != nil {
+	if tc.Handshake() != nil {
 		_ = conn.Close()
-		return nil, err
+		return nil, nil
 	}
 	return tc, nil
 }
@@ -241,20 +439,30 @@ func (tg target) dial() (net.Conn, error) {
 // whatever comes back; a listener that closes the connection is fine, one
 // that does not accept it is not.
 func (tg target) send(request string, pace time.Duration) error {
-	_, _, err := tg.exchange(request, pace)
+	_, err := tg.exchange(request, pace)
 	return err
 }
 
-// exchange is send that returns the answer's status and body (0 when none
-// came). The request is written while the answer is read, since a server
-// may answer (413, 431) before it has read all of it.
-func (tg target) exchange(request string, pace time.Duration) (int, string, error) {
+// answer is what came back to a request: status 0 when nothing did.
+type answer struct {
+	status     int
+	body       string
+	retryAfter string
+}
+
+// exchange is send that returns the answer. The request is written while
+// the answer is read, since a server may answer (413, 431) before it has
+// read all of it.
+func (tg target) exchange(request string, pace time.Duration) (answer, error) {
 	conn, err := tg.dial()
 	if err != nil {
-		return 0, "", fmt.Errorf("dial %s: %w", tg.addr, err)
+		return answer{}, fmt.Errorf("dial %s: %w", tg.addr, err)
+	}
+	if conn == nil {
+		return answer{}, nil
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(cmp.Or(tg.timeout, 60*time.Second)))
 	go func() {
 		if pace == 0 {
 			_, _ = io.WriteString(conn, request)
@@ -274,11 +482,11 @@ func (tg target) exchange(request string, pace time.Duration) (int, string, erro
 	}()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		return 0, "", nil // closed without an answer
+		return answer{}, nil // closed without an answer
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return resp.StatusCode, string(body), nil
+	return answer{status: resp.StatusCode, body: string(body), retryAfter: resp.Header.Get("Retry-After")}, nil
 }
 
 // expect sends request and wants status back.
@@ -287,21 +495,102 @@ func (tg target) expect(request string, status int) error {
 }
 
 // expectBody sends request and wants status back (any, when 0), with a
-// body containing one of texts when any are given.
+// body containing one of texts when any are given. An answer of 503 with
+// Retry-After (no room in the memory budget now) is tried again after the
+// time it asks, as the API server's clients do, for up to a minute.
 func (tg target) expectBody(request string, status int, texts ...string) error {
-	got, body, err := tg.exchange(request, 0)
+	for deadline := time.Now().Add(time.Minute); ; {
+		got, err := tg.exchange(request, 0)
+		if err != nil {
+			return err
+		}
+		if got.status == http.StatusServiceUnavailable && got.retryAfter != "" && status != http.StatusServiceUnavailable && time.Now().Before(deadline) {
+			seconds, _ := strconv.Atoi(got.retryAfter)
+			time.Sleep(time.Duration(max(seconds, 1)) * time.Second)
+			continue
+		}
+		return got.is(status, texts...)
+	}
+}
+
+// keepAsking sends n requests, one after another, on a keep-alive
+// connection (another when the server closes it), and wants each answered
+// with one of statuses.
+func (tg target) keepAsking(n int, request func(i int) string, statuses ...int) error {
+	var r *bufio.Reader
+	var conn net.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	for i := 0; i < n; {
+		if conn == nil {
+			c, err := tg.dial()
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				continue
+			}
+			conn, r = c, bufio.NewReader(c)
+			_ = conn.SetDeadline(time.Now().Add(time.Minute))
+		}
+		resp, err := func() (*http.Response, error) {
+			if _, err := io.WriteString(conn, request(i)); err != nil {
+				return nil, err
+			}
+			return http.ReadResponse(r, nil)
+		}()
+		if err != nil {
+			_ = conn.Close()
+			conn = nil
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if !slices.Contains(statuses, resp.StatusCode) {
+			return fmt.Errorf("request %d: status %d, want one of %v", i, resp.StatusCode, statuses)
+		}
+		i++
+	}
+	return nil
+}
+
+// refuses sends request, whose headers are past the limit, and wants 431
+// back, or the connection closed: the server answers 431 and closes after
+// half a second, resetting the connection if request is still arriving,
+// and a client slow to read then loses the answer.
+func (tg target) refuses(request string) error {
+	got, err := tg.exchange(request, 0)
+	if err != nil || got.status == 0 {
+		return err
+	}
+	return got.is(http.StatusRequestHeaderFieldsTooLarge)
+}
+
+// answers sends request once and wants status back with a body containing
+// text, within tg.timeout.
+func (tg target) answers(request string, status int, text string) error {
+	got, err := tg.exchange(request, 0)
 	if err != nil {
 		return err
 	}
-	shown := body
+	return got.is(status, text)
+}
+
+// is tells how a differs from status (any, when 0) and a body holding one
+// of texts (any, when none).
+func (a answer) is(status int, texts ...string) error {
+	shown := a.body
 	if len(shown) > 600 {
 		shown = shown[:300] + "…" + shown[len(shown)-300:]
 	}
-	if got != status && (status != 0 || got == 0) {
-		return fmt.Errorf("status %d, want %d: %s", got, status, shown)
+	if a.status != status && (status != 0 || a.status == 0) {
+		return fmt.Errorf("status %d, want %d: %s", a.status, status, shown)
 	}
 	for _, text := range texts {
-		if strings.Contains(body, text) {
+		if strings.Contains(a.body, text) {
 			return nil
 		}
 	}
@@ -311,24 +600,107 @@ func (tg target) expectBody(request string, status int, texts ...string) error {
 	return nil
 }
 
-// hold opens n connections, keeps them idle for d, and closes them; the
-// listener may make some wait to be accepted.
-func (tg target) hold(n int, d time.Duration) error {
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
+// each runs conn on n connections to tg at once, for d, redialling any
+// the server closes when redial is set; each conn returns when its
+// connection is closed or its time is up. A TLS handshake the server cuts
+// short counts as a connection it closed: it may close one that waits.
+func (tg target) each(n int, d time.Duration, redial bool, conn func(c net.Conn, until time.Time)) error {
+	until := time.Now().Add(d)
+	errs := make(chan error, n)
 	for range n {
-		conn, err := net.DialTimeout("tcp", tg.addr, 10*time.Second)
-		if err != nil {
-			return fmt.Errorf("connection %d of %d: %w", len(conns)+1, n, err)
-		}
-		conns = append(conns, conn)
+		go func() {
+			for {
+				c, err := tg.dialTCP()
+				if err != nil {
+					errs <- err
+					return
+				}
+				_ = c.SetDeadline(until)
+				if tg.tls != nil {
+					if tc := tls.Client(c, tg.tls); tc.Handshake() == nil {
+						c = tc
+					} else {
+						c = nil
+					}
+				}
+				if c != nil {
+					conn(c, until)
+					_ = c.Close()
+				}
+				if !redial || time.Now().After(until) {
+					errs <- nil
+					return
+				}
+				time.Sleep(redialPause)
+			}
+		}()
 	}
-	time.Sleep(d)
+	var all []error
+	for range n {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	if len(all) > 0 {
+		return fmt.Errorf("%d of %d connections could not be made, the first: %w", len(all), n, all[0])
+	}
 	return nil
+}
+
+// redialPause is how soon a churning connection the server closed is
+// dialled again: each of thousands does so every second, and the harness
+// shares the machine's two cores with serve.
+const redialPause = time.Second
+
+// waitClosed waits until c is closed by the server or its deadline passes.
+func waitClosed(c net.Conn, _ time.Time) { _, _ = io.Copy(io.Discard, c) }
+
+// churn keeps n connections open for d that send nothing, redialling those
+// the server closes.
+func (tg target) churn(n int, d time.Duration) error {
+	return tg.each(n, d, true, waitClosed)
+}
+
+// idle opens n connections, each sends one keep-alive GET of path, reads the
+// answer and stays idle for d.
+func (tg target) idle(n int, path string, d time.Duration) error {
+	return tg.each(n, d, false, func(c net.Conn, until time.Time) {
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: lbregistrar\r\n\r\n"); err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
+		if resp, err := http.ReadResponse(r, nil); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		_, _ = io.Copy(io.Discard, r)
+	})
+}
+
+// slowHeaders opens n connections that send request headers a byte every
+// half second for d, never finishing them.
+func (tg target) slowHeaders(n int, d time.Duration) error {
+	return tg.each(n, d, false, func(c net.Conn, until time.Time) {
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: lbregistrar\r\nX-Slow: "); err != nil {
+			return
+		}
+		for time.Now().Before(until) {
+			if _, err := c.Write([]byte{'a'}); err != nil {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	})
+}
+
+// holdRequests opens n connections that each send request and hold the
+// connection for d, reading nothing.
+func (tg target) holdRequests(n int, request string, d time.Duration) error {
+	return tg.each(n, d, false, func(c net.Conn, until time.Time) {
+		if _, err := io.WriteString(c, request); err == nil {
+			time.Sleep(time.Until(until))
+		}
+	})
 }
 
 func post(path, body, header string) string {
@@ -355,6 +727,11 @@ func get(path, header string) string {
 		request += header + "\r\n"
 	}
 	return request + "\r\n"
+}
+
+// keepAlive is request without its Connection: close.
+func keepAlive(request string) string {
+	return strings.Replace(request, "Connection: close\r\n", "", 1)
 }
 
 func reviewToBeta(objects string) string {
@@ -404,11 +781,11 @@ func randomBytes(seed, n int) string {
 }
 
 // repeat runs attack n times at once.
-func repeat(n int, attack func(i int) error) func() error {
-	return func() error {
+func repeat(n int, attack func(a attacker, i int) error) func(attacker) error {
+	return func(a attacker) error {
 		errs := make(chan error, n)
 		for i := range n {
-			go func() { errs <- attack(i) }()
+			go func() { errs <- attack(a, i) }()
 		}
 		var all []error
 		for range n {

@@ -119,11 +119,17 @@ func kubectl(t *testing.T, c *kube.Cluster, stdin string, args ...string) (stdou
 
 func testdata(t *testing.T, name string) string {
 	t.Helper()
+	return readRootFile(t, filepath.Join("test", "testdata", name))
+}
+
+// readRootFile is the file name of the repository.
+func readRootFile(t *testing.T, name string) string {
+	t.Helper()
 	root, err := kube.FindRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", name))
+	data, err := os.ReadFile(filepath.Join(root, name))
 	if err != nil {
 		t.Fatal(err)
 	}

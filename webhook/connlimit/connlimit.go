@@ -5,9 +5,11 @@
 // A connection is waiting while no request on it is being served: during its
 // TLS handshake, while its request headers arrive, and while it idles between
 // requests. Holding a waiting connection costs the caller nothing, so when
-// the listener is full the connection that has waited longest is closed to
-// make room, and a source at its own limit loses its oldest waiting one
-// first. Only connections serving a request are never closed to make room:
+// the listener is full a waiting connection is closed to make room: the
+// longest waiting of the source that has the most waiting, so that callers
+// who flood the listener from a few addresses lose their own connections and
+// not those of a caller with one connection in its handshake; a source at
+// its own limit loses its oldest waiting one. Only connections serving a request are never closed to make room:
 // when every slot serves one, the next connection waits to be served, which
 // the server's read and write timeouts bound.
 package connlimit
@@ -107,7 +109,7 @@ func (l *Listener) admit(nc net.Conn) *conn {
 		evicted = append(evicted, victim)
 	}
 	for l.open >= l.limits.Max && !l.closed {
-		if victim := l.oldestWaiting(""); victim != nil {
+		if victim := l.oldestWaiting(l.mostWaiting()); victim != nil {
 			l.releaseLocked(victim)
 			evicted = append(evicted, victim)
 			continue
@@ -125,15 +127,28 @@ func (l *Listener) admit(nc net.Conn) *conn {
 	return c
 }
 
-// oldestWaiting is the connection from source ("": any) that has waited
-// longest, or nil.
+// oldestWaiting is the connection from source that has waited longest, or
+// nil.
 func (l *Listener) oldestWaiting(source string) *conn {
 	for e := l.waiting.Front(); e != nil; e = e.Next() {
-		if c := e.Value.(*conn); source == "" || c.source == source {
+		if c := e.Value.(*conn); c.source == source {
 			return c
 		}
 	}
 	return nil
+}
+
+// mostWaiting is the source with the most waiting connections.
+func (l *Listener) mostWaiting() string {
+	counts := map[string]int{}
+	most := ""
+	for e := l.waiting.Front(); e != nil; e = e.Next() {
+		source := e.Value.(*conn).source
+		if counts[source]++; counts[source] > counts[most] {
+			most = source
+		}
+	}
+	return most
 }
 
 func (l *Listener) releaseLocked(c *conn) {

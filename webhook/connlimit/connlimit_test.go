@@ -68,7 +68,7 @@ func closed(c net.Conn) bool {
 func TestWaitingConnectionsMakeRoom(t *testing.T) {
 	addr, _ := server(t, Limits{Name: "test", Max: 4, PerSource: 4})
 	var idle []net.Conn
-	for _, source := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+	for _, source := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} { // one each: the oldest goes
 		c := dialFrom(t, source, addr)
 		// One in its headers, the others idle after a request.
 		if source == "127.0.0.2" {
@@ -87,6 +87,28 @@ func TestWaitingConnectionsMakeRoom(t *testing.T) {
 	}
 	if closed(idle[1]) {
 		t.Error("a connection was closed beyond the one that made room")
+	}
+}
+
+// A full listener closes a waiting connection of the source that holds
+// the most, not a lone caller's, however long that one has waited.
+func TestFloodersLoseTheirOwn(t *testing.T) {
+	addr, _ := server(t, Limits{Name: "test", Max: 4, PerSource: 4})
+	lone := dialFrom(t, "127.0.0.2", addr)
+	time.Sleep(10 * time.Millisecond)
+	var flood []net.Conn
+	for range 3 {
+		flood = append(flood, dialFrom(t, "127.0.0.3", addr))
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := get(dialFrom(t, "127.0.0.4", addr), "/", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if closed(lone) {
+		t.Error("the lone caller's connection was closed to make room")
+	}
+	if !closed(flood[0]) {
+		t.Error("the flooding source's oldest connection was kept")
 	}
 }
 
