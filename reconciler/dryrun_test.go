@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -196,5 +197,50 @@ func TestUnrecordedBackends(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("unrecorded (-want +got):\n%s", diff)
+	}
+}
+
+// plan --delete shows what deleting a resource would do: its own backends
+// drained for the drain period and then removed, others' kept; nothing
+// when its deletionPolicy is Orphan or it is suspended.
+func TestPlanDeletion(t *testing.T) {
+	const lb = "ocid1.loadbalancer.oc1.iad.plandelete"
+	key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
+	obj := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "retiring"},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{{NodePort: 30080, BackendSetName: "api", Weight: 1}}},
+		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "api", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}})}}},
+	}
+	ociClient := backendSets{t, map[string][]plan.Backend{
+		"api": {{IP: "10.0.0.1", Port: 30080, Weight: 1}, {IP: "192.168.9.9", Port: 80, Weight: 1}},
+	}}
+	r := unitReconciler(t, ociClient, obj, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}})
+	planner := newPlanner(r.client, r.builders.Key, r.opts, nil)
+	ctx := context.Background()
+
+	rp, err := planner.PlanDeletion(ctx, obj, []v1beta1.LBRegistrar{*obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []preview.BackendSetChange{{LBRegistrar: "retiring", LoadBalancerID: lb, BackendSet: "api", Mode: "remove",
+		Removed: []preview.BackendWeight{{Backend: "10.0.0.1:30080", Weight: 1}}, Kept: []preview.KeptBackend{{Backend: "192.168.9.9:80", Weight: 1, Foreign: true}}}}
+	if diff := cmp.Diff(want, rp.BackendSets); diff != "" || rp.Deletion != fmt.Sprintf("drained for %s, then removed", r.opts.DrainPeriod) {
+		t.Errorf("deletion %q, backend sets (-want +got):\n%s", rp.Deletion, diff)
+	}
+
+	for why, change := range map[string]func(*v1beta1.LBRegistrar){
+		"kept: its deletionPolicy is Orphan": func(o *v1beta1.LBRegistrar) { o.Spec.DeletionPolicy = v1beta1.DeletionPolicyOrphan },
+		"kept: it is suspended":              func(o *v1beta1.LBRegistrar) { o.Spec.Suspend = true },
+	} {
+		kept := obj.DeepCopy()
+		change(kept)
+		rp, err := planner.PlanDeletion(ctx, kept, []v1beta1.LBRegistrar{*kept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rp.Deletion != why || len(rp.BackendSets) != 0 {
+			t.Errorf("deletion %q with backend sets %+v, want %q and none", rp.Deletion, rp.BackendSets, why)
+		}
 	}
 }

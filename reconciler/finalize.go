@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +36,16 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
+	why, err := r.keptOnDeletion(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		logger.Info("deleted; its backends stay registered", "why", why, "backendSets", len(obj.Status.BackendSets))
+		r.events.Eventf(obj, nil, corev1.EventTypeNormal, status.ReasonBackendsKept, "Delete",
+			"deleted with its backends left registered in load balancer %s: %s; remove them on purpose (docs/operations.md, Uninstalling)", recordedLoadBalancer(obj), why)
+		return ctrl.Result{}, r.releaseFinalizer(ctx, obj)
+	}
 	st, err := r.status.Open(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -158,14 +170,48 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
 			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.Failures, "; "))
 	}
+	logger.Info("deregistered; removing the finalizer")
+	return ctrl.Result{}, r.releaseFinalizer(ctx, obj)
+}
+
+// releaseFinalizer lets the API server delete obj.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, obj *v1beta1.LBRegistrar) error {
 	for _, rec := range obj.Status.BackendSets {
 		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
 	}
-	logger.Info("deregistered; removing the finalizer")
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
+
+// keptOnDeletion says why deleted obj's backends stay registered, or ""
+// when they are drained and removed. Deleting the CRD deletes every
+// LBRegistrar, and an uninstall (kubectl delete -k, helm uninstall, or the
+// original operator's install manifest, which holds the same CRD) is no
+// request to deregister anything.
+func (r *Reconciler) keptOnDeletion(ctx context.Context, obj *v1beta1.LBRegistrar) (string, error) {
+	switch {
+	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
+		return "its deletionPolicy is Orphan", nil
+	case obj.Spec.Suspend:
+		return "it is suspended", nil
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	err := r.apiReader.Get(ctx, client.ObjectKey{Name: CRDName}, crd)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "the LBRegistrar CRD is gone", nil
+	case err != nil:
+		return "", fmt.Errorf("reading the LBRegistrar CRD, to learn whether it is being deleted: %w", err)
+	case !crd.DeletionTimestamp.IsZero():
+		return "the LBRegistrar CRD is being deleted", nil
+	}
+	return "", nil
+}
+
+// CRDName is the name of the LBRegistrar CRD.
+var CRDName = "lbregistrars." + v1beta1.GroupVersion.Group
 
 // ownsBackends reports whether obj's ownership record lists any backend.
 func ownsBackends(obj *v1beta1.LBRegistrar) bool {

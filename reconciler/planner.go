@@ -1,13 +1,14 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,14 +68,85 @@ type ResourcePlan struct {
 	// as if there were none, as the controller does with a record it
 	// cannot vouch for: nothing it lists is removed.
 	RecordIgnored string `json:"recordIgnored,omitempty"`
+	// Suspended: spec.suspend is true, and nothing would be written.
+	Suspended bool `json:"suspended,omitempty"`
+	// DeletionPolicy is the resource's (Delete when unset).
+	DeletionPolicy v1beta1.DeletionPolicy `json:"deletionPolicy"`
+	// Deletion, in a plan of the resource's deletion, says what it would do
+	// to the backends BackendSets lists: drained for a period and then
+	// removed, or kept and why.
+	Deletion string `json:"deletion,omitempty"`
 }
 
 // Plan plans obj; all are the resources whose claims it is weighed
 // against (every resource of the cluster; obj among them is ignored).
 func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
+	rp, obj, claimants := p.open(ctx, obj, obj.Spec.LoadBalancerID, all)
+	if obj.Spec.Suspend {
+		rp.Suspended = true
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonSuspended, "spec.suspend is true: nothing is written to OCI")
+		rp.Conditions = obj.Status.Conditions
+		return rp, nil
+	}
+	ociClient, err := p.ociClientFor(ctx, obj)
+	var ce *credentials.Error
+	if err != nil && !errors.As(err, &ce) {
+		return rp, err
+	}
+	out, jobs, err := decide.Assess(ctx, p.reader, ociClient, obj, claimants, p.opts.decide())
+	if err != nil {
+		return rp, err
+	}
+	if ce != nil {
+		rp.Error = ce.Message
+	} else {
+		rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
+	}
+	if ce != nil {
+		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}
+	}
+	status.SetConditions(obj, &out)
+	rp.Conditions = obj.Status.Conditions
+	return rp, nil
+}
+
+// PlanDeletion is what deleting obj would do to the backends it recorded in
+// the load balancer its record names: kept (deletionPolicy Orphan, or
+// suspended), or drained for the drain period and then removed, which
+// BackendSets shows as the removal.
+func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
+	rp, obj, claimants := p.open(ctx, obj, recordedLoadBalancer(obj), all)
+	switch {
+	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
+		rp.Deletion = "kept: its deletionPolicy is Orphan"
+		return rp, nil
+	case obj.Spec.Suspend:
+		rp.Deletion = "kept: it is suspended"
+		return rp, nil
+	}
+	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.DrainPeriod)
+	ociClient, err := p.ociClientFor(ctx, obj)
+	var ce *credentials.Error
+	switch {
+	case errors.As(err, &ce):
+		rp.Error = ce.Message
+		return rp, nil
+	case err != nil:
+		return rp, err
+	}
+	var out status.Outcome
+	jobs := decide.Removals(obj, rp.LoadBalancerID, plan.Remove, claimants, &out)
+	rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
+	return rp, nil
+}
+
+// open starts the plan of obj in load balancer lb: a copy of obj whose
+// ownership record is dropped when it cannot be vouched for, and the claims
+// of all but obj.
+func (p *Planner) open(ctx context.Context, obj *v1beta1.LBRegistrar, lb string, all []v1beta1.LBRegistrar) (ResourcePlan, *v1beta1.LBRegistrar, decide.Claimants) {
 	obj = obj.DeepCopy()
-	lb := obj.Spec.LoadBalancerID
-	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []preview.BackendSetChange{}}
+	rp := ResourcePlan{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSets: []preview.BackendSetChange{},
+		DeletionPolicy: cmp.Or(obj.Spec.DeletionPolicy, v1beta1.DeletionPolicyDelete)}
 	// Without the key (no read access to its Secret) no record can be
 	// vouched for: the plan then shows what the controller would do were
 	// every record forged, which never removes more.
@@ -89,27 +161,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	if rp.RecordIgnored != "" {
 		ownership.Drop(obj)
 	}
-	claimants := decide.Among(all, obj.Name).Vouched(key)
-	ociClient, err := p.ociClientFor(ctx, obj)
-	var ce *credentials.Error
-	if err != nil && !errors.As(err, &ce) {
-		return rp, err
-	}
-	out, jobs, err := decide.Assess(ctx, p.reader, ociClient, obj, claimants, p.opts.decide())
-	if err != nil {
-		return rp, err
-	}
-	if ce != nil {
-		rp.Error = ce.Message
-	} else {
-		rp.BackendSets = decide.Preview(ctx, ociClient, obj, lb, jobs, &out)
-	}
-	if ce != nil {
-		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message}
-	}
-	status.SetConditions(obj, &out)
-	rp.Conditions = obj.Status.Conditions
-	return rp, nil
+	return rp, obj, decide.Among(all, obj.Name).Vouched(key)
 }
 
 // ociClientFor is the OCI client for obj: its own API key, or the one given.

@@ -19,7 +19,9 @@
 //     flushed once on the way out (package status).
 //
 // Deletion (finalize.go) drains the resource's own backends for the drain
-// period, then removes them. lbregistrar plan (Planner) and serve --dry-run
+// period, then removes them, unless they are to be kept (deletionPolicy
+// Orphan, spec.suspend, the CRD itself being deleted). A suspended resource
+// writes nothing to OCI. lbregistrar plan (Planner) and serve --dry-run
 // decide with the same code and report each write instead of making it.
 package reconciler
 
@@ -59,6 +61,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := r.holdFinalizer(ctx, obj); err != nil {
 		return ctrl.Result{}, err
+	}
+	if obj.Spec.Suspend {
+		return r.suspended(ctx, obj)
 	}
 	return r.register(ctx, obj)
 }

@@ -109,3 +109,17 @@ func (r *Reconciler) requeue(revisitAt time.Time) ctrl.Result {
 func (r *Reconciler) wakeFunc(name string) func() {
 	return func() { r.wakeups.Wake(name) }
 }
+
+// suspended records that obj, whose spec.suspend is true, writes nothing to
+// OCI: its backends and its ownership record stay as they are, and the
+// load balancer is no longer watched for it.
+func (r *Reconciler) suspended(ctx context.Context, obj *v1beta1.LBRegistrar) (ctrl.Result, error) {
+	r.watch.Forget(obj.Name)
+	st, err := r.status.Open(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonSuspended,
+		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
+	return ctrl.Result{}, st.Flush(ctx)
+}

@@ -143,6 +143,8 @@ func fillHubSpec(s *v1beta1.LBRegistrarSpec, c randfill.Continue) {
 	if c.Intn(4) == 0 {
 		s.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/ingress": ""}}
 	}
+	s.Suspend = c.Intn(4) == 0
+	s.DeletionPolicy = pick(c, "", v1beta1.DeletionPolicyDelete, v1beta1.DeletionPolicyOrphan)
 }
 
 func fillConditions(conds *[]metav1.Condition, c randfill.Continue) {

@@ -169,6 +169,7 @@ func (k *APIKeySpec) keyless() bool {
 // wrote again, into the same backend set, is not added a second time.
 func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec, alphaKey *APIKeySpec) {
 	spec.NodeSelector = kept.NodeSelector
+	spec.Suspend, spec.DeletionPolicy = kept.Suspend, kept.DeletionPolicy
 	switch {
 	case kept.APIKey != nil:
 		spec.APIKey.Passphrase = kept.APIKey.Passphrase

@@ -66,6 +66,8 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 	hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{
 		LoadBalancerID: lbID,
 		NodeSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"ingress": "true"}},
+		Suspend:        true,
+		DeletionPolicy: v1beta1.DeletionPolicyOrphan,
 		APIKey:         &v1beta1.APIKey{Passphrase: &v1beta1.SecretKeySource{Namespace: "ns", SecretKeyRef: v1beta1.SecretKeyRef{Name: "n", Key: "k"}}},
 		Services: []v1beta1.Target{
 			{Name: "gw", Namespace: "ns", Port: &port, BackendSetName: "a", Weight: 1},

@@ -45,7 +45,31 @@ type LBRegistrarSpec struct {
 	// Nodes are otherwise chosen as Kubernetes' service controller does.
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// Suspend, while true, stops every write to OCI for this resource: its
+	// backends stay as they are and its ownership record is kept, and
+	// deleting it leaves its backends registered. Lifting it resumes from
+	// where it stopped.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy is what deleting the resource does to the backends it
+	// registered: Delete (the default) drains and then removes them,
+	// Orphan leaves them registered (a cluster rebuilt, a backend set
+	// handed to another tool).
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// DeletionPolicy is what deleting an LBRegistrar does to its backends.
+type DeletionPolicy string
+
+// Deletion policies; the empty one is Delete.
+const (
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
 
 // Target is one registration: a Service port (name, namespace, port) or a
 // fixed nodePort, registered on every eligible node into backendSetName.

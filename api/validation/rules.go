@@ -31,7 +31,9 @@ const (
 	RuleDuplicateTarget         = "duplicate-target"
 	RuleMixedTargets            = "mixed-targets"
 	RuleImmutable               = "immutable"
-	RuleClaimConflict           = "claim-conflict"
+	// RuleDeletionPolicy: spec.deletionPolicy other than Delete or Orphan.
+	RuleDeletionPolicy = "deletion-policy"
+	RuleClaimConflict  = "claim-conflict"
 	// RuleConversionAnnotation: a write set or changed an annotation only
 	// conversion writes.
 	RuleConversionAnnotation = "conversion-annotation"

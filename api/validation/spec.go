@@ -72,6 +72,12 @@ func ValidateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path) field.Erro
 func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths specPaths) field.ErrorList {
 	errs := validateLoadBalancerID(spec.LoadBalancerID, fldPath.Child("loadBalancerId"))
 	errs = append(errs, validateIdentity(spec, fldPath)...)
+	switch spec.DeletionPolicy {
+	case "", v1beta1.DeletionPolicyDelete, v1beta1.DeletionPolicyOrphan:
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("deletionPolicy"), spec.DeletionPolicy,
+			[]v1beta1.DeletionPolicy{v1beta1.DeletionPolicyDelete, v1beta1.DeletionPolicyOrphan}).WithOrigin(RuleDeletionPolicy))
+	}
 	if len(spec.Services) == 0 {
 		errs = append(errs, field.Required(paths.targets, "at least one target is required").WithOrigin(RuleTargetRequired))
 	}

@@ -144,6 +144,8 @@ func TestValidateSpec(t *testing.T) {
 				{"spec.apiKey.passphrase.secretKeyRef.name", RuleSecretReference},
 				{"spec.apiKey.passphrase.secretKeyRef.key", RuleSecretReference},
 			}},
+		{"unknown deletion policy", func(s *v1beta1.LBRegistrarSpec) { s.DeletionPolicy = "Retain" },
+			[]failure{{"spec.deletionPolicy", RuleDeletionPolicy}}},
 		{"no identity", func(s *v1beta1.LBRegistrarSpec) { s.APIKey = nil },
 			[]failure{{"spec.apiKey", RuleIdentity}}},
 		{"three identities", func(s *v1beta1.LBRegistrarSpec) {

@@ -33,6 +33,7 @@ type planOptions struct {
 	kubeconfig       string
 	output           string
 	detailedExitCode bool
+	deletion         bool
 	ociConfig        string
 	profile          string
 	reconciler       reconciler.Options
@@ -58,7 +59,11 @@ taken over as it is, so "no change" means the switch writes nothing.
 
 Give serve's --require-ready-nodes and OCI endpoint flags to plan what that
 serve would do. With --detailed-exitcode the exit status is 0 when nothing
-would be written, 2 when writes are pending and 1 on error.`,
+would be written, 2 when writes are pending and 1 on error.
+
+With --delete it plans deleting the resources instead: which backends would be
+drained and then removed, or that they would be kept (deletionPolicy Orphan, a
+suspended resource).`,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), names)
 		},
@@ -67,6 +72,7 @@ would be written, 2 when writes are pending and 1 on error.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG or in-cluster configuration when empty")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "exit 0 when nothing would be written, 2 when writes are pending, 1 on error")
+	f.BoolVar(&o.deletion, "delete", false, "plan deleting the resources: what would be drained and removed, or kept")
 	f.StringVar(&o.ociConfig, "oci-config", "", "sign OCI calls with the API key of this OCI config file instead of each resource's Secret (the region stays the resource's)")
 	f.StringVar(&o.profile, "profile", "DEFAULT", "profile of --oci-config")
 	f.StringVar(&o.reconciler.RecordKey.Namespace, "namespace", o.reconciler.RecordKey.Namespace,
@@ -122,7 +128,11 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names [
 			report.Skipped = append(report.Skipped, obj.Name)
 			continue
 		}
-		rp, err := planner.Plan(ctx, &obj, all)
+		planOf := planner.Plan
+		if o.deletion {
+			planOf = planner.PlanDeletion
+		}
+		rp, err := planOf(ctx, &obj, all)
 		if err != nil {
 			return fmt.Errorf("planning LBRegistrar %s: %w", obj.Name, err)
 		}
@@ -194,11 +204,20 @@ func (r *planReport) writeText(w io.Writer) error {
 		if rp.RecordIgnored != "" {
 			ew.printf("    ownership record ignored (%s): planned as if there were none, so nothing it lists is removed\n", rp.RecordIgnored)
 		}
+		switch {
+		case rp.Deletion != "":
+			ew.printf("    deleted, its backends would be %s\n", rp.Deletion)
+		case rp.Suspended:
+			ew.printf("    suspended: nothing is written until spec.suspend is lifted\n")
+		}
+		if rp.DeletionPolicy == v1beta1.DeletionPolicyOrphan && rp.Deletion == "" {
+			ew.printf("    deletionPolicy Orphan: deleting it leaves its backends registered\n")
+		}
 		for _, c := range rp.BackendSets {
 			if !c.Changed() && c.Error == "" && !c.NotFound {
 				unchanged++
 			}
-			writeBackendSet(ew, &c)
+			writeBackendSet(ew, &c, rp.Deletion != "")
 		}
 		for _, cond := range rp.Conditions {
 			if cond.Type == v1beta1.ConditionReady || cond.Status == metav1.ConditionTrue {
@@ -223,8 +242,13 @@ func (r *planReport) writeText(w io.Writer) error {
 // modeNotes says what a mode other than apply means for a backend set.
 var modeNotes = map[string]string{"hold": ", held (what is registered stays)", "remove": ", no longer in the spec"}
 
-func writeBackendSet(ew *errWriter, c *preview.BackendSetChange) {
-	head := "    backend set " + c.BackendSet + modeNotes[c.Mode]
+// writeBackendSet prints c, of a plan of the resource's deletion when
+// deletion is set.
+func writeBackendSet(ew *errWriter, c *preview.BackendSetChange, deletion bool) {
+	head := "    backend set " + c.BackendSet
+	if !deletion {
+		head += modeNotes[c.Mode]
+	}
 	switch {
 	case c.Error != "":
 		ew.printf("%s: cannot be read: %s\n", head, c.Error)

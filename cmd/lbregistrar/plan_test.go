@@ -91,6 +91,10 @@ func TestPlanReportText(t *testing.T) {
 			{BackendSet: "gone", Mode: "apply", NotFound: true},
 		}},
 		{LBRegistrar: "keyless", LoadBalancerID: "ocid1.loadbalancer.oc1.iad.b", Error: "spec.apiKey.privateKey: Secret keys/key has no key \"pem\", or does not exist"},
+		{LBRegistrar: "paused", LoadBalancerID: "ocid1.loadbalancer.oc1.iad.b", Suspended: true, DeletionPolicy: v1beta1.DeletionPolicyOrphan},
+		{LBRegistrar: "retiring", LoadBalancerID: "ocid1.loadbalancer.oc1.iad.b", Deletion: "drained for 30s, then removed", BackendSets: []preview.BackendSetChange{
+			{BackendSet: "edge", Mode: "remove", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:30443", Weight: 1}}},
+		}},
 	}}
 	var out bytes.Buffer
 	if err := report.writeText(&out); err != nil {
@@ -114,6 +118,13 @@ func TestPlanReportText(t *testing.T) {
 load balancer ocid1.loadbalancer.oc1.iad.b
   LBRegistrar keyless
     cannot read its backend sets: spec.apiKey.privateKey: Secret keys/key has no key "pem", or does not exist
+  LBRegistrar paused
+    suspended: nothing is written until spec.suspend is lifted
+    deletionPolicy Orphan: deleting it leaves its backends registered
+  LBRegistrar retiring
+    deleted, its backends would be drained for 30s, then removed
+    backend set edge: 0 to add, 1 to remove, 0 to re-weight
+      - 10.0.0.1:30443 weight 1
 Plan: 2 backend set(s) to write, 1 unchanged.
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {

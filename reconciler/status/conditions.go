@@ -21,6 +21,12 @@ const (
 	ReasonWriteFailed = "WriteFailed"
 	ReasonClaimed     = "BackendSetClaimed"
 	ReasonDeleting    = "Deleting"
+	// ReasonSuspended is the Ready reason while spec.suspend is true.
+	ReasonSuspended = "Suspended"
+	// ReasonBackendsKept is the Event reason of a deletion that left the
+	// resource's backends registered (deletionPolicy Orphan, suspended, or
+	// the CRD itself being deleted).
+	ReasonBackendsKept = "BackendsKept"
 	// ReasonDryRun is the Ready reason, and the Event reason, of a write
 	// serve --dry-run holds back.
 	ReasonDryRun = "DryRun"

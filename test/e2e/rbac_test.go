@@ -14,6 +14,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/
@@ -24,23 +25,10 @@ import (
 func TestServeUnderTheShippedRBAC(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve := newServeProcess()
-	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
-	serve.waitReady(t)
-	if err := c.WaitAdmitting(ctx); err != nil {
-		t.Fatal(err)
-	}
+	serve := serveUnderTheShippedRBAC(t, c, emu)
 
-	kubectl(t, c, apiKeyFor(t, c, emu, classicIngressRegistrar), "apply", "-f", "-")
+	registerLegit(t, c, emu)
 	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
-		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
-			return fmt.Errorf("backends %q", got)
-		}
 		var events eventsv1.EventList
 		if err := c.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
 			return err
@@ -59,6 +47,40 @@ func TestServeUnderTheShippedRBAC(t *testing.T) {
 	if log := serve.log.String(); strings.Contains(log, "forbidden") {
 		t.Errorf("the API server refused serve something:\n%s", log)
 	}
+}
+
+// registerLegit applies classicIngressRegistrar through the API server and
+// waits until its backend set holds the 3 backends it registers there.
+func registerLegit(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) {
+	t.Helper()
+	kubectl(t, c, apiKeyFor(t, c, emu, classicIngressRegistrar), "apply", "-f", "-")
+	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
+		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
+			return fmt.Errorf("backends %q", got)
+		}
+		return nil
+	})
+}
+
+// serveUnderTheShippedRBAC starts serve for c as lbregistrar's service
+// account, with exactly the RBAC config/ ships, built-in certificates and
+// API keys from lbregistrar-system, and returns once the API server admits
+// through it.
+func serveUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) serveProcess {
+	t.Helper()
+	ctx := testContext(t)
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := newServeProcess()
+	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+	serve.waitReady(t)
+	if err := c.WaitAdmitting(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return serve
 }
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/

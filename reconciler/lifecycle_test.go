@@ -1,0 +1,112 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// waitReady waits until obj's Ready condition has reason.
+func (f *fixture) waitReady(obj *v1beta1.LBRegistrar, reason string) {
+	f.t.Helper()
+	f.eventually(20*time.Second, func() error {
+		cur := f.get(obj)
+		if c := condition(cur, v1beta1.ConditionReady); c == nil || c.Reason != reason || c.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("ready: %+v, want reason %s at generation %d", c, reason, cur.Generation)
+		}
+		return nil
+	})
+}
+
+// waitGone waits until obj is deleted.
+func (f *fixture) waitGone(obj *v1beta1.LBRegistrar) {
+	f.t.Helper()
+	f.eventually(20*time.Second, func() error {
+		if err := f.api.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {
+			return fmt.Errorf("%s still present", obj.Name)
+		}
+		return nil
+	})
+}
+
+// A suspended resource writes nothing to OCI, whatever changes in the
+// cluster, and says so; lifting it with nothing changed writes nothing
+// either, and a change made while it was suspended is written once lifted.
+// Deleted while suspended, it leaves its backends registered.
+func TestSuspendedResourceWritesNothing(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.40.1")
+	o := f.options()
+	o.DrainPeriod = 0
+	f.startManager(o)
+	obj := f.registrar("paused", classicLB, []v1beta1.Target{fixedPort("api", 30440)})
+	f.expectBackends(classicLB, "api", "10.0.40.1:30440/1")
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+
+	suspend := func(on bool) func(*v1beta1.LBRegistrar) {
+		return func(o *v1beta1.LBRegistrar) { o.Spec.Suspend = on }
+	}
+	f.emu.ResetCalls()
+	f.updateRegistrar(obj, suspend(true))
+	f.waitReady(obj, status.ReasonSuspended)
+	f.updateRegistrar(obj, suspend(false))
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+	if n := f.writesTo(classicLB, "api"); n != 0 {
+		t.Errorf("suspending and lifting with nothing changed wrote %d times", n)
+	}
+
+	f.updateRegistrar(obj, suspend(true))
+	f.waitReady(obj, status.ReasonSuspended)
+	f.node(f.ns+"-b", "10.0.40.2")
+	time.Sleep(2 * time.Second) // what a reconcile would have written by now
+	if got := f.backends(classicLB, "api"); len(got) != 1 || f.writesTo(classicLB, "api") != 0 {
+		t.Errorf("suspended, a node added: backends %v after %d writes, want the one node and none", got, f.writesTo(classicLB, "api"))
+	}
+	if rec := f.get(obj).Status.BackendSets; len(rec) != 1 || rec[0].OwnedCount() != 1 {
+		t.Errorf("the ownership record changed while suspended: %+v", rec)
+	}
+	f.updateRegistrar(obj, suspend(false))
+	f.expectBackends(classicLB, "api", "10.0.40.1:30440/1", "10.0.40.2:30440/1")
+	if n := f.writesTo(classicLB, "api"); n != 1 {
+		t.Errorf("lifted after a node was added: %d writes, want 1", n)
+	}
+
+	f.updateRegistrar(obj, suspend(true))
+	f.waitReady(obj, status.ReasonSuspended)
+	f.emu.ResetCalls()
+	f.must(f.api.Delete(f.ctx, obj))
+	f.waitGone(obj)
+	f.expectBackends(classicLB, "api", "10.0.40.1:30440/1", "10.0.40.2:30440/1")
+	if n := f.writesTo(classicLB, "api"); n != 0 {
+		t.Errorf("deleted while suspended: %d writes, want none", n)
+	}
+}
+
+// With deletionPolicy Orphan, deleting a resource releases it at once and
+// leaves every backend it registered (TestDeletionDrainsThenRemovesOnlyOwned
+// shows the default).
+func TestOrphanPolicyKeepsBackends(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.41.1")
+	o := f.options()
+	o.DrainPeriod = time.Hour // an orphan does not wait for it
+	f.startManager(o)
+	kept := f.registrar("kept", classicLB, []v1beta1.Target{fixedPort("api", 30441)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.DeletionPolicy = v1beta1.DeletionPolicyOrphan
+	})
+	f.expectBackends(classicLB, "api", "10.0.41.1:30441/1")
+	f.waitReady(kept, v1beta1.ReasonRegistered)
+	f.emu.ResetCalls()
+	f.must(f.api.Delete(f.ctx, kept))
+	f.waitGone(kept)
+	f.expectBackends(classicLB, "api", "10.0.41.1:30441/1")
+	if n := f.writesTo(classicLB, "api"); n != 0 {
+		t.Errorf("an orphaning deletion wrote %d times", n)
+	}
+}
