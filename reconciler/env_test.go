@@ -289,6 +289,10 @@ func (f *fixture) cleanup() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// What is left gets a deadline of its own: nodes must not outlive the
+	// test, whatever the wait above took.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if len(list.Items) > 0 { // no manager left to finalize them
 		for i := range list.Items {
 			o := &list.Items[i]

@@ -64,7 +64,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message}}
+	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message, Retried: ce.Retry}}
 	r.watch.Forget(obj.Name)
 	log.FromContext(ctx).Error(ce, "the credentials cannot be used; nothing is written until they change",
 		"loadBalancer", obj.Spec.LoadBalancerID, "reason", ce.Reason, "cause", ce.Cause)
@@ -121,5 +121,6 @@ func (r *Reconciler) suspended(ctx context.Context, obj *v1beta1.LBRegistrar) (c
 	}
 	status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonSuspended,
 		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
+	obj.Status.ObservedGeneration = obj.Generation
 	return ctrl.Result{}, st.Flush(ctx)
 }

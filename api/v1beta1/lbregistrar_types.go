@@ -189,6 +189,13 @@ const (
 	// ConditionConflict is True when another LBRegistrar claimed one of this
 	// resource's backend sets first.
 	ConditionConflict = "Conflict"
+	// ConditionReconciling is True while the controller works towards what
+	// the spec asks (registering, draining, retrying), and ConditionStalled
+	// while only a person can move it on (a conflict, an identity it may
+	// not use, a write OCI refused): the kstatus convention Flux and kpt
+	// read, following Ready.
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // Reasons of the Ready condition.

@@ -220,7 +220,7 @@ func (r *planReport) writeText(w io.Writer) error {
 			writeBackendSet(ew, &c, rp.Deletion != "")
 		}
 		for _, cond := range rp.Conditions {
-			if cond.Type == v1beta1.ConditionReady || cond.Status == metav1.ConditionTrue {
+			if cond.Type == v1beta1.ConditionReady || cond.Status == metav1.ConditionTrue && cond.Type != v1beta1.ConditionReconciling {
 				ew.printf("    %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 			}
 		}

@@ -59,12 +59,19 @@ type Outcome struct {
 	// refused are due to be tried again.
 	RevisitAt time.Time
 	Err       error
+	// refused: OCI refused a write for what it holds (Refused), which only
+	// a change of the spec or the cluster can mend.
+	refused bool
 }
 
 // Unusable is a problem with a resource's credentials that its user can
 // fix: the Ready condition's reason and message, which never hold key
-// material.
-type Unusable struct{ Reason, Message string }
+// material. Retried: the controller tries again by itself (a sign-in under
+// way, an API error); otherwise a person must act.
+type Unusable struct {
+	Reason, Message string
+	Retried         bool
+}
 
 // Refused records that OCI refused adding n backends to a backend set, and
 // when that is tried again, and returns what it records.
@@ -72,6 +79,7 @@ func (o *Outcome) Refused(name string, n int, err error, retryAt time.Time) stri
 	msg := fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
 		name, n, err, retryAt.UTC().Format(time.RFC3339))
 	o.Failures = append(o.Failures, msg)
+	o.refused = true
 	o.Revisit(retryAt)
 	return msg
 }
@@ -120,8 +128,14 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 	switch {
 	case out.Unusable != nil:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, out.Unusable.Reason, out.Unusable.Message)
+		if !out.Unusable.Retried {
+			stalled(obj, out.Unusable.Reason, out.Unusable.Message)
+		}
 	case len(out.Failures) > 0:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed, strings.Join(out.Failures, "; "))
+		if out.refused {
+			stalled(obj, ReasonWriteFailed, strings.Join(out.Failures, "; "))
+		}
 	case len(out.Pending) > 0:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDryRun,
 			"dry run, nothing written; pending: "+strings.Join(out.Pending, "; "))
@@ -130,6 +144,7 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.Held, ", ")))
 	case len(out.Lost) > 0:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonClaimed, "see the Conflict condition")
+		stalled(obj, ReasonClaimed, meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionConflict).Message)
 	default:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
 	}
@@ -161,7 +176,10 @@ func LogDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 	}
 }
 
-// SetCondition sets one condition of obj, its message cut to what the schema allows.
+// SetCondition sets one condition of obj, its message cut to what the
+// schema allows. Setting Ready sets Reconciling and Stalled with it: the
+// controller is still at work unless Ready is True or the resource is
+// suspended; SetConditions then marks what needs a person as stalled.
 func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
 	const maxMessage = 32768 // the schema's limit on condition messages
 	if len(message) > maxMessage {
@@ -170,6 +188,22 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 	meta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.Generation,
 	})
+	if typ != v1beta1.ConditionReady {
+		return
+	}
+	working := metav1.ConditionTrue
+	if status == metav1.ConditionTrue || reason == ReasonSuspended {
+		working = metav1.ConditionFalse
+	}
+	SetCondition(obj, v1beta1.ConditionReconciling, working, reason, message)
+	SetCondition(obj, v1beta1.ConditionStalled, metav1.ConditionFalse, reason, message)
+}
+
+// stalled marks obj, whose Ready is set, as needing a person: nothing the
+// controller retries will move it on.
+func stalled(obj *v1beta1.LBRegistrar, reason, message string) {
+	SetCondition(obj, v1beta1.ConditionReconciling, metav1.ConditionFalse, reason, message)
+	SetCondition(obj, v1beta1.ConditionStalled, metav1.ConditionTrue, reason, message)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
@@ -179,5 +180,41 @@ spec:
 	}
 	if log := serve.log.String(); strings.Contains(log, "forbidden") {
 		t.Errorf("the API server refused serve something:\n%s", log)
+	}
+}
+
+// The editor and viewer roles grant what they say, and carry the labels
+// that aggregate them into admin and edit, and view (the aggregation itself
+// is kube-controller-manager's, which this API server runs without).
+func TestAggregatedRolesGrantWhatTheySay(t *testing.T) {
+	c := kube.Start(t, kube.Options{Bare: true})
+	kubectl(t, c, readRootFile(t, "config/crd/bases/nodes.peppy-ratio.dev_lbregistrars.yaml"), "apply", "-f", "-")
+	kubectl(t, c, readRootFile(t, "config/rbac/aggregate_roles.yaml"), "apply", "-f", "-")
+	kubectl(t, c, "", "create", "clusterrolebinding", "ann-edits", "--clusterrole=lbregistrar-editor", "--user=ann")
+	kubectl(t, c, "", "create", "clusterrolebinding", "vic-views", "--clusterrole=lbregistrar-viewer", "--user=vic")
+	for _, tc := range []struct {
+		user, verb, subresource, want string
+	}{
+		{"ann", "create", "", "yes"}, {"ann", "delete", "", "yes"}, {"ann", "update", "status", "no"},
+		{"vic", "list", "", "yes"}, {"vic", "get", "status", "yes"}, {"vic", "create", "", "no"},
+	} {
+		stdout, stderr, _ := c.Kubectl(testContext(t), "", "auth", "can-i", tc.verb, "lbregistrars.nodes.peppy-ratio.dev", "--subresource="+tc.subresource, "--as", tc.user)
+		if got := strings.TrimSpace(stdout); got != tc.want {
+			t.Errorf("%s may %s lbregistrars %s: %q, want %q %s", tc.user, tc.verb, tc.subresource, got, tc.want, stderr)
+		}
+	}
+	for role, labels := range map[string][]string{
+		"lbregistrar-editor": {"rbac.authorization.k8s.io/aggregate-to-admin", "rbac.authorization.k8s.io/aggregate-to-edit"},
+		"lbregistrar-viewer": {"rbac.authorization.k8s.io/aggregate-to-view"},
+	} {
+		var cr rbacv1.ClusterRole
+		if err := c.Client.Get(testContext(t), client.ObjectKey{Name: role}, &cr); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range labels {
+			if cr.Labels[l] != "true" {
+				t.Errorf("%s is not labelled %s", role, l)
+			}
+		}
 	}
 }
