@@ -112,7 +112,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	want := []preview.BackendSetChange{
 		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "api", Mode: "apply", Added: []preview.BackendWeight{{Backend: "10.0.0.2:30080", Weight: 1}},
 			Kept: []preview.KeptBackend{{Backend: "10.0.0.1:30080", Weight: 1}, {Backend: "192.168.9.9:80", Weight: 1, Foreign: true}}},
-		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "dropped", Mode: "remove", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}}},
+		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "dropped", Mode: "retire", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}}},
 		{LBRegistrar: "older", LoadBalancerID: lb, BackendSet: "web", Mode: "apply",
 			Reweighted: []preview.Reweighted{{Backend: "10.0.0.1:30443", From: 1, To: 2}}, Kept: []preview.KeptBackend{{Backend: "10.0.0.2:30443", Weight: 2}}},
 	}

@@ -110,3 +110,32 @@ func TestOrphanPolicyKeepsBackends(t *testing.T) {
 		t.Errorf("an orphaning deletion wrote %d times", n)
 	}
 }
+
+// An entry removed from spec.services drains its backends for the node
+// drain period, as a departing node's, before removing them; the entries
+// kept are not written, and the record of the removed one goes with its
+// last backend.
+func TestRemovedEntryDrainsFirst(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.43.1")
+	o := f.options()
+	o.NodeDrainPeriod = 2 * time.Second
+	f.startManager(o)
+	obj := f.registrar("two", classicLB, []v1beta1.Target{fixedPort("api", 30460), fixedPort("admin", 30461)})
+	f.expectBackends(classicLB, "api", "10.0.43.1:30460/1")
+	f.expectBackends(classicLB, "admin", "10.0.43.1:30461/1")
+	f.emu.ResetCalls()
+
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services = o.Spec.Services[:1] })
+	f.expectBackends(classicLB, "admin", "10.0.43.1:30461/1,drain")
+	f.expectBackends(classicLB, "admin")
+	f.eventually(10*time.Second, func() error {
+		if rec := f.get(obj).Status.BackendSets; len(rec) != 1 || rec[0].Name != "api" {
+			return fmt.Errorf("record %+v, want api's alone", rec)
+		}
+		return nil
+	})
+	if n := f.writesTo(classicLB, "api"); n != 0 {
+		t.Errorf("the kept entry was written %d times", n)
+	}
+}

@@ -153,7 +153,7 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 		r.events.Eventf(obj, nil, corev1.EventTypeNormal, "BackendSetUpdated", "UpdateBackendSet",
 			"backend set %q: %d added, %d removed, %d updated (work request %s)",
 			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
-		if mode == plan.Drain || mode == plan.Remove {
+		if mode.Leaves() {
 			r.wakeClaimants(ctx, obj, lb, name)
 		}
 	}
@@ -178,7 +178,7 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 		logger.Error(err, "backend set write failed", "opcRequestID", oci.RequestID(err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, err)
 		out.Fail(name, err)
-	case res.NotFound != nil && (mode == plan.Remove || mode == plan.Drain):
+	case res.NotFound != nil && mode.Leaves():
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		status.DropRecord(obj, name)
 	case res.NotFound != nil:
@@ -192,7 +192,7 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 		if out.Err == nil {
 			out.Err = missing
 		}
-	case mode == plan.Remove && len(res.Plan.Owned) == 0:
+	case (mode == plan.Remove || mode == plan.Retire) && len(res.Plan.Owned) == 0:
 		status.DropRecord(obj, name)
 	default:
 		if res.Written {

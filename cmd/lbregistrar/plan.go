@@ -240,7 +240,7 @@ func (r *planReport) writeText(w io.Writer) error {
 }
 
 // modeNotes says what a mode other than apply means for a backend set.
-var modeNotes = map[string]string{"hold": ", held (what is registered stays)", "remove": ", no longer in the spec"}
+var modeNotes = map[string]string{"hold": ", held (what is registered stays)", "retire": ", no longer in the spec"}
 
 // writeBackendSet prints c, of a plan of the resource's deletion when
 // deletion is set.

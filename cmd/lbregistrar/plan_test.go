@@ -82,7 +82,7 @@ func TestPlanReportText(t *testing.T) {
 	report := planReport{PendingWrites: 2, LBRegistrars: []reconciler.ResourcePlan{
 		{LBRegistrar: "web", LoadBalancerID: lb, Conditions: held, BackendSets: []preview.BackendSetChange{
 			{BackendSet: "edge", Mode: "hold", Kept: []preview.KeptBackend{{Backend: "10.0.0.1:30443", Weight: 1}}},
-			{BackendSet: "old", Mode: "remove", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}},
+			{BackendSet: "old", Mode: "retire", Removed: []preview.BackendWeight{{Backend: "10.0.0.1:31000", Weight: 1}},
 				Kept: []preview.KeptBackend{{Backend: "10.0.0.9:31000", Weight: 1, Foreign: true}}},
 		}},
 		{LBRegistrar: "api", LoadBalancerID: lb, Conditions: calm, BackendSets: []preview.BackendSetChange{

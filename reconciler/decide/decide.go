@@ -147,8 +147,9 @@ func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, claimants Cla
 // registerJobs are the backend sets a reconcile brings in line: every one
 // the desired state names that no other resource keeps (those whose desired
 // state is uncertain keep what is registered, and out says so), and every
-// recorded one the spec no longer names, whose owned backends go. read are
-// the backend sets already read.
+// recorded one the spec no longer names, whose owned backends are drained
+// for drainFor, as those of a departed node are, and then go. read are the
+// backend sets already read.
 func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []Job {
 	var jobs []Job
 	inSpec := map[string]bool{}
@@ -166,7 +167,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Remove, Prefetched: read[rec.Name]})
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: drainFor, Prefetched: read[rec.Name]})
 		}
 	}
 	return jobs

@@ -30,7 +30,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 			c.Error = j.Err.Error()
 		case oci.IsNotFound(err):
 			c.NotFound = true
-			if j.Mode != plan.Remove && j.Mode != plan.Drain { // nothing left to remove counts as done
+			if !j.Mode.Leaves() { // nothing left to remove counts as done
 				out.Failures = append(out.Failures, MissingBackendSet(j.Name, lb))
 			}
 		case err != nil:

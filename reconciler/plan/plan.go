@@ -88,7 +88,19 @@ const (
 	Drain
 	// Remove takes every owned backend out (resource deleted, target moved away).
 	Remove
+	// Retire drains every owned backend for DrainFor, each from when its
+	// drain took effect, then takes it out, as Apply does with a node that
+	// departed: the spec no longer names the backend set.
+	Retire
 )
+
+// leaving says whether m takes owned backends out as departed ones, drained
+// for Input.DrainFor first: Apply those no longer wanted, Retire all.
+func (m Mode) leaving() bool { return m == Apply || m == Retire }
+
+// Leaves says whether m takes this resource's backends out of the backend
+// set, drained first or not.
+func (m Mode) Leaves() bool { return m == Drain || m == Remove || m == Retire }
 
 // String names the mode as logs and plans show it.
 func (m Mode) String() string {
@@ -101,6 +113,8 @@ func (m Mode) String() string {
 		return "drain"
 	case Remove:
 		return "remove"
+	case Retire:
+		return "retire"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -202,7 +216,7 @@ func Compute(in Input) Plan {
 		case in.Protected[k]:
 			// handed over to another live resource: untouched and forgotten
 		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
-			in.Mode == Apply && draining && !cur.Drain:
+			in.Mode.leaving() && draining && !cur.Drain:
 			// undrained by another writer since this resource drained it:
 			// wanted elsewhere, untouched and forgotten
 		case in.Mode == Hold:
@@ -213,17 +227,17 @@ func Compute(in Input) Plan {
 				p.Updated = append(p.Updated, k)
 			}
 			p.keep(cur, since, draining)
-		case in.Mode == Apply && in.DrainFor > 0 && !draining:
+		case in.Mode.leaving() && in.DrainFor > 0 && !draining:
 			if !cur.Drain {
 				cur.Drain = true
 				p.Updated = append(p.Updated, k)
 			}
 			p.DrainStarted = append(p.DrainStarted, k)
 			p.keep(cur, in.Now, true)
-		case in.Mode == Apply && in.DrainFor > 0 && in.Now.Before(since.Add(in.DrainFor)):
+		case in.Mode.leaving() && in.DrainFor > 0 && in.Now.Before(since.Add(in.DrainFor)):
 			p.keep(cur, since, true)
-		default: // Apply without it, or Remove
-			if in.Mode == Apply && draining {
+		default: // Apply or Retire without it, or Remove
+			if in.Mode.leaving() && draining {
 				p.DrainEnded = append(p.DrainEnded, k)
 			}
 			p.Removed = append(p.Removed, k)
@@ -264,7 +278,7 @@ func Compute(in Input) Plan {
 		p.Added = append(p.Added, Key(d.IP, d.Port))
 	}
 	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
-	if in.Mode == Apply {
+	if in.Mode.leaving() {
 		p.drainsUntil(in.DrainFor)
 	}
 	return p

@@ -290,6 +290,21 @@ func TestNodeDrain(t *testing.T) {
 			want:     Plan{Owned: owned[:1]},
 		},
 		{
+			// The spec no longer names the backend set: every owned backend
+			// departs, and the record goes with the last.
+			name:     "retired, every owned backend is drained first",
+			in:       Input{Mode: Retire, Current: []Backend{a, b}, Owned: owned, DrainFor: period, Now: now},
+			backends: []Backend{drained(a), drained(b)},
+			want: Plan{Owned: owned, Draining: []v1beta1.DrainingBackend{{IP: a.IP, Port: a.Port, Since: metav1.NewTime(now)}, {IP: b.IP, Port: b.Port, Since: metav1.NewTime(now)}},
+				Updated: []string{a.Key(), b.Key()}, DrainStarted: []string{a.Key(), b.Key()}, DrainsUntil: now.Add(period)},
+		},
+		{
+			name:     "retired, after the period they are removed",
+			in:       Input{Mode: Retire, Current: []Backend{drained(a), drained(b)}, Owned: owned, DrainFor: period, Now: now, Draining: map[string]time.Time{a.Key(): now.Add(-period), b.Key(): now.Add(-period)}},
+			backends: []Backend{},
+			want:     Plan{Removed: []string{a.Key(), b.Key()}, DrainEnded: []string{a.Key(), b.Key()}},
+		},
+		{
 			name:     "with no drain period it is removed at once",
 			in:       Input{Current: []Backend{a, b}, Owned: owned, Desired: wantA, Now: now},
 			backends: []Backend{a},

@@ -22,7 +22,8 @@ type BackendSetChange struct {
 	LoadBalancerID string `json:"loadBalancerId"`
 	BackendSet     string `json:"backendSet"`
 	// Mode is apply; hold when the desired state is in doubt and what is
-	// registered stays; remove when the spec no longer names the backend set.
+	// registered stays; retire when the spec no longer names the backend
+	// set (drained, then removed); remove in a plan of a deletion.
 	Mode       string          `json:"mode"`
 	Added      []BackendWeight `json:"added,omitempty"`
 	Removed    []BackendWeight `json:"removed,omitempty"`
