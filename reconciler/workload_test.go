@@ -159,25 +159,32 @@ func TestWorkloadIdentityRenewedDuringAWorkRequest(t *testing.T) {
 	}
 }
 
-// A workload identity that names no ServiceAccount, and an instance
-// principal, are the controller's own identities: refused unless serve
-// allows them, and then the controller's ServiceAccount, or the instance
-// it runs on (the emulator's metadata and auth services, answered in
-// process), signs in.
+// A workload identity that names no ServiceAccount, or names the
+// controller's own, and an instance principal, are the controller's own
+// identities: refused unless serve allows them, and then the controller's
+// ServiceAccount, or the instance it runs on (the emulator's metadata and
+// auth services, answered in process), signs in.
 func TestControllerIdentity(t *testing.T) {
 	const instance = "ocid1.instance.oc1.iad.controller"
 	identities := map[string]struct {
-		set       func(*v1beta1.LBRegistrar)
+		set       func(*fixture, *v1beta1.LBRegistrar)
 		principal func(f *fixture) string
 	}{
 		"workload identity": {
-			set: func(o *v1beta1.LBRegistrar) {
+			set: func(_ *fixture, o *v1beta1.LBRegistrar) {
 				o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1"}
 			},
 			principal: func(f *fixture) string { return fmt.Sprintf("system:serviceaccount:%s:lbregistrar", f.ns) },
 		},
+		"the controller's ServiceAccount named": {
+			set: func(f *fixture, o *v1beta1.LBRegistrar) {
+				o.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "us-ashburn-1",
+					ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: f.ns, Name: "lbregistrar"}}
+			},
+			principal: func(f *fixture) string { return fmt.Sprintf("system:serviceaccount:%s:lbregistrar", f.ns) },
+		},
 		"instance principal": {
-			set: func(o *v1beta1.LBRegistrar) {
+			set: func(_ *fixture, o *v1beta1.LBRegistrar) {
 				o.Spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
 			},
 			principal: func(*fixture) string { return instance },
@@ -198,7 +205,7 @@ func TestControllerIdentity(t *testing.T) {
 				f.node(f.ns+"-a", "10.0.9.1")
 				obj := f.registrar("controller", classicLB, []v1beta1.Target{fixedPort("api", 30094)}, func(o *v1beta1.LBRegistrar) {
 					o.Spec.APIKey = nil
-					identity.set(o)
+					identity.set(f, o)
 				})
 				if !allowed {
 					f.eventually(20*time.Second, func() error {

@@ -26,9 +26,9 @@ import (
 // against any load balancer. So a writer may name only what it could use
 // itself: an API key Secret it may get, a ServiceAccount it may create
 // tokens for. The controller's own identity (its service account's
-// workload identity, its node's instance principal) is no one's to name
-// unless serve allows it, and then only for writers granted
-// ControllerIdentityVerb on ControllerIdentityResource.
+// workload identity, implicit or named, its node's instance principal) is
+// no one's to name unless serve allows it, and then only for writers
+// granted ControllerIdentityVerb on ControllerIdentityResource.
 type IdentityPolicy struct {
 	// Namespaces are the namespaces lbregistrar serve reads API keys from
 	// (--secret-namespaces); any when empty.
@@ -37,6 +37,11 @@ type IdentityPolicy struct {
 	// AllowControllerIdentity lets resources sign in as the controller
 	// itself (serve --allow-controller-identity).
 	AllowControllerIdentity bool
+
+	// Controller is the username the controller runs as (the validators
+	// fill it in): a workload identity naming its ServiceAccount is the
+	// controller's own identity.
+	Controller string
 
 	// Reviewer creates the SubjectAccessReviews that ask whether the writer
 	// may use what the object names.
@@ -142,8 +147,18 @@ func (p IdentityPolicy) rightsFor(spec *v1beta1.LBRegistrarSpec) ([]right, field
 				ref.Namespace, ref.Name),
 		})
 	}
-	sa, asController := validation.ServiceAccountReference(spec)
+	sa, asController := validation.ServiceAccountReference(spec), validation.ControllerIdentity(spec, p.Controller)
 	switch {
+	case asController != nil && !p.AllowControllerIdentity:
+		errs = append(errs, field.Forbidden(asController, "lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity); name another workloadIdentity.serviceAccount, or an apiKey").
+			WithOrigin(validation.RuleControllerIdentity))
+	case asController != nil:
+		rights = append(rights, right{
+			field: asController, rule: validation.RuleControllerIdentity,
+			attrs: authorizationv1.ResourceAttributes{Verb: ControllerIdentityVerb, Group: v1beta1.GroupVersion.Group, Resource: ControllerIdentityResource, Name: ControllerIdentityName},
+			refusal: fmt.Sprintf("sign in as the lbregistrar controller: that takes %s on %s.%s named %s (docs/operations.md, \"Signing in to OCI\")",
+				ControllerIdentityVerb, ControllerIdentityResource, v1beta1.GroupVersion.Group, ControllerIdentityName),
+		})
 	case sa != nil && !validation.SecretNamespaceAllowed(sa.Namespace, p.Namespaces):
 		// refused above
 	case sa != nil:
@@ -152,16 +167,6 @@ func (p IdentityPolicy) rightsFor(spec *v1beta1.LBRegistrarSpec) ([]right, field
 			attrs: authorizationv1.ResourceAttributes{Namespace: sa.Namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: sa.Name},
 			refusal: fmt.Sprintf("create tokens for ServiceAccount %s/%s: lbregistrar signs OCI calls as the service account a resource names, so only someone who may do so may name it",
 				sa.Namespace, sa.Name),
-		})
-	case asController != nil && !p.AllowControllerIdentity:
-		errs = append(errs, field.Forbidden(asController, "lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity); name a workloadIdentity.serviceAccount, or an apiKey").
-			WithOrigin(validation.RuleControllerIdentity))
-	case asController != nil:
-		rights = append(rights, right{
-			field: asController, rule: validation.RuleControllerIdentity,
-			attrs: authorizationv1.ResourceAttributes{Verb: ControllerIdentityVerb, Group: v1beta1.GroupVersion.Group, Resource: ControllerIdentityResource, Name: ControllerIdentityName},
-			refusal: fmt.Sprintf("sign in as the lbregistrar controller: that takes %s on %s.%s named %s (docs/operations.md, \"Signing in to OCI\")",
-				ControllerIdentityVerb, ControllerIdentityResource, v1beta1.GroupVersion.Group, ControllerIdentityName),
 		})
 	}
 	return rights, errs

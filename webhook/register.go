@@ -25,8 +25,8 @@ const (
 // in with by identities (its Namespaces and AllowControllerIdentity, as
 // serve's flags say), asking the API server through the manager's client
 // and remembering grants for GrantTTL. controller is the username the
-// controller writes status as, the only one that may change an ownership
-// record.
+// controller runs and writes status as: the only one that may change an
+// ownership record, and whose ServiceAccount is the controller's identity.
 func Register(mgr manager.Manager, identities IdentityPolicy, controller string) {
 	identities.Reviewer, identities.Grants = mgr.GetClient(), NewGrantCache(GrantTTL)
 	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), identities, controller))

@@ -29,9 +29,11 @@ import (
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // v1alpha1.NormalizeSpec, and v1beta1 states every value on purpose.
 //
-// controller is the username the controller writes status as: only it may
-// change an ownership record (see statusWrite).
+// controller is the username the controller runs and writes status as:
+// only it may change an ownership record (see statusWrite), and its
+// ServiceAccount is the controller's own identity (IdentityPolicy).
 func NewV1beta1Validator(claims client.Reader, identities IdentityPolicy, controller string) *admission.Webhook {
+	identities.Controller = controller
 	return &admission.Webhook{Handler: &validator[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{claims: claims, identities: identities, controller: controller, rules: hubRules}}
 }
 
@@ -39,6 +41,7 @@ func NewV1beta1Validator(claims client.Reader, identities IdentityPolicy, contro
 // the same rules over the spec as it will be stored, with errors on the
 // v1alpha1 fields that wrote it.
 func NewV1alpha1Validator(claims client.Reader, identities IdentityPolicy, controller string) *admission.Webhook {
+	identities.Controller = controller
 	return &admission.Webhook{Handler: &validator[*v1alpha1.LBRegistrar, *validation.Alpha]{claims: claims, identities: identities, controller: controller, rules: alphaRules}}
 }
 

@@ -662,6 +662,9 @@ func TestKeylessIdentityAccess(t *testing.T) {
 	ofInstance := keyless("instance", func(s *v1beta1.LBRegistrarSpec) {
 		s.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}
 	})
+	ofControllerNamed := keyless("controller-named", func(s *v1beta1.LBRegistrarSpec) {
+		s.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "lbregistrar-system", Name: "lbregistrar"}}
+	})
 	closed := handlersWith(t, IdentityPolicy{Reviewer: rights})
 	elsewhere := handlersWith(t, IdentityPolicy{Reviewer: rights, Namespaces: []string{"lbregistrar-system"}})
 	open := handlersWith(t, IdentityPolicy{Reviewer: rights, AllowControllerIdentity: true})
@@ -694,6 +697,15 @@ func TestKeylessIdentityAccess(t *testing.T) {
 		{name: "allowed, by a writer who may not", h: open,
 			body:   reviewBy(t, "mallory", admissionv1.Create, ofInstance, nil),
 			causes: []string{"spec.instancePrincipal"}, inMessage: "mallory may not sign in as the lbregistrar controller: that takes use on identities.nodes.peppy-ratio.dev named controller"},
+		// The controller's ServiceAccount named is the controller's identity.
+		{name: "the controller's ServiceAccount named, not allowed", h: closed,
+			body:   reviewBy(t, "alice", admissionv1.Create, ofControllerNamed, nil),
+			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "does not let resources sign in as the controller itself"},
+		{name: "the controller's ServiceAccount named, allowed, by a writer who may use it", h: open,
+			body: reviewBy(t, "alice", admissionv1.Create, ofControllerNamed, nil)},
+		{name: "the controller's ServiceAccount named, allowed, by a writer who may not", h: open,
+			body:   reviewBy(t, "mallory", admissionv1.Create, ofControllerNamed, nil),
+			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "mallory may not sign in as the lbregistrar controller"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -140,8 +140,9 @@ type WorkloadIdentity struct {
 	// short-lived token for it (TokenRequest), so IAM policies can be
 	// written for this service account alone. Whoever names it must be
 	// allowed to create tokens for it (admission asks the API server).
-	// Without it, the controller's own service account signs in, which
-	// lbregistrar serve must allow (--allow-controller-identity).
+	// Without it, or naming the controller's own, the controller's own
+	// service account signs in, which lbregistrar serve must allow
+	// (--allow-controller-identity).
 	// +optional
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 }

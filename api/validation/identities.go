@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -14,18 +17,44 @@ type ServiceAccountRef struct {
 	Name      string
 }
 
-// ServiceAccountReference says whose identity spec signs in with, besides
-// API keys: the ServiceAccount it names, or (asController) the field of an
-// identity that is the controller's own, its service account's workload
-// identity or its node's instance principal; neither for an API key.
-func ServiceAccountReference(spec *v1beta1.LBRegistrarSpec) (sa *ServiceAccountRef, asController *field.Path) {
-	switch w := spec.WorkloadIdentity; {
-	case w != nil && w.ServiceAccount != nil:
-		return &ServiceAccountRef{specPath.Child("workloadIdentity", "serviceAccount"), w.ServiceAccount.Namespace, w.ServiceAccount.Name}, nil
-	case w != nil:
-		return nil, specPath.Child("workloadIdentity")
-	case spec.InstancePrincipal != nil:
-		return nil, specPath.Child("instancePrincipal")
+// ServiceAccountReference is the ServiceAccount spec's workload identity
+// names; nil when it names none.
+func ServiceAccountReference(spec *v1beta1.LBRegistrarSpec) *ServiceAccountRef {
+	if w := spec.WorkloadIdentity; w != nil && w.ServiceAccount != nil {
+		return &ServiceAccountRef{specPath.Child("workloadIdentity", "serviceAccount"), w.ServiceAccount.Namespace, w.ServiceAccount.Name}
 	}
-	return nil, nil
+	return nil
+}
+
+// ControllerIdentity is the field of spec's identity when that identity is
+// the controller's own, which every such resource shares: its node's
+// instance principal, its service account's workload identity, or a
+// workload identity naming the ServiceAccount the controller runs as
+// (controller, its username; none when empty), which is the same identity
+// named explicitly. Nil for any other identity.
+func ControllerIdentity(spec *v1beta1.LBRegistrarSpec, controller string) *field.Path {
+	w := spec.WorkloadIdentity
+	switch {
+	case spec.InstancePrincipal != nil:
+		return specPath.Child("instancePrincipal")
+	case w == nil:
+		return nil
+	case w.ServiceAccount == nil:
+		return specPath.Child("workloadIdentity")
+	}
+	if own, ok := ServiceAccountOf(controller); ok && own.Namespace == w.ServiceAccount.Namespace && own.Name == w.ServiceAccount.Name {
+		return specPath.Child("workloadIdentity", "serviceAccount")
+	}
+	return nil
+}
+
+// ServiceAccountOf is the ServiceAccount user is, as the API server names
+// one (system:serviceaccount:<namespace>:<name>), if it is one.
+func ServiceAccountOf(user string) (types.NamespacedName, bool) {
+	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
+	namespace, name, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, true
 }

@@ -45,7 +45,7 @@ func SecretNamespaceAllowed(namespace string, allowed []string) bool {
 // report that.
 func ValidateSecretNamespaces(spec *v1beta1.LBRegistrarSpec, allowed []string) field.ErrorList {
 	var errs field.ErrorList
-	if sa, _ := ServiceAccountReference(spec); sa != nil && !SecretNamespaceAllowed(sa.Namespace, allowed) {
+	if sa := ServiceAccountReference(spec); sa != nil && !SecretNamespaceAllowed(sa.Namespace, allowed) {
 		errs = append(errs, field.Forbidden(sa.Field, fmt.Sprintf(
 			"ServiceAccount %s/%s is outside the namespaces lbregistrar signs in from (%s): use one there, or add its namespace to lbregistrar serve --secret-namespaces",
 			sa.Namespace, sa.Name, strings.Join(allowed, ", "))).WithOrigin(RuleSecretNamespace))

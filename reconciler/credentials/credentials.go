@@ -189,8 +189,8 @@ type Builders[C any] struct {
 	// be reached (lbregistrar plan outside the cluster).
 	WorkloadIdentity *WorkloadIdentity
 	// AllowController lets resources sign in as the controller itself:
-	// ControllerUser, who it runs as, when that is a ServiceAccount, or the
-	// instance it runs on. InstanceDispatcher, when set, answers the
+	// ControllerUser, who it runs as, when that is a ServiceAccount (named
+	// or not), or the instance it runs on. InstanceDispatcher, when set, answers the
 	// instance principal provider's calls (tests); nil reaches the
 	// instance metadata service.
 	AllowController    bool
@@ -206,7 +206,7 @@ type Builders[C any] struct {
 func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
 	var none C
 	w := spec.WorkloadIdentity
-	keyless, asController := keylessField(spec), spec.InstancePrincipal != nil || w != nil && w.ServiceAccount == nil
+	keyless, asController := keylessField(spec), validation.ControllerIdentity(spec, b.ControllerUser)
 	switch {
 	case spec.APIKey != nil:
 		creds, err := s.Credentials(ctx, resource, spec.APIKey)
@@ -218,16 +218,16 @@ func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource s
 		return none, &Error{Reason: reasonIdentityUnsupported, Message: "spec.apiKey: the spec names no identity to sign in to OCI with"}
 	case b.Session == nil || w != nil && b.WorkloadIdentity == nil:
 		return none, &Error{Reason: reasonIdentityUnsupported, Message: keyless + ": only the controller, in the cluster, signs in this way"}
-	case asController && !b.AllowController:
-		return none, &Error{Reason: reasonControllerIdentity, Message: keyless + ": lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"}
+	case asController != nil && !b.AllowController:
+		return none, &Error{Reason: reasonControllerIdentity, Message: asController.String() + ": lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"}
 	case spec.InstancePrincipal != nil:
 		return instancePrincipal(b, spec.InstancePrincipal.Region)
-	case asController:
-		sa, ok := serviceAccountOf(b.ControllerUser)
+	case asController != nil:
+		sa, ok := validation.ServiceAccountOf(b.ControllerUser)
 		if !ok {
 			return none, &Error{Reason: reasonSignInFailed, Message: fmt.Sprintf("%s: the controller runs as %q, not as a ServiceAccount, so it has no workload identity; name a serviceAccount", keyless, b.ControllerUser)}
 		}
-		return sessionClient(b, b.WorkloadIdentity.signIn(keyless, sa), w.Region)
+		return sessionClient(b, b.WorkloadIdentity.signIn(asController.String(), sa), w.Region)
 	}
 	sa := client.ObjectKey{Namespace: w.ServiceAccount.Namespace, Name: w.ServiceAccount.Name}
 	if !validation.SecretNamespaceAllowed(sa.Namespace, b.WorkloadIdentity.Namespaces) {

@@ -70,21 +70,6 @@ func TestKeylessIdentityIsNamed(t *testing.T) {
 	}
 }
 
-func TestServiceAccountOf(t *testing.T) {
-	for user, want := range map[string]string{
-		"system:serviceaccount:lbregistrar-system:lbregistrar": "lbregistrar-system/lbregistrar",
-		"system:serviceaccount:ns":                             "",
-		"system:serviceaccount::name":                          "",
-		"system:serviceaccount:ns:name:extra":                  "",
-		"admin":                                                "",
-	} {
-		sa, ok := serviceAccountOf(user)
-		if got := map[bool]string{true: sa.String(), false: ""}[ok]; got != want {
-			t.Errorf("%q: %q, want %q", user, got, want)
-		}
-	}
-}
-
 // A sign-in still under way is SigningIn, naming the field, and tried
 // again soon; it is no failure.
 func TestSignInUnderWay(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,16 +99,6 @@ type tokenError struct{ sdk, token error }
 
 func (e *tokenError) Error() string   { return e.sdk.Error() }
 func (e *tokenError) Unwrap() []error { return []error{e.sdk, e.token} }
-
-// serviceAccountOf is the ServiceAccount user is, if it is one.
-func serviceAccountOf(user string) (client.ObjectKey, bool) {
-	rest, ok := strings.CutPrefix(user, "system:serviceaccount:")
-	namespace, name, ok2 := strings.Cut(rest, ":")
-	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, ":") {
-		return client.ObjectKey{}, false
-	}
-	return client.ObjectKey{Namespace: namespace, Name: name}, true
-}
 
 // sessionClient builds the client in signs in with, in region; a failure is
 // an *Error naming the field.

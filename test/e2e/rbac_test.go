@@ -22,11 +22,21 @@ import (
 // ships, does all of its job: it publishes its CA bundle (built-in
 // certificates), admits, registers (cached reads, finalizer and status
 // patches), writes its events, and deregisters on deletion, and the API
-// server refuses it nothing on the way.
+// server refuses it nothing on the way. Admission knows it runs as that
+// ServiceAccount: a resource naming it signs in as the controller, which
+// serve does not allow, whoever writes (the cluster's admin here, who may
+// create tokens for any ServiceAccount).
 func TestServeUnderTheShippedRBAC(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
 	serve := serveUnderTheShippedRBAC(t, c, emu)
+
+	_, stderr, err := c.Kubectl(ctx, `{"apiVersion": "nodes.peppy-ratio.dev/v1beta1", "kind": "LBRegistrar", "metadata": {"name": "naming-the-controller"},
+ "spec": {"loadBalancerId": "`+classicIngress+`", "services": [{"nodePort": 30080, "backendSetName": "edge-http", "weight": 1}],
+  "workloadIdentity": {"region": "ap-tokyo-1", "serviceAccount": {"namespace": "`+kube.Namespace+`", "name": "lbregistrar"}}}}`, "apply", "-f", "-")
+	if want := "spec.workloadIdentity.serviceAccount: Forbidden: lbregistrar serve does not let resources sign in as the controller itself"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("naming the controller's ServiceAccount: want %q; err=%v stderr:\n%s", want, err, stderr)
+	}
 
 	registerLegit(t, c, emu)
 	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
