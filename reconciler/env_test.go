@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -476,6 +477,18 @@ func (f *fixture) expectBackends(lb, set string, want ...string) {
 
 func fixedPort(set string, port int32) v1beta1.Target {
 	return v1beta1.Target{NodePort: port, BackendSetName: set, Weight: 1}
+}
+
+// expectConflict waits for o to be in Conflict, its backend sets kept by holder.
+func (f *fixture) expectConflict(o *v1beta1.LBRegistrar, holder string) {
+	f.t.Helper()
+	f.eventually(10*time.Second, func() error {
+		c := condition(f.get(o), v1beta1.ConditionConflict)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, holder) {
+			return fmt.Errorf("%s's Conflict: %+v", o.Name, c)
+		}
+		return nil
+	})
 }
 
 func condition(o *v1beta1.LBRegistrar, typ string) *metav1.Condition {

@@ -70,6 +70,36 @@ func TestHandOverDuringDrainServes(t *testing.T) {
 	}
 }
 
+// The replaces annotation alone does not take a backend set from its
+// holder: written past admission (here with no webhook in front, as before
+// lbregistrar was installed), it names the holder from a resource that
+// signs in with another key. The newcomer is in Conflict and writes nothing
+// there; the holder keeps maintaining its backends (a node that joins is
+// added). Once the holder is gone, nothing is contested and the newcomer
+// takes the backend set.
+func TestHandOverFromAnotherIdentityTakesNothing(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.38.1")
+	f.startManager(f.options())
+	holder := f.registrar("holder", classicLB, []v1beta1.Target{fixedPort("api", 30038)})
+	f.expectBackends(classicLB, "api", "10.0.38.1:30038/1")
+
+	other, _ := f.newKey("other-key")
+	newcomer := f.registrar("newcomer", classicLB, []v1beta1.Target{fixedPort("api", 30039)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey = other.DeepCopy()
+		o.Annotations = map[string]string{validation.ReplacesAnnotation: holder.Name}
+	})
+	f.expectConflict(newcomer, holder.Name)
+	f.node(f.ns+"-b", "10.0.38.2")
+	f.expectBackends(classicLB, "api", "10.0.38.1:30038/1", "10.0.38.2:30038/1")
+	if c := condition(f.get(holder), v1beta1.ConditionConflict); c != nil && c.Status != metav1.ConditionFalse {
+		t.Errorf("holder's Conflict: %+v", c)
+	}
+
+	f.must(k8s.Delete(f.ctx, holder))
+	f.expectBackends(classicLB, "api", "10.0.38.1:30039/1", "10.0.38.2:30039/1")
+}
+
 // A record the controller did not sign is never a reason to remove or
 // change a backend: another identity writes status (here with no webhook
 // in front, as a restore or a writer past admission would) to claim a

@@ -299,13 +299,7 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	if !first.CreationTimestamp.Before(&second.CreationTimestamp) {
 		t.Fatalf("second created at %s, not after first (%s)", second.CreationTimestamp, first.CreationTimestamp)
 	}
-	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(second), v1beta1.ConditionConflict)
-		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, first.Name) {
-			return fmt.Errorf("conflict: %+v", c)
-		}
-		return nil
-	})
+	f.expectConflict(second, first.Name)
 	f.expectBackends(classicLB, "api", "10.0.5.1:30001/1")
 
 	// A replacement takes the claim over and adopts what is registered; the

@@ -29,6 +29,10 @@ import (
 // workload identity, implicit or named, its node's instance principal) is
 // no one's to name unless serve allows it, and then only for writers
 // granted ControllerIdentityVerb on ControllerIdentityResource.
+//
+// The same goes for another resource's standing: a write that names an
+// LBRegistrar in validation.ReplacesAnnotation, which hands that one's
+// backend sets to this one, needs the right to update it.
 type IdentityPolicy struct {
 	// Namespaces are the namespaces lbregistrar serve reads API keys from
 	// (--secret-namespaces); any when empty.
@@ -172,10 +176,31 @@ func (p IdentityPolicy) rightsFor(spec *v1beta1.LBRegistrarSpec) ([]right, field
 	return rights, errs
 }
 
-// check refuses what spec names that the writer may not make lbregistrar
-// sign in with.
-func (p IdentityPolicy) check(ctx context.Context, writer authenticationv1.UserInfo, spec *v1beta1.LBRegistrarSpec) (field.ErrorList, error) {
-	rights, errs := p.rightsFor(spec)
+// replacesPath is the field of ReplacesAnnotation.
+var replacesPath = field.NewPath("metadata", "annotations").Key(validation.ReplacesAnnotation)
+
+// rightsToReplace lists the rights a write needs for the resources its
+// ReplacesAnnotation names that the stored one (old, nil on create) did
+// not: update on each. A replacement takes over the backend sets of what
+// it replaces, so naming one takes the rights of its owner.
+func rightsToReplace(annotations, old map[string]string) []right {
+	var rights []right
+	for _, name := range validation.Replaces(annotations) {
+		if slices.Contains(validation.Replaces(old), name) {
+			continue
+		}
+		rights = append(rights, right{
+			field: replacesPath, rule: validation.RuleReplacesAccess,
+			attrs:   authorizationv1.ResourceAttributes{Verb: "update", Group: v1beta1.GroupVersion.Group, Resource: "lbregistrars", Name: name},
+			refusal: fmt.Sprintf("update LBRegistrar %s: a resource that replaces another takes over its backend sets, so only someone who may update that one may name it", name),
+		})
+	}
+	return rights
+}
+
+// check refuses the rights writer lacks, each on its field.
+func (p IdentityPolicy) check(ctx context.Context, writer authenticationv1.UserInfo, rights []right) (field.ErrorList, error) {
+	var errs field.ErrorList
 	for _, r := range rights {
 		allowed, err := p.allowed(ctx, writer, &r.attrs)
 		if err != nil {

@@ -98,7 +98,8 @@ type validator[T client.Object, V any] struct {
 
 func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := v.rules.newObject()
-	var view, oldView V // oldView stays nil on create: V is a pointer type
+	var view, oldView V          // oldView stays nil on create: V is a pointer type
+	var stored map[string]string // the annotations the write replaces
 	var refused field.ErrorList
 	switch req.Operation {
 	case admissionv1.Create:
@@ -112,7 +113,8 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		if err := decodeUpdate(req, obj, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		refused = refuseConversionAnnotations(obj, old.GetAnnotations())
+		stored = old.GetAnnotations()
+		refused = refuseConversionAnnotations(obj, stored)
 		if req.SubResource == "status" {
 			if len(refused) > 0 {
 				return verdict(v.rules.version, req.Name, refused, nil)
@@ -132,16 +134,18 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 	}
 	errs, warnings := v.rules.validate(view, oldView, claimants)
 	errs = append(refused, errs...)
+	rights := rightsToReplace(obj.GetAnnotations(), stored)
 	// A write that leaves the spec alone (a finalizer, a label) changes
 	// nothing lbregistrar signs or where.
 	if req.Operation == admissionv1.Create || !equality.Semantic.DeepEqual(spec, v.rules.stored(oldView)) {
-		identityErrs, err := v.identities.check(ctx, req.UserInfo, spec)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
-		}
-		errs = append(errs, identityErrs...)
+		identityRights, identityErrs := v.identities.rightsFor(spec)
+		rights, errs = append(rights, identityRights...), append(errs, identityErrs...)
 	}
-	return verdict(v.rules.version, obj.GetName(), errs, warnings)
+	accessErrs, err := v.identities.check(ctx, req.UserInfo, rights)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
+	}
+	return verdict(v.rules.version, obj.GetName(), append(errs, accessErrs...), warnings)
 }
 
 // statusWrite admits a write of the status subresource. The ownership

@@ -714,6 +714,53 @@ func TestKeylessIdentityAccess(t *testing.T) {
 	}
 }
 
+// Naming a resource in the replaces annotation, which hands its backend
+// sets to the writer's, takes the right to update it: on create, and when a
+// write adds the name, though it leaves the spec alone. Names already there
+// are not asked again, and dropping one needs nothing.
+func TestReplacesAccess(t *testing.T) {
+	key := "lbregistrar-system/oci-api-key"
+	h := handlersWith(t, IdentityPolicy{Reviewer: grantedRights(map[string][]string{
+		"alice":   {"get secrets " + key, "update lbregistrars team-a"},
+		"mallory": {"get secrets " + key},
+	})})
+	replacing := func(names string) *v1beta1.LBRegistrar {
+		obj := hubObject("mine", testNLB, "ingress")
+		if names != "" {
+			obj.Annotations = map[string]string{validation.ReplacesAnnotation: names}
+		}
+		return obj
+	}
+	const refusal = "mallory may not update LBRegistrar team-a: a resource that replaces another takes over its backend sets"
+	tests := []struct {
+		name      string
+		body      []byte
+		causes    []string
+		inMessage string
+	}{
+		{name: "created naming it by one who may update it",
+			body: reviewBy(t, "alice", admissionv1.Create, replacing("team-a"), nil)},
+		{name: "created naming it by one who may not",
+			body:   reviewBy(t, "mallory", admissionv1.Create, replacing("old, team-a"), nil),
+			causes: []string{"metadata.annotations[nodes.peppy-ratio.dev/replaces]", "metadata.annotations[nodes.peppy-ratio.dev/replaces]"}, inMessage: refusal},
+		{name: "named later, the spec unchanged",
+			body:   reviewBy(t, "mallory", admissionv1.Update, replacing("team-a"), replacing("")),
+			causes: []string{"metadata.annotations[nodes.peppy-ratio.dev/replaces]"}, inMessage: refusal},
+		{name: "another name added beside it",
+			body:   reviewBy(t, "mallory", admissionv1.Update, replacing("team-a,team-b"), replacing("team-a")),
+			causes: []string{"metadata.annotations[nodes.peppy-ratio.dev/replaces]"}, inMessage: "mallory may not update LBRegistrar team-b"},
+		{name: "named before, kept",
+			body: reviewBy(t, "mallory", admissionv1.Update, replacing("team-a"), replacing("team-a"))},
+		{name: "dropped",
+			body: reviewBy(t, "mallory", admissionv1.Update, replacing(""), replacing("team-a"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkRefusal(t, send(t, h, ValidateV1beta1Path, tt.body), tt.causes, tt.inMessage)
+		})
+	}
+}
+
 // A grant is remembered for the cache's time to live, per writer (groups
 // included) and Secret; a refusal is asked again every time, so a right
 // just granted counts at once.
@@ -730,12 +777,12 @@ func TestIdentityPolicyRemembersGrants(t *testing.T) {
 	grants := NewGrantCache(time.Minute)
 	grants.now = func() time.Time { return now }
 	p := IdentityPolicy{Reviewer: reviewer, Grants: grants}
-	spec := &hubObject("a", testNLB, "ingress").Spec
+	rights, _ := p.rightsFor(&hubObject("a", testNLB, "ingress").Spec)
 
 	check := func(user authenticationv1.UserInfo, wantAllowed bool, wantAsked int) {
 		t.Helper()
 		asked = 0
-		errs, err := p.check(context.Background(), user, spec)
+		errs, err := p.check(context.Background(), user, rights)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -26,8 +27,21 @@ import (
 // one replaces (lbregistrar migrate writes it on the merged resource). A
 // claim overlap with a resource named there is allowed, so that the
 // replacement can be created before the old resources are deleted, and the
-// replacing resource keeps the contested claims.
+// replacing resource keeps the contested claims when the hand-over could
+// not have been forged (see Precedes). Naming a resource there takes the
+// right to update it, which admission checks.
 const ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
+
+// Replaces lists the names annotations' ReplacesAnnotation holds.
+func Replaces(annotations map[string]string) []string {
+	var names []string
+	for n := range strings.SplitSeq(annotations[ReplacesAnnotation], ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
 
 // ClaimKey is the index key of one (load balancer, backend set) claim:
 // "<length of the load balancer id>:<load balancer id>/<backend set>". The
@@ -49,13 +63,22 @@ func ClaimKeys(spec *v1beta1.LBRegistrarSpec) []string {
 	return keys
 }
 
-// Precedes reports whether a keeps a claim that a and b both hold: a resource
-// that replaces the other wins, then the older one, then the one whose name
-// sorts first. A resource not yet created (no creationTimestamp) is the
-// newest. The reconciler sets the Conflict condition on the loser.
+// Precedes reports whether a keeps a claim that a and b both hold: between
+// a resource naming the other in ReplacesAnnotation and the one it names,
+// the newcomer wins when both sign in as the same identity, and gives way
+// otherwise; else the older one wins, then the one whose name sorts first.
+// A resource not yet created (no creationTimestamp) is the newest. The
+// reconciler sets the Conflict condition on the loser.
+//
+// The annotation may have been written past admission (before lbregistrar
+// was installed, or before admission checked it), so it alone never takes
+// a backend set from its holder: a writer who could name the holder's
+// identity could already register anything there as it does, but one who
+// signs in otherwise would make the holder stop maintaining its backends.
+// A named resource that is gone contests nothing.
 func Precedes(a, b *v1beta1.LBRegistrar) bool {
 	if ar, br := replaces(a, b.Name), replaces(b, a.Name); ar != br {
-		return ar
+		return ar == SameIdentity(&a.Spec, &b.Spec)
 	}
 	at, bt := a.CreationTimestamp, b.CreationTimestamp
 	switch {
@@ -71,12 +94,16 @@ func Precedes(a, b *v1beta1.LBRegistrar) bool {
 
 // replaces reports whether obj's ReplacesAnnotation names name.
 func replaces(obj *v1beta1.LBRegistrar, name string) bool {
-	for _, n := range strings.Split(obj.Annotations[ReplacesAnnotation], ",") {
-		if strings.TrimSpace(n) == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Replaces(obj.Annotations), name)
+}
+
+// SameIdentity reports whether a and b sign in to OCI as the same identity:
+// the same API key (its Secrets included), workload identity or instance
+// principal, in the same region.
+func SameIdentity(a, b *v1beta1.LBRegistrarSpec) bool {
+	return equality.Semantic.DeepEqual(a.APIKey, b.APIKey) &&
+		equality.Semantic.DeepEqual(a.WorkloadIdentity, b.WorkloadIdentity) &&
+		equality.Semantic.DeepEqual(a.InstancePrincipal, b.InstancePrincipal)
 }
 
 // ValidateClaims rejects every target of obj whose (load balancer, backend

@@ -49,6 +49,10 @@ func TestPrecedes(t *testing.T) {
 		{"replaced loses though older", named("old", at(1), ""), named("new", at(9), "old"), false},
 		{"not yet created is newest", named("a", metav1.Time{}, ""), named("b", at(9), ""), false},
 		{"created beats not yet created", named("b", at(9), ""), named("a", metav1.Time{}, ""), true},
+		// A hand-over between identities may be forged: the newcomer gives way.
+		{"replacement signing in otherwise loses", signingInOtherwise(named("new", at(9), "old")), named("old", at(1), ""), false},
+		{"replaced keeps it from one signing in otherwise", named("old", at(1), ""), signingInOtherwise(named("new", at(9), "old")), true},
+		{"replacement signing in otherwise loses though older", signingInOtherwise(named("new", at(1), "old")), named("old", at(9), ""), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +60,39 @@ func TestPrecedes(t *testing.T) {
 				t.Errorf("Precedes = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// signingInOtherwise is obj signing in with another API key Secret.
+func signingInOtherwise(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
+	obj.Spec.APIKey.PrivateKey.SecretKeyRef.Name += "-other"
+	return obj
+}
+
+func TestSameIdentity(t *testing.T) {
+	spec := func(change func(*v1beta1.LBRegistrarSpec)) *v1beta1.LBRegistrarSpec {
+		s := validHub("a").Spec.DeepCopy()
+		change(s)
+		return s
+	}
+	keyless := func(s *v1beta1.LBRegistrarSpec) {
+		s.APIKey, s.WorkloadIdentity = nil, &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}
+	}
+	for _, tc := range []struct {
+		name string
+		b    *v1beta1.LBRegistrarSpec
+		want bool
+	}{
+		{"the same key, other targets", spec(func(s *v1beta1.LBRegistrarSpec) { s.Services = nil }), true},
+		{"the same user and fingerprint in another Secret", spec(func(s *v1beta1.LBRegistrarSpec) { s.APIKey.PrivateKey.SecretKeyRef.Name = "other" }), false},
+		{"another passphrase", spec(func(s *v1beta1.LBRegistrarSpec) {
+			s.APIKey.Passphrase = &v1beta1.SecretKeySource{Namespace: "x", SecretKeyRef: v1beta1.SecretKeyRef{Name: "p", Key: "k"}}
+		}), false},
+		{"a workload identity", spec(keyless), false},
+	} {
+		if got := SameIdentity(&validHub("a").Spec, tc.b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

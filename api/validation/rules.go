@@ -53,6 +53,9 @@ const (
 	// changed the ownership record (checked by the webhook, which knows the
 	// writer).
 	RuleOwnershipRecord = "ownership-record"
+	// RuleReplacesAccess: the writer may not update a resource the
+	// replaces annotation newly names (checked by the webhook).
+	RuleReplacesAccess = "replaces-access"
 )
 
 // Ratchet keeps the errors of an updated object that its old version did not

@@ -124,7 +124,7 @@ func migrate(objs []v1beta1.LBRegistrar) ([]v1beta1.LBRegistrar, []string) {
 func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.LBRegistrar, error) {
 	first := group[0]
 	for _, o := range group[1:] {
-		if !sameIdentity(&o.Spec, &first.Spec) {
+		if !validation.SameIdentity(&o.Spec, &first.Spec) {
 			return nil, fmt.Errorf("%s and %s sign in to OCI differently (%s, %s); a load balancer is written with one identity",
 				first.Name, o.Name, describeIdentity(&first.Spec), describeIdentity(&o.Spec))
 		}
@@ -216,13 +216,7 @@ func groupNames(group []*v1beta1.LBRegistrar, sep string) string {
 	return strings.Join(names, sep)
 }
 
-// describeKey names a key without anything secret: user and fingerprint.
-func sameIdentity(a, b *v1beta1.LBRegistrarSpec) bool {
-	return equality.Semantic.DeepEqual(a.APIKey, b.APIKey) &&
-		equality.Semantic.DeepEqual(a.WorkloadIdentity, b.WorkloadIdentity) &&
-		equality.Semantic.DeepEqual(a.InstancePrincipal, b.InstancePrincipal)
-}
-
+// describeIdentity names the identity spec signs in with, nothing secret.
 func describeIdentity(spec *v1beta1.LBRegistrarSpec) string {
 	switch {
 	case spec.APIKey != nil:

@@ -216,3 +216,86 @@ subjects:
 		kubectl(t, c, manifest("alices-"+tc.name, tc.identity), "--as=alice", "apply", "-f", "-")
 	}
 }
+
+// A tenant who may create LBRegistrars, update her own and read her API
+// key may not take another team's backend set by naming its resource in
+// nodes.peppy-ratio.dev/replaces: not on create, nor by annotating her own
+// resource later, a write that leaves the spec alone. That team's admin,
+// who may update the resource, may; kubectl shows each refusal on the
+// annotation.
+func TestOnlyThoseWhoMayUpdateAResourceMayReplaceIt(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	kubectl(t, c, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: lbregistrar-creator}
+rules:
+- {apiGroups: [nodes.peppy-ratio.dev], resources: [lbregistrars], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: lbregistrar-creators}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: lbregistrar-creator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: frank}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: erins-lbregistrars}
+rules:
+- {apiGroups: [nodes.peppy-ratio.dev], resources: [lbregistrars], resourceNames: [erins], verbs: [get, update, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: erins-lbregistrars}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: erins-lbregistrars}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: team-a-lbregistrars}
+rules:
+- {apiGroups: [nodes.peppy-ratio.dev], resources: [lbregistrars], resourceNames: [team-a-ingress, team-a-next], verbs: [get, update, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: team-a-lbregistrars}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: team-a-lbregistrars}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: frank}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: api-key-reader, namespace: lbregistrar-system}
+rules:
+- {apiGroups: [""], resources: [secrets], resourceNames: [oci-api-key], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: api-key-readers, namespace: lbregistrar-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: api-key-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: erin}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: frank}
+`, "apply", "-f", "-")
+	manifest := func(name, backendSet, replaces string) string {
+		return strings.NewReplacer(
+			"name: lbregistrar-ingress-https", "name: "+name+"\n  annotations: {nodes.peppy-ratio.dev/replaces: '"+replaces+"'}",
+			"aaaaaaaaexample\n  backendSetName: ingress", "aaaaaaaateama\n  backendSetName: "+backendSet,
+		).Replace(testdata(t, "seed000-single-service.yaml"))
+	}
+	kubectl(t, c, manifest("team-a-ingress", "ingress", ""), "apply", "-f", "-")
+
+	const refusal = `metadata.annotations[nodes.peppy-ratio.dev/replaces]: Forbidden: erin may not update LBRegistrar team-a-ingress`
+	_, stderr, err := c.Kubectl(testContext(t), manifest("erins", "ingress", "team-a-ingress"), "--as=erin", "apply", "-f", "-")
+	if err == nil || !strings.Contains(stderr, refusal) {
+		t.Errorf("creating a resource that replaces team A's: want %q; err=%v stderr:\n%s", refusal, err, stderr)
+	}
+	kubectl(t, c, manifest("erins", "edge", ""), "--as=erin", "apply", "-f", "-")
+	_, stderr, err = c.Kubectl(testContext(t), "", "--as=erin", "annotate", "lbregistrar", "erins", "--overwrite", "nodes.peppy-ratio.dev/replaces=team-a-ingress")
+	if err == nil || !strings.Contains(stderr, refusal) {
+		t.Errorf("annotating her resource later: want %q; err=%v stderr:\n%s", refusal, err, stderr)
+	}
+
+	kubectl(t, c, manifest("team-a-next", "ingress", "team-a-ingress"), "--as=frank", "apply", "-f", "-")
+}
