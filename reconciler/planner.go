@@ -164,14 +164,18 @@ func (p *Planner) open(ctx context.Context, obj *v1beta1.LBRegistrar, lb string,
 	return rp, obj, decide.Among(all, obj.Name).Vouched(key)
 }
 
-// ociClientFor is the OCI client for obj: its own API key, or the one given.
+// ociClientFor is the OCI client for obj: its own API key, or the one
+// given, unless the controller would not use obj's identity at all.
 func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
-	if p.apiKey != nil {
-		creds := *p.apiKey
-		creds.Region = obj.Spec.Region()
-		return credentials.Client(p.build, creds)
+	if p.apiKey == nil {
+		return credentials.ClientFor(ctx, p.secrets, credentials.Builders[ociAPI]{Key: p.build}, obj)
 	}
-	return credentials.ClientFor(ctx, p.secrets, credentials.Builders[ociAPI]{Key: p.build}, obj.Name, &obj.Spec)
+	if err := credentials.UncheckedIdentity(obj); err != nil {
+		return nil, err
+	}
+	creds := *p.apiKey
+	creds.Region = obj.Spec.Region()
+	return credentials.Client(p.build, creds)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

@@ -52,7 +52,7 @@ func (r *Reconciler) holdFinalizer(ctx context.Context, obj *v1beta1.LBRegistrar
 
 // ociClientFor returns the OCI client for obj's credentials.
 func (r *Reconciler) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
-	return credentials.ClientFor(ctx, r.secrets, r.builders, obj.Name, &obj.Spec)
+	return credentials.ClientFor(ctx, r.secrets, r.builders, obj)
 }
 
 // unusable records that obj's credentials cannot be used; nothing is

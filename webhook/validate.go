@@ -135,9 +135,7 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 	errs, warnings := v.rules.validate(view, oldView, claimants)
 	errs = append(refused, errs...)
 	rights := rightsToReplace(obj.GetAnnotations(), stored)
-	// A write that leaves the spec alone (a finalizer, a label) changes
-	// nothing lbregistrar signs or where.
-	if req.Operation == admissionv1.Create || !equality.Semantic.DeepEqual(spec, v.rules.stored(oldView)) {
+	if req.Operation == admissionv1.Create || changesIdentity(spec, v.rules.stored(oldView), obj.GetAnnotations(), stored) {
 		identityRights, identityErrs := v.identities.rightsFor(spec)
 		rights, errs = append(rights, identityRights...), append(errs, identityErrs...)
 	}
@@ -146,6 +144,16 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		return admission.Errored(http.StatusInternalServerError, err).WithWarnings(warnings...)
 	}
 	return verdict(v.rules.version, obj.GetName(), append(errs, accessErrs...), warnings)
+}
+
+// changesIdentity reports whether an update may change what lbregistrar
+// signs in with, or where: it changes the spec, or it removes the mark of
+// an identity no admission check saw (validation.UncheckedIdentity), which
+// the controller then uses. A write that does neither (a finalizer, a
+// label) is not asked about the identity.
+func changesIdentity(spec, old *v1beta1.LBRegistrarSpec, annotations, stored map[string]string) bool {
+	return !equality.Semantic.DeepEqual(spec, old) ||
+		validation.UncheckedIdentity(stored, old) != nil && validation.UncheckedIdentity(annotations, spec) == nil
 }
 
 // statusWrite admits a write of the status subresource. The ownership

@@ -714,6 +714,39 @@ func TestKeylessIdentityAccess(t *testing.T) {
 	}
 }
 
+// Removing the mark of an identity no admission check saw makes the
+// controller use it: the write is checked as one naming it, though it
+// leaves the spec alone. A write that keeps the mark is not asked.
+func TestUncheckedIdentityMark(t *testing.T) {
+	h := handlersWith(t, IdentityPolicy{Reviewer: grantedRights(map[string][]string{"alice": {"create serviceaccounts/token team-a/lb-writer"}})})
+	unmarked := hubObject("planted", testNLB, "ingress")
+	unmarked.Spec.APIKey = nil
+	unmarked.Spec.WorkloadIdentity = &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1", ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "team-a", Name: "lb-writer"}}
+	marked := unmarked.DeepCopy()
+	marked.Annotations = map[string]string{v1alpha1.UncheckedIdentityAnnotation: unmarked.Spec.Identity()}
+	labelled := marked.DeepCopy()
+	labelled.Labels = map[string]string{"team": "a"}
+	tests := []struct {
+		name      string
+		body      []byte
+		causes    []string
+		inMessage string
+	}{
+		{name: "removed by one who may not use it",
+			body:   reviewBy(t, "mallory", admissionv1.Update, unmarked, marked),
+			causes: []string{"spec.workloadIdentity.serviceAccount"}, inMessage: "mallory may not create tokens for ServiceAccount team-a/lb-writer"},
+		{name: "removed by one who may",
+			body: reviewBy(t, "alice", admissionv1.Update, unmarked, marked)},
+		{name: "kept",
+			body: reviewBy(t, "mallory", admissionv1.Update, labelled, marked)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkRefusal(t, send(t, h, ValidateV1beta1Path, tt.body), tt.causes, tt.inMessage)
+		})
+	}
+}
+
 // Naming a resource in the replaces annotation, which hands its backend
 // sets to the writer's, takes the right to update it: on create, and when a
 // write adds the name, though it leaves the spec alone. Names already there

@@ -24,10 +24,19 @@ const (
 	// HubDataAnnotation, on a v1alpha1 object, keeps the v1beta1 spec and
 	// status that v1alpha1 cannot express.
 	HubDataAnnotation = "nodes.peppy-ratio.dev/v1beta1-data"
+
+	// UncheckedIdentityAnnotation, on a v1beta1 object, names (as
+	// LBRegistrarSpec.Identity does) the identity other than an API key that
+	// conversion took from HubDataAnnotation. No admission check may have
+	// seen it: the original operator's CRD stores any annotation, so an
+	// object written before lbregistrar was installed can carry any
+	// identity there. The controller does not sign in with an identity so
+	// marked; a write that removes the mark is checked as one that names it.
+	UncheckedIdentityAnnotation = "nodes.peppy-ratio.dev/unchecked-identity"
 )
 
 // ConversionAnnotations are the annotations only conversion writes.
-var ConversionAnnotations = []string{HubDataAnnotation, AlphaSpecAnnotation}
+var ConversionAnnotations = []string{HubDataAnnotation, AlphaSpecAnnotation, UncheckedIdentityAnnotation}
 
 // hubData is the content of HubDataAnnotation; only the parts that v1alpha1
 // could not carry are set.
@@ -58,6 +67,12 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 	if !semanticEqual(DenormalizeSpec(&dst.Spec), src.Spec) {
 		dst.Annotations = withAnnotation(dst.Annotations, AlphaSpecAnnotation, src.Spec)
 	}
+	if dst.Spec.APIKey == nil { // v1alpha1 shows only API keys: this one came from kept
+		if dst.Annotations == nil {
+			dst.Annotations = map[string]string{}
+		}
+		dst.Annotations[UncheckedIdentityAnnotation] = dst.Spec.Identity()
+	}
 
 	switch {
 	case kept.Status == nil:
@@ -80,6 +95,7 @@ func FromHub(src *v1beta1.LBRegistrar, dst *LBRegistrar) {
 	dst.TypeMeta.APIVersion, dst.TypeMeta.Kind = GroupVersion.String(), "LBRegistrar"
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Annotations = withoutAnnotation(dst.Annotations, AlphaSpecAnnotation)
+	dst.Annotations = withoutAnnotation(dst.Annotations, UncheckedIdentityAnnotation) // ToHub marks again
 
 	// The kept v1alpha1 spec is used only while it still means the current
 	// v1beta1 spec; after an edit through v1beta1 the canonical form is shown.

@@ -90,7 +90,9 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 // v1alpha1 requires apiKey: a resource that signs in without one shows its
 // region there, keeps its identity through an edit by a v1alpha1 client
 // (with the region that client wrote), and signs in with a key once that
-// client writes one.
+// client writes one. An identity taken back from the annotation is marked
+// unchecked: conversion cannot tell it from one planted there before
+// lbregistrar was installed. v1alpha1 does not show the mark.
 func TestEditThroughSpokeKeepsKeylessIdentity(t *testing.T) {
 	port := intstr.FromInt32(443)
 	identities := map[string]func(*v1beta1.LBRegistrarSpec, string){
@@ -127,13 +129,22 @@ func TestEditThroughSpokeKeepsKeylessIdentity(t *testing.T) {
 			if diff := cmp.Diff(want, &back.Spec, cmpOptions...); diff != "" {
 				t.Errorf("after an edit through v1alpha1 (-want +got):\n%s", diff)
 			}
+			if got := back.Annotations[UncheckedIdentityAnnotation]; got != want.Identity() {
+				t.Errorf("%s = %q, want %q", UncheckedIdentityAnnotation, got, want.Identity())
+			}
 
 			FromHub(&back, &spoke)
+			if _, ok := spoke.Annotations[UncheckedIdentityAnnotation]; ok {
+				t.Errorf("v1alpha1 shows %s", UncheckedIdentityAnnotation)
+			}
 			spoke.Spec.APIKey = APIKeySpec{User: "u", Fingerprint: "f", Tenancy: "t", Region: "ap-osaka-1",
 				PrivateKey: SecretKeySpec{Namespace: "ns", SecretKeyRef: SecretKeyRef{Name: "n", Key: "k"}}}
 			ToHub(&spoke, &back)
 			if back.Spec.APIKey == nil || back.Spec.APIKey.User != "u" || back.Spec.WorkloadIdentity != nil || back.Spec.InstancePrincipal != nil {
 				t.Errorf("a key written through v1alpha1 must be what the resource signs in with, got %+v", back.Spec)
+			}
+			if _, ok := back.Annotations[UncheckedIdentityAnnotation]; ok {
+				t.Errorf("an API key is marked %s", UncheckedIdentityAnnotation)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -57,4 +58,20 @@ func ServiceAccountOf(user string) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: namespace, Name: name}, true
+}
+
+// UncheckedIdentity is the field of the identity spec signs in with when
+// annotations mark it as one no admission check may have seen
+// (v1alpha1.UncheckedIdentityAnnotation, which conversion writes): the
+// controller does not sign in with it, and a write that removes the mark
+// is checked as one that names it. Nil for an API key, and for an identity
+// the mark does not name (one an admitted write put there since).
+func UncheckedIdentity(annotations map[string]string, spec *v1beta1.LBRegistrarSpec) *field.Path {
+	if spec.APIKey != nil || annotations[v1alpha1.UncheckedIdentityAnnotation] != spec.Identity() {
+		return nil
+	}
+	if sa := ServiceAccountReference(spec); sa != nil {
+		return sa.Field
+	}
+	return ControllerIdentity(spec, "")
 }

@@ -3,6 +3,7 @@ package validation
 import (
 	"testing"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
@@ -42,6 +43,30 @@ func TestServiceAccountOf(t *testing.T) {
 		sa, ok := ServiceAccountOf(user)
 		if got := map[bool]string{true: sa.String(), false: ""}[ok]; got != want {
 			t.Errorf("%q: %q, want %q", user, got, want)
+		}
+	}
+}
+
+func TestUncheckedIdentity(t *testing.T) {
+	ofServiceAccount := v1beta1.LBRegistrarSpec{WorkloadIdentity: &v1beta1.WorkloadIdentity{ServiceAccount: &v1beta1.ServiceAccountReference{Namespace: "team-a", Name: "lb-writer"}}}
+	marked := func(identity string) map[string]string {
+		return map[string]string{v1alpha1.UncheckedIdentityAnnotation: identity}
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		spec        v1beta1.LBRegistrarSpec
+		want        string
+	}{
+		{"a marked ServiceAccount", marked("workload identity of service account team-a/lb-writer"), ofServiceAccount, "spec.workloadIdentity.serviceAccount"},
+		{"the controller's, marked", marked("workload identity of the controller's service account"), v1beta1.LBRegistrarSpec{WorkloadIdentity: &v1beta1.WorkloadIdentity{}}, "spec.workloadIdentity"},
+		{"the instance, marked", marked("instance principal"), v1beta1.LBRegistrarSpec{InstancePrincipal: &v1beta1.InstancePrincipal{}}, "spec.instancePrincipal"},
+		{"unmarked", nil, ofServiceAccount, "<nil>"},
+		{"marked for another identity, since changed", marked("workload identity of service account team-a/old"), ofServiceAccount, "<nil>"},
+		{"an API key", marked("API key of user u fingerprint f"), v1beta1.LBRegistrarSpec{APIKey: &v1beta1.APIKey{User: "u", Fingerprint: "f"}}, "<nil>"},
+	} {
+		if got := UncheckedIdentity(tc.annotations, &tc.spec).String(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

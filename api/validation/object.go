@@ -67,7 +67,8 @@ func ValidateUpdate(obj, old *v1beta1.LBRegistrar) (field.ErrorList, []string) {
 // (nil on create): a value read from the API server and sent back unchanged,
 // as kubectl edit and apply do, passes. Removing v1beta1-data is refused too,
 // since conversion would then reset the status; removing v1alpha1-spec only
-// changes which equivalent v1alpha1 form is shown.
+// changes which equivalent v1alpha1 form is shown, and removing
+// unchecked-identity is checked as naming the identity (UncheckedIdentity).
 func ValidateConversionAnnotations(annotations, stored map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range v1alpha1.ConversionAnnotations {

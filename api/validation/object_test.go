@@ -195,8 +195,9 @@ func TestValidateUpdate(t *testing.T) {
 
 // Conversion annotations may come back as read, never set or changed; the
 // v1beta1 data may not be removed either, since its status would be lost.
+// Removing the unchecked-identity mark is for the identity check to judge.
 func TestValidateConversionAnnotations(t *testing.T) {
-	hub, alpha := v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation
+	hub, alpha, mark := v1alpha1.HubDataAnnotation, v1alpha1.AlphaSpecAnnotation, v1alpha1.UncheckedIdentityAnnotation
 	tests := []struct {
 		name        string
 		annotations map[string]string
@@ -212,6 +213,11 @@ func TestValidateConversionAnnotations(t *testing.T) {
 		{"update removing v1beta1 data", nil, map[string]string{hub: "x"}, []string{hub}},
 		{"update changing v1alpha1 spec", map[string]string{alpha: "y2"}, map[string]string{alpha: "y"}, []string{alpha}},
 		{"update removing v1alpha1 spec", nil, map[string]string{alpha: "y"}, nil},
+		{"create marked", map[string]string{mark: "instance principal"}, nil, []string{mark}},
+		{"update marking", map[string]string{mark: "instance principal"}, map[string]string{}, []string{mark}},
+		{"update changing the mark", map[string]string{mark: "instance principal"}, map[string]string{mark: "workload identity of the controller's service account"}, []string{mark}},
+		{"update keeping the mark", map[string]string{mark: "instance principal"}, map[string]string{mark: "instance principal"}, nil},
+		{"update removing the mark", nil, map[string]string{mark: "instance principal"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

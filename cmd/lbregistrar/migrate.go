@@ -126,7 +126,7 @@ func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.L
 	for _, o := range group[1:] {
 		if !validation.SameIdentity(&o.Spec, &first.Spec) {
 			return nil, fmt.Errorf("%s and %s sign in to OCI differently (%s, %s); a load balancer is written with one identity",
-				first.Name, o.Name, describeIdentity(&first.Spec), describeIdentity(&o.Spec))
+				first.Name, o.Name, first.Spec.Identity(), o.Spec.Identity())
 		}
 		if !equality.Semantic.DeepEqual(o.Spec.NodeSelector, first.Spec.NodeSelector) {
 			return nil, fmt.Errorf("%s and %s select different nodes (spec.nodeSelector)", first.Name, o.Name)
@@ -214,20 +214,4 @@ func groupNames(group []*v1beta1.LBRegistrar, sep string) string {
 		names = append(names, o.Name)
 	}
 	return strings.Join(names, sep)
-}
-
-// describeIdentity names the identity spec signs in with, nothing secret.
-func describeIdentity(spec *v1beta1.LBRegistrarSpec) string {
-	switch {
-	case spec.APIKey != nil:
-		return fmt.Sprintf("API key of user %s fingerprint %s", spec.APIKey.User, spec.APIKey.Fingerprint)
-	case spec.WorkloadIdentity != nil && spec.WorkloadIdentity.ServiceAccount != nil:
-		sa := spec.WorkloadIdentity.ServiceAccount
-		return fmt.Sprintf("workload identity of service account %s/%s", sa.Namespace, sa.Name)
-	case spec.WorkloadIdentity != nil:
-		return "workload identity of the controller's service account"
-	case spec.InstancePrincipal != nil:
-		return "instance principal"
-	}
-	return "no identity"
 }

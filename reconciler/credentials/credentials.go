@@ -24,6 +24,7 @@ import (
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -50,6 +51,7 @@ const (
 	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
 	reasonIdentityUnsupported = "IdentityUnsupported"
 	reasonControllerIdentity  = "ControllerIdentityNotAllowed"
+	reasonUncheckedIdentity   = "UncheckedIdentity"
 )
 
 // Secrets reads the values API keys point at. Values come from the API
@@ -198,18 +200,23 @@ type Builders[C any] struct {
 	InstanceDispatcher func(common.HTTPRequestDispatcher) (common.HTTPRequestDispatcher, error)
 }
 
-// ClientFor builds with b the OCI client for the identity spec names for
-// the named LBRegistrar: its API key, read from its Secrets through s; the
-// workload identity of the ServiceAccount it names; or, where b allows it,
-// the controller's own (its ServiceAccount's workload identity, or the
-// instance principal of the node it runs on).
-func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource string, spec *v1beta1.LBRegistrarSpec) (C, error) {
+// ClientFor builds with b the OCI client for the identity obj's spec
+// names: its API key, read from its Secrets through s; the workload
+// identity of the ServiceAccount it names; or, where b allows it, the
+// controller's own (its ServiceAccount's workload identity, or the
+// instance principal of the node it runs on). An identity no admission
+// check may have seen is not used (UncheckedIdentity).
+func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], obj *v1beta1.LBRegistrar) (C, error) {
 	var none C
+	if err := UncheckedIdentity(obj); err != nil {
+		return none, err
+	}
+	spec := &obj.Spec
 	w := spec.WorkloadIdentity
 	keyless, asController := keylessField(spec), validation.ControllerIdentity(spec, b.ControllerUser)
 	switch {
 	case spec.APIKey != nil:
-		creds, err := s.Credentials(ctx, resource, spec.APIKey)
+		creds, err := s.Credentials(ctx, obj.Name, spec.APIKey)
 		if err != nil {
 			return none, err
 		}
@@ -235,6 +242,20 @@ func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], resource s
 			"%s.serviceAccount: ServiceAccount %s is outside the namespaces lbregistrar signs in from; add its namespace to lbregistrar serve --secret-namespaces", keyless, sa)}
 	}
 	return sessionClient(b, b.WorkloadIdentity.signIn(keyless+".serviceAccount", sa), w.Region)
+}
+
+// UncheckedIdentity is an *Error when obj signs in with an identity no
+// admission check may have seen (validation.UncheckedIdentity): one
+// conversion took from the v1alpha1 annotation, where an object stored
+// before lbregistrar was installed could put any. Nil otherwise.
+func UncheckedIdentity(obj *v1beta1.LBRegistrar) error {
+	field := validation.UncheckedIdentity(obj.Annotations, &obj.Spec)
+	if field == nil {
+		return nil
+	}
+	return &Error{Reason: reasonUncheckedIdentity, Message: fmt.Sprintf(
+		"%s: the %s came from the %s annotation, which no admission check saw (an object stored before lbregistrar was installed, or written through v1alpha1), so it is not used; someone allowed to use it may remove the annotation %s",
+		field, obj.Spec.Identity(), v1alpha1.HubDataAnnotation, v1alpha1.UncheckedIdentityAnnotation)}
 }
 
 // keylessField is the field of the identity spec names instead of an API

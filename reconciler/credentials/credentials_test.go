@@ -62,7 +62,7 @@ func TestKeylessIdentityIsNamed(t *testing.T) {
 		"spec.workloadIdentity":  {WorkloadIdentity: &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}},
 		"spec.instancePrincipal": {InstancePrincipal: &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}},
 	} {
-		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), Builders[struct{}]{Key: build}, "web", &spec)
+		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), Builders[struct{}]{Key: build}, &v1beta1.LBRegistrar{Spec: spec})
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, field+":") {
 			t.Errorf("%s: err = %v, want an *Error naming the field", field, err)
@@ -85,7 +85,7 @@ func TestSignInUnderWay(t *testing.T) {
 		"spec.workloadIdentity":  {WorkloadIdentity: &v1beta1.WorkloadIdentity{Region: "ap-tokyo-1"}},
 		"spec.instancePrincipal": {InstancePrincipal: &v1beta1.InstancePrincipal{Region: "ap-tokyo-1"}},
 	} {
-		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), b, "web", &spec)
+		_, err := ClientFor(context.Background(), NewSecrets(nil, nil), b, &v1beta1.LBRegistrar{Spec: spec})
 		var ce *Error
 		if !errors.As(err, &ce) || ce.Reason != "SigningIn" || !ce.Retry || !strings.HasPrefix(ce.Message, field+":") {
 			t.Errorf("%s: err = %#v, want SigningIn naming the field, tried again", field, err)

@@ -117,8 +117,7 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 	t.Parallel()
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
-	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
-	kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
+	installOldOperatorCRD(t, c)
 	planted, err := json.Marshal(map[string]any{"status": map[string]any{
 		"loadBalancerId": classicIngress,
 		"backendSets": []any{map[string]any{"name": "ingress", "backends": []any{
@@ -162,6 +161,92 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 	}
 }
 
+// An identity planted in the conversion annotation while only the original
+// operator's CRD was installed (no webhook saw it; that CRD takes empty
+// apiKey strings) is not used after install: plan names it, the controller
+// says Ready=False, UncheckedIdentity, and signs nothing in as the
+// ServiceAccount. Removing the mark is a write checked as one naming the
+// ServiceAccount: refused to a user who may not create its tokens, allowed
+// to one who may, and then the controller signs in as it.
+func TestIdentityPlantedBeforeInstallIsNotUsed(t *testing.T) {
+	t.Parallel()
+	c, emu := clusterWithWorkload(t, 0)
+	ctx := testContext(t)
+	installOldOperatorCRD(t, c)
+	planted, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"loadBalancerId":   classicIngress,
+		"services":         []any{map[string]any{"nodePort": 30443, "backendSetName": "ingress", "weight": 1}},
+		"workloadIdentity": map[string]any{"region": "ap-tokyo-1", "serviceAccount": map[string]any{"namespace": kube.Namespace, "name": "lb-writer"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: lb-writer, namespace: `+kube.Namespace+`}
+---
+apiVersion: nodes.peppy-ratio.dev/v1alpha1
+kind: LBRegistrar
+metadata:
+  name: planted
+  annotations:
+    `+v1alpha1.HubDataAnnotation+`: '`+string(planted)+`'
+spec:
+  loadBalancerId: `+classicIngress+`
+  backendSetName: ingress
+  nodePort: 30443
+  apiKey: {user: "", fingerprint: "", tenancy: "", region: ap-tokyo-1, privateKey: {namespace: "", secretKeyRef: {name: "", key: ""}}}
+`, "apply", "-f", "-")
+	before := backendsOf(t, emu, classicIngress, "ingress")
+
+	const unchecked = "spec.workloadIdentity.serviceAccount: the workload identity of service account lbregistrar-system/lb-writer came from the " + v1alpha1.HubDataAnnotation + " annotation, which no admission check saw"
+	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+	if status != 1 || !strings.Contains(out, unchecked) {
+		t.Errorf("plan (exit %d) does not name the unchecked identity:\n%s", status, out)
+	}
+	serve := newServeProcess()
+	env, args := workloadIdentityAt(t, c, emu)
+	serve.Env = env
+	serve.startAdmitting(t, c, emu, args...)
+	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
+		var obj v1beta1.LBRegistrar
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: "planted"}, &obj); err != nil {
+			return err
+		}
+		if ready := condition(obj.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "UncheckedIdentity" || !strings.Contains(ready.Message, unchecked) {
+			return fmt.Errorf("Ready = %+v", ready)
+		}
+		return nil
+	})
+
+	writer := []rbacv1.PolicyRule{{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"lbregistrars"}, Verbs: []string{"get", "list", "update", "patch"}}}
+	mallory := kubeconfigWithRules(t, c, "mallory", writer)
+	alice := kubeconfigWithRules(t, c, "alice", append(writer,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{"lb-writer"}, Verbs: []string{"create"}}))
+	// Through v1beta1, which shows the mark.
+	unmark := []string{"annotate", "lbregistrars.v1beta1.nodes.peppy-ratio.dev", "planted", v1alpha1.UncheckedIdentityAnnotation + "-"}
+	_, stderr, err := c.Kubectl(ctx, "", append([]string{"--kubeconfig", mallory}, unmark...)...)
+	if want := "spec.workloadIdentity.serviceAccount: Forbidden: mallory may not create tokens for ServiceAccount lbregistrar-system/lb-writer"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("mallory removing the mark: want %q; err=%v stderr:\n%s", want, err, stderr)
+	}
+	for _, call := range emu.Calls() {
+		if call.Operation == "UpdateBackendSet" {
+			t.Fatalf("the unchecked identity wrote the backend set: %+v", call)
+		}
+	}
+	if got := backendsOf(t, emu, classicIngress, "ingress"); !slices.Equal(got, before) {
+		t.Fatalf("the backend set holds %v, was %v", got, before)
+	}
+
+	kubectl(t, c, "", append([]string{"--kubeconfig", alice}, unmark...)...)
+	waitAllReady(t, c, 1, time.Minute)
+	for _, call := range emu.Calls() {
+		if call.Operation == "UpdateBackendSet" && call.Principal != "system:serviceaccount:"+kube.Namespace+":lb-writer" {
+			t.Errorf("a write signed by %q", call.Principal)
+		}
+	}
+}
+
 // statusWriterKubeconfig is a kubeconfig of a user who may read
 // LBRegistrars and write their status subresource, nothing more.
 func statusWriterKubeconfig(t *testing.T, c *kube.Cluster) string {
@@ -186,4 +271,12 @@ func equalRecords(a, b []v1beta1.BackendSetStatus) bool {
 	return slices.EqualFunc(a, b, func(x, y v1beta1.BackendSetStatus) bool {
 		return x.Name == y.Name && slices.Equal(x.Owned(), y.Owned())
 	})
+}
+
+// installOldOperatorCRD installs the original operator's CRD, as a cluster
+// holds it before lbregistrar is installed.
+func installOldOperatorCRD(t *testing.T, c *kube.Cluster) {
+	t.Helper()
+	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
+	kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
 }

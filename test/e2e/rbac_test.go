@@ -109,24 +109,16 @@ func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := emu.ServeWorkloadIdentity(kube.TokenReviewer(c.Client))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const instance = "ocid1.instance.oc1.ap-tokyo-1.node"
 	instanceEnv, err := emu.ServeInstancePrincipal(instance)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serve := newServeProcess()
-	serve.Env = append([]string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile}, instanceEnv...)
-	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(),
-		"--workload-identity-host="+host, "--workload-identity-ca-file="+caFile, "--allow-controller-identity")
+	workloadEnv, workloadArgs := workloadIdentityAt(t, c, emu)
+	serve.Env = append(workloadEnv, instanceEnv...)
+	serve.startInstalled(t, c, kubeconfig, nil, append(workloadArgs, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--allow-controller-identity")...)
 	serve.waitReady(t)
 	if err := c.WaitAdmitting(ctx); err != nil {
 		t.Fatal(err)
@@ -227,4 +219,21 @@ func TestAggregatedRolesGrantWhatTheySay(t *testing.T) {
 			}
 		}
 	}
+}
+
+// workloadIdentityAt serves OKE workload identity from emu, believing the
+// service account tokens c's API server issues, and returns the
+// environment and the flags that point serve at it.
+func workloadIdentityAt(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) (env, args []string) {
+	t.Helper()
+	host, err := emu.ServeWorkloadIdentity(kube.TokenReviewer(c.Client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"OCI_RESOURCE_PRINCIPAL_REGION=ap-tokyo-1", "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH=" + caFile},
+		[]string{"--workload-identity-host=" + host, "--workload-identity-ca-file=" + caFile}
 }

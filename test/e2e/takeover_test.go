@@ -61,8 +61,7 @@ func TestTakeoverChangesNothing(t *testing.T) {
 	emu := seededEmulator(t, c.Root+"/test/testdata/takeover-backends.yaml", 0)
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 	createWorkload(t, c)
-	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
-	kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
+	installOldOperatorCRD(t, c)
 	sample, err := os.ReadFile(c.Root + "/config/samples/v1alpha1_two_resources_one_lb.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -21,8 +21,7 @@ func TestUpgradeFromTheOriginalOperator(t *testing.T) {
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
 
-	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")
-	kubectl(t, c, "", "wait", "--for=condition=Established", "crd/"+kube.CRDName, "--timeout=60s")
+	installOldOperatorCRD(t, c)
 	kubectl(t, c, testdata(t, "old-operator-objects.yaml"), "apply", "-f", "-")
 	kubectl(t, c, "", "patch", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "old-single-service",
 		"--subresource=status", "--type=merge", "-p", `{"status":{"phase":"READY"}}`)
