@@ -297,6 +297,10 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 	if err != nil {
 		return nil, err
 	}
+	// The ServiceAccount config/samples/v1beta1_workload_identity.yaml signs in as.
+	if err := cluster.AllowWorkloadIdentity(ctx, "edge-writer"); err != nil {
+		return nil, err
+	}
 
 	say("starting lbregistrar serve (log: " + logPath + ")")
 	serve := &kube.ServeProcess{Env: []string{

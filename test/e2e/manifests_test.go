@@ -130,7 +130,9 @@ func runManifests(t *testing.T, stdin string, args ...string) string {
 // TestServiceAccountPrivileges applies the shipped RBAC and asks the API
 // server what lbregistrar's service account may do: what the code needs and
 // nothing around it. (make run and its test run serve as this account, which
-// shows the grants are enough.)
+// shows the grants are enough.) Tokens of ServiceAccounts, which would let
+// it sign in to OCI as any workload of its namespaces, come only with the
+// opt-in config/workload-identity, for the ServiceAccounts it lists.
 func TestServiceAccountPrivileges(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
@@ -144,6 +146,16 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		}
 	}
 	as := "--as=system:serviceaccount:" + kube.Namespace + ":lbregistrar"
+	canI := func(args []string, allow bool) {
+		t.Helper()
+		out, _, err := c.Kubectl(ctx, "", append([]string{"auth", "can-i", as}, args...)...)
+		if allowed := err == nil && strings.TrimSpace(out) == "yes"; allowed != allow {
+			t.Errorf("can-i %s = %v, want %v", strings.Join(args, " "), allowed, allow)
+		}
+	}
+	token := func(serviceAccount string) []string {
+		return []string{"create", "serviceaccounts/" + serviceAccount, "--subresource=token", "-n", kube.Namespace}
+	}
 	const leaderElectionID = "lbregistrar.nodes.peppy-ratio.dev"
 	for _, tc := range []struct {
 		args  []string
@@ -203,11 +215,16 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"list", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
 		{[]string{"get", "/metrics"}, false}, // lbregistrar-metrics-reader is for scrapers
 		{[]string{"watch", "leases.coordination.k8s.io", "-n", kube.Namespace}, false},
+		{token("lb-writer"), false},
+		{token("lbregistrar"), false},
 	} {
-		out, _, err := c.Kubectl(ctx, "", append([]string{"auth", "can-i", as}, tc.args...)...)
-		allowed := err == nil && strings.TrimSpace(out) == "yes"
-		if allowed != tc.allow {
-			t.Errorf("can-i %s = %v, want %v", strings.Join(tc.args, " "), allowed, tc.allow)
-		}
+		canI(tc.args, tc.allow)
+	}
+
+	if err := c.AllowWorkloadIdentity(ctx, "lb-writer"); err != nil {
+		t.Fatal(err)
+	}
+	for sa, allow := range map[string]bool{"lb-writer": true, "lbregistrar": true, "default": false, "other": false} {
+		canI(token(sa), allow)
 	}
 }

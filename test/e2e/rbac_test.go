@@ -95,8 +95,9 @@ func serveUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, emu *ociemu.Emulato
 }
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/
-// ships, signs a resource in as the ServiceAccount it names, and, allowed
-// to, another as itself and a third as the instance it runs on: it requests
+// ships and the opt-in config/workload-identity listing lb-writer, signs a
+// resource in as the ServiceAccount it names, and, allowed to, another as
+// itself and a third as the instance it runs on: it requests
 // the ServiceAccount's token, OKE workload identity (the emulator, which
 // believes the API server's TokenReview) exchanges it for a session, and
 // the session signs the writes; the instance's certificate comes from the
@@ -107,6 +108,9 @@ func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	ctx := testContext(t)
 	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AllowWorkloadIdentity(ctx, "lb-writer"); err != nil {
 		t.Fatal(err)
 	}
 	const instance = "ocid1.instance.oc1.ap-tokyo-1.node"

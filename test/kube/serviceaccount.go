@@ -23,6 +23,23 @@ func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context) (string, error) 
 	return c.KubeconfigAs("system:serviceaccount:"+Namespace+":lbregistrar", "lbregistrar.kubeconfig")
 }
 
+// AllowWorkloadIdentity applies config/workload-identity, the opt-in Role
+// that lets lbregistrar request tokens of the ServiceAccounts of Namespace
+// it names, with serviceAccounts added to its list as an overlay's patch
+// would add them.
+func (c *Cluster) AllowWorkloadIdentity(ctx context.Context, serviceAccounts ...string) error {
+	if _, stderr, err := c.Kubectl(ctx, "", "apply", "-k", filepath.Join(c.Root, "config/workload-identity")); err != nil {
+		return fmt.Errorf("applying config/workload-identity: %w: %s", err, stderr)
+	}
+	for _, name := range serviceAccounts {
+		patch := `[{"op": "add", "path": "/rules/0/resourceNames/-", "value": "` + name + `"}]`
+		if _, stderr, err := c.Kubectl(ctx, "", "-n", Namespace, "patch", "role", "lbregistrar-workload-identity", "--type=json", "-p", patch); err != nil {
+			return fmt.Errorf("listing ServiceAccount %s: %w: %s", name, err, stderr)
+		}
+	}
+	return nil
+}
+
 // KubeconfigAs writes a kubeconfig named file beside the admin one that
 // impersonates user, so a process run with it has only the rights bound to
 // user, and returns its path.

@@ -42,6 +42,7 @@ func TestChartInstallsWhatKustomizeDoes(t *testing.T) {
 		{"certMode cert-manager", "certMode: cert-manager", []string{"with-cert-manager"}},
 		{"serviceMonitor and prometheusRule", "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}", []string{"default", "prometheus"}},
 		{"networkPolicy", "networkPolicy: {enabled: true}", []string{"default", "network-policy"}},
+		{"workloadIdentityServiceAccounts", "workloadIdentityServiceAccounts: [{namespace: lbregistrar-system, name: lbregistrar}]", []string{"default", "workload-identity"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := map[string]object{}
@@ -108,6 +109,10 @@ func TestChartValues(t *testing.T) {
 		// bound once whether secretNamespaces names it or not.
 		{"RoleBinding team-a/lbregistrar-api-key-reader", "roleRef.name", "lbregistrar-api-key-reader"},
 		{"RoleBinding lbregistrar-system/lbregistrar-api-key-reader", "subjects", "[{kind: ServiceAccount, name: lbregistrar, namespace: lbregistrar-system}]"},
+		// Tokens by name, one Role per namespace.
+		{"Role team-a/lbregistrar-workload-identity", "rules", `[{apiGroups: [""], resources: [serviceaccounts/token], resourceNames: [lb-writer, edge-writer], verbs: [create]}]`},
+		{"Role lbregistrar-system/lbregistrar-workload-identity", "rules.0.resourceNames", "[lbregistrar]"},
+		{"RoleBinding team-a/lbregistrar-workload-identity", "subjects", "[{kind: ServiceAccount, name: lbregistrar, namespace: lbregistrar-system}]"},
 		{"Certificate lbregistrar-system/lbregistrar-webhook", "spec.secretName", "lbregistrar-webhook-tls"},
 		{"CustomResourceDefinition /lbregistrars.nodes.peppy-ratio.dev", "metadata.annotations",
 			"{cert-manager.io/inject-ca-from: lbregistrar-system/lbregistrar-webhook, controller-gen.kubebuilder.io/version: v0.23.0}"},
@@ -158,6 +163,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		"secretNamespaces: team-a",
 		"replicaCount: 0",
 		"metricsReaders: [{name: prometheus}]",
+		"workloadIdentityServiceAccounts: [{namespace: team-a}]",
 	} {
 		var parsed map[string]any
 		if err := yaml.Unmarshal([]byte(values), &parsed); err != nil {
