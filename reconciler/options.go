@@ -138,8 +138,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Write nothing to OCI: report each planned write as an Event, in lbregistrar_pending_writes and /debug/lanes, and as Ready=False reason DryRun")
 	fs.StringVar(&o.RecordKey.Name, "record-key-secret", o.RecordKey.Name,
 		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
-	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
-		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 	fs.StringVar(&o.WorkloadIdentityHost, "workload-identity-host", o.WorkloadIdentityHost,
 		"Where OKE workload identity's token exchange listens (port 12250); default: the API server's host")
 	fs.StringVar(&o.WorkloadIdentityCAFile, "workload-identity-ca-file", o.WorkloadIdentityCAFile,
@@ -154,7 +152,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
 		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")
-	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained, from the end of the drain's work request, before removal")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")
@@ -175,6 +172,9 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
 	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
 		"How long a departing node's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
+	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained, from the end of the drain's work request, before removal")
+	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
+		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 }
 
 // workloadIdentity is how resources naming a ServiceAccount sign in:
