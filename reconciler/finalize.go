@@ -60,15 +60,9 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		out.Fail("*", err)
 		return r.deregistered(ctx, st, &out)
 	}
-	turn, ok := r.lanes.TryAcquire(recordedLoadBalancer(obj), obj.Name, r.wakeFunc(obj.Name))
-	if !ok {
-		logger.V(1).Info("deleted, and the load balancer is busy with another write; parked until it is done")
-		return ctrl.Result{}, nil // enqueued again when the lane is free
-	}
-	r.flights.Launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+	return r.fly(ctx, recordedLoadBalancer(obj), obj.Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
 		return r.deregister(ctx, ociClient, st, turn)
 	})
-	return ctrl.Result{}, nil
 }
 
 // deregister drains obj's owned backends for the drain period, then removes
@@ -91,7 +85,7 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 		logger.Info("deleted: removing this resource's backends", "backendSets", names)
 	}
 	var out status.Outcome
-	jobs := decide.Removals(obj, turn.LoadBalancerID(), mode, r.claimantsOf(ctx, obj), &out)
+	jobs := decide.Removals(obj, turn.LoadBalancerID(), mode, 0, r.claimantsOf(ctx, obj), &out)
 	r.write(ctx, ociClient, st, &out, turn, jobs)
 	if mode == plan.Drain && out.Err == nil {
 		for i := range obj.Status.BackendSets {
@@ -135,7 +129,7 @@ func (r *Reconciler) drainEnds(obj *v1beta1.LBRegistrar) time.Time {
 	if bound := deleted.Add(r.opts.WorkRequestTimeout); start.After(bound) {
 		start = bound
 	}
-	return start.Add(r.opts.DrainPeriod)
+	return start.Add(r.opts.decide().DrainFor(decide.ResourceDeleted))
 }
 
 func latest(a, b time.Time) time.Time {
@@ -196,12 +190,12 @@ func (r *Reconciler) keptOnDeletion(ctx context.Context, obj *v1beta1.LBRegistra
 	case obj.Spec.Suspend:
 		return "it is suspended", nil
 	}
+	// A CRD that is gone cannot hold obj: read as not being deleted.
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	err := r.apiReader.Get(ctx, client.ObjectKey{Name: CRDName}, crd)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "the LBRegistrar CRD is gone", nil
 	case err != nil:
 		return "", fmt.Errorf("reading the LBRegistrar CRD, to learn whether it is being deleted: %w", err)
 	case !crd.DeletionTimestamp.IsZero():
@@ -227,40 +221,49 @@ func recordedLoadBalancer(obj *v1beta1.LBRegistrar) string {
 	return obj.Spec.LoadBalancerID
 }
 
-// leaveOldLoadBalancer removes what obj registered in a load balancer its
-// spec no longer names, before anything is registered in the new one, and
-// then records the new one as the one obj's record refers to. When that
-// fails, the status says so and nothing is registered.
-func (r *Reconciler) leaveOldLoadBalancer(ctx context.Context, ociClient ociAPI, st *status.Writer) error {
-	obj := st.Object()
-	var out status.Outcome
-	if err := r.leave(ctx, ociClient, st, &out); err != nil {
-		status.SetConditions(obj, &out)
-		return errors.Join(err, st.Flush(ctx))
-	}
-	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
-	return nil
+// moving says whether obj's record refers to a load balancer its spec no
+// longer names, where it has backends to take out before anything is
+// registered in the new one.
+func moving(obj *v1beta1.LBRegistrar) bool {
+	return recordedLoadBalancer(obj) != obj.Spec.LoadBalancerID && len(obj.Status.BackendSets) > 0
 }
 
-// leave removes obj's backends from the load balancer its record refers
-// to, when the spec names another one; out says what failed.
-func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Writer, out *status.Outcome) error {
+// move leaves the load balancer obj's record refers to, on a turn of its
+// lane, as every other write runs: no reconcile worker waits while OCI
+// works.
+func (r *Reconciler) move(ctx context.Context, ociClient ociAPI, st *status.Writer) (ctrl.Result, error) {
+	return r.fly(ctx, recordedLoadBalancer(st.Object()), st.Object().Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
+		return r.leave(ctx, ociClient, st, turn)
+	})
+}
+
+// leave takes obj's backends out of the load balancer turn holds, which
+// its spec no longer names, as it takes out those of a backend set the
+// spec no longer names (plan.Retire): drained for the drain period, then
+// removed, each record going with its last backend. Once none is left its
+// record refers to the spec's load balancer, which the next reconcile
+// registers; until then the status says so and nothing is registered
+// anywhere else.
+func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn) (ctrl.Result, error) {
 	obj := st.Object()
-	old := recordedLoadBalancer(obj)
-	if old == obj.Spec.LoadBalancerID || len(obj.Status.BackendSets) == 0 {
-		return nil
-	}
-	turn, err := r.lanes.Acquire(ctx, old, obj.Name)
-	if err != nil {
-		return err
-	}
-	defer turn.Release()
-	log.FromContext(ctx).Info("removing this resource's backends from the load balancer its spec no longer names",
+	old := turn.LoadBalancerID()
+	log.FromContext(ctx).Info("leaving the load balancer the spec no longer names: draining this resource's backends there, then removing them",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
-	jobs := decide.Removals(obj, old, plan.Remove, r.claimantsOf(ctx, obj), out)
-	r.write(ctx, ociClient, st, out, turn, jobs)
-	if out.Err != nil {
-		return fmt.Errorf("removing the registrations in load balancer %s, which the spec no longer names: %w", old, out.Err)
+	var out status.Outcome
+	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(decide.LoadBalancerChanged), r.claimantsOf(ctx, obj), &out)
+	r.write(ctx, ociClient, st, &out, turn, jobs)
+	switch {
+	case out.Err != nil:
+		status.SetConditions(obj, &out)
+		return ctrl.Result{}, errors.Join(fmt.Errorf("taking this resource's backends out of load balancer %s, which the spec no longer names: %w", old, out.Err), st.Flush(ctx))
+	case len(obj.Status.BackendSets) > 0:
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonMoving,
+			fmt.Sprintf("draining this resource's backends in load balancer %s, which the spec no longer names, until %s; then they are removed and load balancer %s is registered",
+				old, out.RevisitAt.UTC().Format(time.RFC3339), obj.Spec.LoadBalancerID))
+		// The writes may have outlasted the drain: a requeue of zero or
+		// less would be none at all.
+		return ctrl.Result{RequeueAfter: max(time.Until(out.RevisitAt), 0) + 100*time.Millisecond}, st.Flush(ctx)
 	}
-	return nil
+	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
+	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, st.Flush(ctx)
 }

@@ -139,3 +139,33 @@ func TestRemovedEntryDrainsFirst(t *testing.T) {
 		t.Errorf("the kept entry was written %d times", n)
 	}
 }
+
+// Moving to another load balancer drains the backends in the old one for
+// the drain period before removing them, and only then registers in the
+// new one; the status says so meanwhile.
+func TestMoveDrainsTheOldLoadBalancer(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.44.1")
+	o := f.options()
+	o.DrainPeriod = 2 * time.Second
+	f.startManager(o)
+	obj := f.registrar("mover", classicLB, []v1beta1.Target{fixedPort("admin", 30470)})
+	f.expectBackends(classicLB, "admin", "10.0.44.1:30470/1")
+	nlbBefore := f.backends(networkLB, "tcp")
+
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) {
+		o.Spec.LoadBalancerID = networkLB
+		o.Spec.Services = []v1beta1.Target{fixedPort("tcp", 30470)}
+	})
+	f.waitReady(obj, status.ReasonMoving)
+	f.expectBackends(classicLB, "admin", "10.0.44.1:30470/1,drain")
+	if got := f.backends(networkLB, "tcp"); len(got) != len(nlbBefore) {
+		t.Errorf("the new load balancer was registered during the old one's drain: %v", got)
+	}
+	f.expectBackends(classicLB, "admin")
+	f.expectBackends(networkLB, "tcp", append(nlbBefore, "10.0.44.1:30470/1")...)
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+	if st := f.get(obj).Status; st.LoadBalancerID != networkLB || len(st.BackendSets) != 1 || st.BackendSets[0].Name != "tcp" {
+		t.Errorf("status: %+v", st)
+	}
+}

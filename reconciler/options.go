@@ -253,5 +253,5 @@ func httpClientTrusting(caFile string) (*http.Client, error) {
 
 // decide is what deciding takes of o.
 func (o Options) decide() decide.Options {
-	return decide.Options{RequireReadyNodes: o.RequireReadyNodes, NodeDrainPeriod: o.NodeDrainPeriod}
+	return decide.Options{RequireReadyNodes: o.RequireReadyNodes, NodeDrainPeriod: o.NodeDrainPeriod, DrainPeriod: o.DrainPeriod}
 }

@@ -124,7 +124,7 @@ func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, al
 		rp.Deletion = "kept: it is suspended"
 		return rp, nil
 	}
-	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.DrainPeriod)
+	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.decide().DrainFor(decide.ResourceDeleted))
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentials.Error
 	switch {
@@ -135,7 +135,7 @@ func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, al
 		return rp, err
 	}
 	var out status.Outcome
-	jobs := decide.Removals(obj, rp.LoadBalancerID, plan.Remove, claimants, &out)
+	jobs := decide.Removals(obj, rp.LoadBalancerID, plan.Remove, 0, claimants, &out)
 	rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
 	return rp, nil
 }

@@ -85,18 +85,13 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.leaveOldLoadBalancer(ctx, ociClient, st); err != nil {
-		return ctrl.Result{}, err
+	if moving(obj) {
+		return r.move(ctx, ociClient, st)
 	}
-	turn, ok := r.lanes.TryAcquire(obj.Spec.LoadBalancerID, obj.Name, r.wakeFunc(obj.Name))
-	if !ok {
-		log.FromContext(ctx).V(1).Info("load balancer busy with another write; parked until it is done", "loadBalancer", obj.Spec.LoadBalancerID)
-		return ctrl.Result{}, nil // enqueued again when the lane is free
-	}
-	r.flights.Launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
+	return r.fly(ctx, obj.Spec.LoadBalancerID, obj.Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
 		return r.converge(ctx, ociClient, st, turn, claimants, before)
 	})
-	return ctrl.Result{}, nil
 }
 
 // converge brings obj's backend sets in line on its turn of the lane: it

@@ -15,6 +15,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -123,4 +124,17 @@ func (r *Reconciler) suspended(ctx context.Context, obj *v1beta1.LBRegistrar) (c
 		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
 	obj.Status.ObservedGeneration = obj.Generation
 	return ctrl.Result{}, st.Flush(ctx)
+}
+
+// fly runs write as the flight of resource name on a turn of load balancer
+// lb's lane, which it holds instead of a reconcile worker, or parks the
+// resource until the lane is free, when it is enqueued again.
+func (r *Reconciler) fly(ctx context.Context, lb, name string, write func(context.Context, *lanes.Turn) (ctrl.Result, error)) (ctrl.Result, error) {
+	turn, ok := r.lanes.TryAcquire(lb, name, r.wakeFunc(name))
+	if !ok {
+		log.FromContext(ctx).V(1).Info("load balancer busy with another write; parked until it is done", "loadBalancer", lb)
+		return ctrl.Result{}, nil
+	}
+	r.flights.Launch(ctx, name, turn, func(ctx context.Context) (ctrl.Result, error) { return write(ctx, turn) })
+	return ctrl.Result{}, nil
 }

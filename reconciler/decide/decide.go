@@ -31,6 +31,43 @@ type Options struct {
 	// NodeDrainPeriod is how long a backend no longer wanted stays drained
 	// before it is removed; 0 removes it at once.
 	NodeDrainPeriod time.Duration
+	// DrainPeriod is how long a resource's backends stay drained when it
+	// leaves a load balancer (deleted, or moved to another) before they are
+	// removed; 0 removes them at once.
+	DrainPeriod time.Duration
+}
+
+// Leaving is why a backend this resource registered stops being wanted.
+type Leaving int
+
+const (
+	// NodeDeparted: its node was deleted, is no longer eligible, has no
+	// serving endpoint of the Service, or changed its address.
+	NodeDeparted Leaving = iota
+	// EntryRemoved: the spec no longer names its backend set (an entry
+	// removed from spec.services, or its backendSetName changed).
+	EntryRemoved
+	// LoadBalancerChanged: spec.loadBalancerId names another load balancer.
+	LoadBalancerChanged
+	// ResourceDeleted: the resource was deleted, and its backends are not
+	// kept (deletionPolicy Orphan, suspended, the CRD being deleted: see
+	// the reconciler's keptOnDeletion).
+	ResourceDeleted
+)
+
+// DrainFor is the one answer to "is a backend leaving for why drained
+// before it is removed, and for how long": the period each drain lasts,
+// counted from when it took effect; 0 removes it at once. A node or an
+// entry of the spec going is a change inside the resource, and gets the
+// node drain period (long enough for an idle keep-alive connection to
+// close); the resource leaving a load balancer gets the drain period.
+func (o Options) DrainFor(why Leaving) time.Duration {
+	switch why {
+	case NodeDeparted, EntryRemoved:
+		return o.NodeDrainPeriod
+	default:
+		return o.DrainPeriod
+	}
 }
 
 // decide is what a reconcile of obj decides from the cluster and the
@@ -42,7 +79,7 @@ type Options struct {
 func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]string, read map[string]*oci.BackendSet, o Options) (status.Outcome, []Job) {
 	result := desired.Compute(&obj.Spec, cluster, desired.Options{RequireReady: o.RequireReadyNodes, BackendSets: takes(read)})
 	out := status.Outcome{Lost: lost, Issues: result.Issues}
-	return out, registerJobs(obj, result, &out, read, o.NodeDrainPeriod)
+	return out, registerJobs(obj, result, &out, read, o)
 }
 
 // Assess gathers what decide needs and decides: the cluster as reader sees
@@ -134,11 +171,12 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 }
 
 // Removals are the jobs that take obj's recorded backends out of lb in
-// mode (Drain or Remove), as deletion and a move to another load balancer do.
-func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, claimants Claimants, out *status.Outcome) []Job {
+// mode: Drain or Remove, as deletion does, or Retire, drained for drainFor
+// and then removed, as a move to another load balancer does.
+func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, drainFor time.Duration, claimants Claimants, out *status.Outcome) []Job {
 	var jobs []Job
 	for _, rec := range obj.Status.BackendSets {
-		jobs = append(jobs, Job{Name: rec.Name, Mode: mode, Drained: rec.Drained})
+		jobs = append(jobs, Job{Name: rec.Name, Mode: mode, Drained: rec.Drained, DrainFor: drainFor})
 	}
 	protect(claimants, lb, jobs, out)
 	return jobs
@@ -148,9 +186,9 @@ func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, claimants Cla
 // the desired state names that no other resource keeps (those whose desired
 // state is uncertain keep what is registered, and out says so), and every
 // recorded one the spec no longer names, whose owned backends are drained
-// for drainFor, as those of a departed node are, and then go. read are the
+// (DrainFor), as those of a departed node are, and then go. read are the
 // backend sets already read.
-func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, drainFor time.Duration) []Job {
+func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.Outcome, read map[string]*oci.BackendSet, o Options) []Job {
 	var jobs []Job
 	inSpec := map[string]bool{}
 	for _, bs := range result.BackendSets {
@@ -163,11 +201,11 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 			mode = plan.Hold
 			out.Held = append(out.Held, bs.Name)
 		}
-		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: drainFor, Prefetched: read[bs.Name]})
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Prefetched: read[bs.Name]})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: drainFor, Prefetched: read[rec.Name]})
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(EntryRemoved), Prefetched: read[rec.Name]})
 		}
 	}
 	return jobs

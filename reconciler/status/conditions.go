@@ -21,6 +21,10 @@ const (
 	ReasonWriteFailed = "WriteFailed"
 	ReasonClaimed     = "BackendSetClaimed"
 	ReasonDeleting    = "Deleting"
+	// ReasonMoving is the Ready reason while the backends in a load
+	// balancer the spec no longer names are drained, before the new one is
+	// registered.
+	ReasonMoving = "Moving"
 	// ReasonSuspended is the Ready reason while spec.suspend is true.
 	ReasonSuspended = "Suspended"
 	// ReasonBackendsKept is the Event reason of a deletion that left the
