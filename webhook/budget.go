@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 )
 
 // What one request may take, by the size n of its body, which it reserves
@@ -82,11 +83,7 @@ type share struct {
 }
 
 func shareOf(r *http.Request) share {
-	source := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(source); err == nil {
-		source = host
-	}
-	return share{source: source, anonymous: r.TLS == nil || len(r.TLS.VerifiedChains) == 0}
+	return share{source: connlimit.Source(r.RemoteAddr), anonymous: r.TLS == nil || len(r.TLS.VerifiedChains) == 0}
 }
 
 var errBusy = errors.New("the webhook server is busy: too many large requests in flight")
@@ -151,8 +148,9 @@ func (b *budget) limit(next http.Handler) http.Handler {
 		defer func() { b.release(s, held) }()
 		var err error
 		if n >= 0 {
-			if err = b.acquireWithin(r.Context(), s, requestCost(n)); err == nil {
-				held = requestCost(n)
+			cost := requestCost(n)
+			if err = b.acquireWithin(r.Context(), s, cost); err == nil {
+				held = cost
 			}
 		} else {
 			var body []byte

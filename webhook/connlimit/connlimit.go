@@ -84,11 +84,17 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *Listener) admit(nc net.Conn) *conn {
-	source := nc.RemoteAddr().String()
-	if host, _, err := net.SplitHostPort(source); err == nil {
-		source = host
+// Source is the caller addr (host:port) names, as the limits count
+// callers: by address, whatever the port.
+func Source(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
 	}
+	return addr
+}
+
+func (l *Listener) admit(nc net.Conn) *conn {
+	source := Source(nc.RemoteAddr().String())
 	var evicted []*conn
 	defer func() {
 		for _, c := range evicted {

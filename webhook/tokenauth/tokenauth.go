@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 )
 
 // Reviewer asks the API server who holds a token: a client-go
@@ -163,10 +164,7 @@ func (a *Authenticator) remember(key [sha256.Size]byte, u user.Info) {
 
 // allow takes one review from the caller's and the overall allowance.
 func (a *Authenticator) allow(remoteAddr string) bool {
-	source, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		source = remoteAddr
-	}
+	source := connlimit.Source(remoteAddr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	limiter, ok := a.sources[source]
