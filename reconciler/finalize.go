@@ -178,17 +178,14 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, obj *v1beta1.LBRegist
 	return client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
-// keptOnDeletion says why deleted obj's backends stay registered, or ""
-// when they are drained and removed. Deleting the CRD deletes every
-// LBRegistrar, and an uninstall (kubectl delete -k, helm uninstall, or the
-// original operator's install manifest, which holds the same CRD) is no
-// request to deregister anything.
+// keptOnDeletion says why deleted obj's backends stay registered
+// (decide.Kept, or the CRD being deleted), or "" when they are drained and
+// removed. Deleting the CRD deletes every LBRegistrar, and an uninstall
+// (kubectl delete -k, helm uninstall, or the original operator's install
+// manifest, which holds the same CRD) is no request to deregister anything.
 func (r *Reconciler) keptOnDeletion(ctx context.Context, obj *v1beta1.LBRegistrar) (string, error) {
-	switch {
-	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
-		return "its deletionPolicy is Orphan", nil
-	case obj.Spec.Suspend:
-		return "it is suspended", nil
+	if why := decide.Kept(obj); why != "" {
+		return why, nil
 	}
 	// A CRD that is gone cannot hold obj: read as not being deleted.
 	crd := &metav1.PartialObjectMetadata{}
@@ -260,9 +257,7 @@ func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Wri
 		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonMoving,
 			fmt.Sprintf("draining this resource's backends in load balancer %s, which the spec no longer names, until %s; then they are removed and load balancer %s is registered",
 				old, out.RevisitAt.UTC().Format(time.RFC3339), obj.Spec.LoadBalancerID))
-		// The writes may have outlasted the drain: a requeue of zero or
-		// less would be none at all.
-		return ctrl.Result{RequeueAfter: max(time.Until(out.RevisitAt), 0) + 100*time.Millisecond}, st.Flush(ctx)
+		return r.requeue(out.RevisitAt), st.Flush(ctx)
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
 	return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, st.Flush(ctx)

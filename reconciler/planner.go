@@ -84,7 +84,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	rp, obj, claimants := p.open(ctx, obj, obj.Spec.LoadBalancerID, all)
 	if obj.Spec.Suspend {
 		rp.Suspended = true
-		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonSuspended, "spec.suspend is true: nothing is written to OCI")
+		status.SetSuspended(obj)
 		rp.Conditions = obj.Status.Conditions
 		return rp, nil
 	}
@@ -116,12 +116,8 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 // BackendSets shows as the removal.
 func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
 	rp, obj, claimants := p.open(ctx, obj, recordedLoadBalancer(obj), all)
-	switch {
-	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
-		rp.Deletion = "kept: its deletionPolicy is Orphan"
-		return rp, nil
-	case obj.Spec.Suspend:
-		rp.Deletion = "kept: it is suspended"
+	if why := decide.Kept(obj); why != "" {
+		rp.Deletion = "kept: " + why
 		return rp, nil
 	}
 	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.decide().DrainFor(decide.ResourceDeleted))

@@ -120,8 +120,7 @@ func (r *Reconciler) suspended(ctx context.Context, obj *v1beta1.LBRegistrar) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonSuspended,
-		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
+	status.SetSuspended(obj)
 	obj.Status.ObservedGeneration = obj.Generation
 	return ctrl.Result{}, st.Flush(ctx)
 }

@@ -15,6 +15,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler"
 )
 
 func newMigrateStorageCommand() *cobra.Command {
@@ -40,7 +42,7 @@ operator, with the webhooks serving; it is safe to run again or to interrupt.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
-	cmd.Flags().StringVar(&crdName, "crd", "lbregistrars.nodes.peppy-ratio.dev", "CRD to migrate")
+	cmd.Flags().StringVar(&crdName, "crd", reconciler.CRDName, "CRD to migrate")
 	return cmd
 }
 

@@ -130,7 +130,7 @@ See docs/certificates.md.`,
 	f.StringVar(&o.certSecret, "cert-secret", "lbregistrar-webhook-tls", "Secret holding the serving certificate")
 	f.StringVar(&o.certificate, "certificate", "lbregistrar-webhook", "cert-manager Certificate of the webhook (cert-manager mode)")
 	f.StringVar(&o.validatingName, "validating-webhook-configuration", "lbregistrar-validating", "ValidatingWebhookConfiguration whose caBundle the built-in mode keeps current")
-	f.StringVar(&o.crdName, "crd", "lbregistrars.nodes.peppy-ratio.dev", "CRD whose conversion caBundle the built-in mode keeps current")
+	f.StringVar(&o.crdName, "crd", reconciler.CRDName, "CRD whose conversion caBundle the built-in mode keeps current")
 	o.reconciler.BindFlags(f)
 	return cmd
 }

@@ -55,6 +55,19 @@ const (
 	ResourceDeleted
 )
 
+// Kept says why deleting obj leaves its backends registered, as obj itself
+// asks (deletionPolicy Orphan, or suspended: nothing is written), or "" when
+// they are drained and removed.
+func Kept(obj *v1beta1.LBRegistrar) string {
+	switch {
+	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
+		return "its deletionPolicy is Orphan"
+	case obj.Spec.Suspend:
+		return "it is suspended"
+	}
+	return ""
+}
+
 // DrainFor is the one answer to "is a backend leaving for why drained
 // before it is removed, and for how long": the period each drain lasts,
 // counted from when it took effect; 0 removes it at once. A node or an

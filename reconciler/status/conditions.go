@@ -203,6 +203,13 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 	SetCondition(obj, v1beta1.ConditionStalled, metav1.ConditionFalse, reason, message)
 }
 
+// SetSuspended sets obj's Ready for spec.suspend: nothing is written to
+// OCI, and the registered backends stay as they are.
+func SetSuspended(obj *v1beta1.LBRegistrar) {
+	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonSuspended,
+		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
+}
+
 // stalled marks obj, whose Ready is set, as needing a person: nothing the
 // controller retries will move it on.
 func stalled(obj *v1beta1.LBRegistrar, reason, message string) {
