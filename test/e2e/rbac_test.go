@@ -79,19 +79,26 @@ func registerLegit(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) {
 // through it.
 func serveUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) serveProcess {
 	t.Helper()
+	serve := newServeProcess()
+	serve.startUnderTheShippedRBAC(t, c, emu)
+	return serve
+}
+
+// startUnderTheShippedRBAC is serveUnderTheShippedRBAC with a process the
+// caller set up, and args besides.
+func (p serveProcess) startUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) {
+	t.Helper()
 	ctx := testContext(t)
 	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := newServeProcess()
-	serve.startInstalled(t, c, kubeconfig, nil, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
-	serve.waitReady(t)
+	p.startInstalled(t, c, kubeconfig, nil, append([]string{"--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+	p.waitReady(t)
 	if err := c.WaitAdmitting(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return serve
 }
 
 // serve run as lbregistrar's service account, with exactly the RBAC config/
@@ -106,10 +113,6 @@ func serveUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, emu *ociemu.Emulato
 func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.AllowWorkloadIdentity(ctx, "lb-writer"); err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +124,7 @@ func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	serve := newServeProcess()
 	workloadEnv, workloadArgs := workloadIdentityAt(t, c, emu)
 	serve.Env = append(workloadEnv, instanceEnv...)
-	serve.startInstalled(t, c, kubeconfig, nil, append(workloadArgs, "--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--allow-controller-identity")...)
-	serve.waitReady(t)
-	if err := c.WaitAdmitting(ctx); err != nil {
-		t.Fatal(err)
-	}
+	serve.startUnderTheShippedRBAC(t, c, emu, append(workloadArgs, "--allow-controller-identity")...)
 
 	kubectl(t, c, `apiVersion: v1
 kind: ServiceAccount
