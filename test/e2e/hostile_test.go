@@ -51,6 +51,7 @@ const (
 // still admits and converts through it, and the controller still registers
 // backends.
 func TestHostileTraffic(t *testing.T) {
+	fail := failLast(t)
 	c, emu := clusterWithWorkload(t, 0)
 	serve := newServeProcess()
 	serve.SecureMetrics = true
@@ -200,7 +201,7 @@ func TestHostileTraffic(t *testing.T) {
 
 	reviewsBefore := tokenReviews(t, c)
 	began := time.Now()
-	stopWatching := watchServing(t, listeners, admissionReview(alpha))
+	stopWatching := watchServing(t, fail, listeners, admissionReview(alpha))
 	var wg sync.WaitGroup
 	failures := make(chan string, len(attacks))
 	for i, attack := range attacks {
@@ -218,7 +219,7 @@ func TestHostileTraffic(t *testing.T) {
 	stopWatching()
 	close(failures)
 	for f := range failures {
-		t.Error(f)
+		fail(f)
 	}
 
 	select {
@@ -232,13 +233,13 @@ func TestHostileTraffic(t *testing.T) {
 	}
 	t.Logf("peak RSS %d MiB (bound %d MiB)", peak>>20, peakRSSBound>>20)
 	if peak > peakRSSBound {
-		t.Errorf("peak RSS %d MiB, past the stated bound of %d MiB", peak>>20, peakRSSBound>>20)
+		fail(fmt.Sprintf("peak RSS %d MiB, past the stated bound of %d MiB", peak>>20, peakRSSBound>>20))
 	}
 	// tokenauth.Defaults: 10 at once, then 5 a second, whoever sends them.
 	reviews, bound := tokenReviews(t, c)-reviewsBefore, 10+5*int(time.Since(began).Seconds()+1)
 	t.Logf("%d made-up tokens and more cost the API server %d token reviews in %s (bound %d)", madeUpTokens, reviews, time.Since(began).Round(time.Second), bound)
 	if reviews > bound {
-		t.Errorf("the metrics port made the API server review %d tokens, past the %d its limits allow", reviews, bound)
+		fail(fmt.Sprintf("the metrics port made the API server review %d tokens, past the %d its limits allow", reviews, bound))
 	}
 
 	// Afterwards: the API server admits, stores and converts through serve,
@@ -258,24 +259,26 @@ const madeUpTokens = 1000
 // /readyz on a new connection each, and sends a well-formed admission
 // review; each must be answered within the timeout the shipped manifests
 // give it (the Deployment's probes, the webhook configuration's
-// timeoutSeconds). The returned function fails t for every answer that was
-// late or wrong, and logs the slowest of each.
-func watchServing(t *testing.T, listeners attacker, review string) (stop func()) {
+// timeoutSeconds). The returned function calls fail for every answer that
+// was late or wrong, and logs the slowest of each.
+func watchServing(t *testing.T, fail func(string), listeners attacker, review string) (stop func()) {
 	t.Helper()
 	probeTimeout, admissionTimeout := shippedTimeouts(t)
 	done := make(chan struct{})
 	var mu sync.Mutex
 	var late []string
 	slowest := map[string]time.Duration{}
-	check := func(name string, timeout time.Duration, every time.Duration, ask func() error) {
+	check := func(name string, timeout time.Duration, every time.Duration, ask func() (time.Duration, error)) {
 		for {
 			start := time.Now()
-			err := ask()
+			connected, err := ask()
 			took := time.Since(start)
 			mu.Lock()
 			slowest[name] = max(slowest[name], took)
+			slowest[name+" (connecting)"] = max(slowest[name+" (connecting)"], connected)
 			if err != nil || took > timeout {
-				late = append(late, fmt.Sprintf("%s at %s: answered in %s (timeout %s): %v", name, start.Format("15:04:05.000"), took.Round(time.Millisecond), timeout, err))
+				late = append(late, fmt.Sprintf("%s at %s: answered in %s, connected in %s (timeout %s): %v", name,
+					start.Format("15:04:05.000"), took.Round(time.Millisecond), connected.Round(time.Millisecond), timeout, err))
 			}
 			mu.Unlock()
 			select {
@@ -290,11 +293,13 @@ func watchServing(t *testing.T, listeners attacker, review string) (stop func())
 	kubelet.health.timeout, apiServer.webhook.timeout = probeTimeout, admissionTimeout
 	for _, path := range []string{"/healthz", "/readyz"} {
 		wg.Go(func() {
-			check(path, probeTimeout, 250*time.Millisecond, func() error { return kubelet.health.answers(get(path, ""), 200, "ok") })
+			check(path, probeTimeout, 250*time.Millisecond, func() (time.Duration, error) {
+				return kubelet.health.answers(get(path, ""), 200, "ok")
+			})
 		})
 	}
 	wg.Go(func() {
-		check("admission review", admissionTimeout, time.Second, func() error {
+		check("admission review", admissionTimeout, time.Second, func() (time.Duration, error) {
 			return apiServer.webhook.answers(post("/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", review, ""), 200, `"response"`)
 		})
 	})
@@ -303,7 +308,7 @@ func watchServing(t *testing.T, listeners attacker, review string) (stop func())
 		wg.Wait()
 		t.Logf("slowest answers while attacked: %v", slowest)
 		for _, l := range late {
-			t.Error(l)
+			fail(l)
 		}
 	}
 }
@@ -441,18 +446,21 @@ type answer struct {
 	status     int
 	body       string
 	retryAfter string
+	connected  time.Duration // how long the connection (and handshake) took
 }
 
 // exchange is send that returns the answer. The request is written while
 // the answer is read, since a server may answer (413, 431) before it has
 // read all of it.
 func (tg target) exchange(request string, pace time.Duration) (answer, error) {
+	start := time.Now()
 	conn, err := tg.dial()
+	connected := time.Since(start)
 	if err != nil {
 		return answer{}, fmt.Errorf("dial %s: %w", tg.addr, err)
 	}
 	if conn == nil {
-		return answer{}, nil
+		return answer{connected: connected}, nil
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(cmp.Or(tg.timeout, 60*time.Second)))
@@ -475,11 +483,11 @@ func (tg target) exchange(request string, pace time.Duration) (answer, error) {
 	}()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		return answer{}, nil // closed without an answer
+		return answer{connected: connected}, nil // closed without an answer
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return answer{status: resp.StatusCode, body: string(body), retryAfter: resp.Header.Get("Retry-After")}, nil
+	return answer{status: resp.StatusCode, body: string(body), retryAfter: resp.Header.Get("Retry-After"), connected: connected}, nil
 }
 
 // expect sends request and wants status back.
@@ -567,13 +575,13 @@ func (tg target) refuses(request string) error {
 }
 
 // answers sends request once and wants status back with a body containing
-// text, within tg.timeout.
-func (tg target) answers(request string, status int, text string) error {
+// text, within tg.timeout; connected is how long connecting took.
+func (tg target) answers(request string, status int, text string) (connected time.Duration, err error) {
 	got, err := tg.exchange(request, 0)
 	if err != nil {
-		return err
+		return got.connected, err
 	}
-	return got.is(status, text)
+	return got.connected, got.is(status, text)
 }
 
 // is tells how a differs from status (any, when 0) and a body holding one

@@ -107,6 +107,25 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
+// failLast returns a function that fails t with a message once the test's
+// cleanups have run, so the message is the last thing the test prints,
+// after the logs a failing test dumps: CI shows a run's tail.
+func failLast(t *testing.T) func(string) {
+	var mu sync.Mutex
+	var msgs []string
+	t.Cleanup(func() {
+		for _, m := range msgs {
+			t.Error(m)
+		}
+	})
+	return func(m string) {
+		t.Fail()
+		mu.Lock()
+		defer mu.Unlock()
+		msgs = append(msgs, m)
+	}
+}
+
 // kubectl runs bin/kubectl and fails the test when it fails.
 func kubectl(t *testing.T, c *kube.Cluster, stdin string, args ...string) (stdout, stderr string) {
 	t.Helper()
