@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver, etcd and kubectl the tests run against, from
-# the pinned tools module in test/assets. Each binary is rebuilt only when it
-# is missing or reports another version.
+# the pinned tools module in test/assets, and the helm the docs' commands run
+# with, from test/manifests (which renders the chart with the same version).
+# Each binary is rebuilt only when it is missing or reports another version.
 set -euo pipefail
 bin=$1
 mkdir -p "$bin"
@@ -20,3 +21,8 @@ has kube-apiserver --version || { echo "building kube-apiserver $kube"; go build
 has kubectl version --client || { echo "building kubectl $kube"; go build -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl; }
 want=${etcd#v}
 has etcd --version || { echo "building etcd $etcd"; go build -o "$bin/etcd" go.etcd.io/etcd/server/v3; }
+
+cd ../manifests
+helm=$(go list -m -f '{{.Version}}' helm.sh/helm/v4)
+want=$helm
+has helm version --short || { echo "building helm $helm"; go build -ldflags "-X helm.sh/helm/v4/internal/version.version=$helm" -o "$bin/helm" helm.sh/helm/v4/cmd/helm; }
