@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
 	"os/exec"
 	"path"
 	"slices"
@@ -58,15 +57,7 @@ func TestTakeoverChangesNothing(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
-	emu := seededEmulator(t, c.Root+"/test/testdata/takeover-backends.yaml", 0)
-	kubectl(t, c, "", "create", "namespace", kube.Namespace)
-	createWorkload(t, c)
-	installOldOperatorCRD(t, c)
-	sample, err := os.ReadFile(c.Root + "/config/samples/v1alpha1_two_resources_one_lb.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, c, apiKeyFor(t, c, emu, testdata(t, "takeover-objects.yaml")+"\n---\n"+string(sample)), "apply", "-f", "-")
+	emu, _ := takeoverLeft(t, c)
 	asLeft := emu.State()
 
 	serve := newServeProcess()
@@ -137,6 +128,22 @@ func TestTakeoverChangesNothing(t *testing.T) {
 	if diff := cmp.Diff(afterJoin, emu.State()); diff != "" {
 		t.Errorf("OCI changed while merging (-before +after):\n%s", diff)
 	}
+}
+
+// takeoverLeft makes c and an emulator what the original operator leaves
+// behind for takeoverOwners: its CRD, takeover-objects.yaml and
+// config/samples/v1alpha1_two_resources_one_lb.yaml stored (returned, as
+// applied), their API key's Secret, the workload, and the load balancers as
+// it registered them (takeover-backends.yaml).
+func takeoverLeft(t *testing.T, c *kube.Cluster) (*ociemu.Emulator, string) {
+	t.Helper()
+	emu := seededEmulator(t, c.Root+"/test/testdata/takeover-backends.yaml", 0)
+	kubectl(t, c, "", "create", "namespace", kube.Namespace)
+	createWorkload(t, c)
+	installOldOperatorCRD(t, c)
+	objects := apiKeyFor(t, c, emu, testdata(t, "takeover-objects.yaml")+"\n---\n"+readRootFile(t, "config/samples/v1alpha1_two_resources_one_lb.yaml"))
+	kubectl(t, c, objects, "apply", "-f", "-")
+	return emu, objects
 }
 
 // registeredIn lists the backends of "loadBalancerId/backendSet" as sorted
