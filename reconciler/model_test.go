@@ -37,8 +37,9 @@ const modelChecks = 200
 // and the emulator, through random sequences of what happens to it in a
 // cluster: nodes joining, leaving (drained for the node drain period
 // first) and marked departing then coming back, resources created, deleted, moved to
-// another port and handed over (replaces, as lbregistrar migrate writes
-// them), backends added by hand, ownership records forged by another
+// another port, pointed at another backend set of their load balancer or
+// at another load balancer (the old one drained for the drain periods
+// first) and handed over (replaces, as lbregistrar migrate writes them), backends added by hand, ownership records forged by another
 // status writer, another writer draining a wanted backend (put back by the
 // watch of other writers' changes, the resync being an hour away), v1alpha1
 // phase writes, controller restarts (the leader changing), drain periods
@@ -82,6 +83,7 @@ func TestOwnershipModel(t *testing.T) {
 			"delete":             m.delete,
 			"replace":            m.replace,
 			"changePort":         m.changePort,
+			"retarget":           m.retarget,
 			"addForeign":         m.addForeign,
 			"forgeRecord":        m.forgeRecord,
 			"writePhase":         m.writePhase,
@@ -406,6 +408,27 @@ func (m *model) changePort(rt *rapid.T) {
 	port := rapid.SampledFrom(modelPorts).Draw(rt, "port")
 	m.w.f.updateRegistrar(m.obj(r.name), func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].NodePort = port })
 	r.port = port
+}
+
+// retarget points a resource that alone claims its backend set at a free
+// one: of the same load balancer (its entry renamed; the old set drains
+// for the node drain period) or of the other (its loadBalancerId changed;
+// the old load balancer drains for the drain period, then the new one is
+// registered). Once the drain is over, the old set holds nothing of it.
+func (m *model) retarget(rt *rapid.T) {
+	r := m.pick(rt)
+	if len(m.claimants(r.set)) > 1 {
+		rt.Skip("a resource that shares its claim stays where it is")
+	}
+	free := slices.DeleteFunc(slices.Clone(modelSets), func(s modelSet) bool { return len(m.claimants(s)) > 0 })
+	if len(free) == 0 {
+		rt.Skip("no backend set is free")
+	}
+	to := rapid.SampledFrom(free).Draw(rt, "to")
+	m.w.f.updateRegistrar(m.obj(r.name), func(o *v1beta1.LBRegistrar) {
+		o.Spec.LoadBalancerID, o.Spec.Services[0].BackendSetName = to.lb, to.name
+	})
+	r.set = to
 }
 
 // addForeign registers a backend by hand through OCI's own API, as an
