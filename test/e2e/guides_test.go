@@ -59,7 +59,9 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 	}
 	cluster.applying(t, func() { sh.run(t, "README.md", "install-kustomize") }) // the same, as the README puts it
 	cluster.startReplicas(t)
-	sh.run(t, "docs/migration.md", "wait-serving")
+	if out := sh.run(t, "docs/migration.md", "wait-serving"); !strings.Contains(out, "No resources found") {
+		t.Errorf("events of backend set updates after the takeover:\n%s", out)
+	}
 	sh.run(t, "README.md", "shadow-mode")
 	if err := c.InstallPrometheusOperatorCRDs(ctx); err != nil {
 		t.Fatal(err)
