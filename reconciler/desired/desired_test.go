@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -484,7 +485,9 @@ func TestDepartingNodesAreNotEligible(t *testing.T) {
 	}
 }
 
-// Which endpoints make a node count, as kube-proxy has it (KEP-1669).
+// Which endpoints make a node count, as kube-proxy has it (KEP-1669): local
+// is externalTrafficPolicy Local, where the want is the same unless
+// wantLocal says otherwise.
 func TestServingNodes(t *testing.T) {
 	yes, no := ptr.To(true), ptr.To(false)
 	conditions := func(ready, serving, terminating *bool) discoveryv1.EndpointConditions {
@@ -503,10 +506,12 @@ func TestServingNodes(t *testing.T) {
 		{"not ready, not terminating", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, no, no)))}, nil},
 		{"terminating and serving", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, yes, yes)))}, []string{"a"}},
 		{"terminating, no longer serving", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, no, yes)))}, nil},
-		{"terminating, serving unset defers to ready", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, nil, yes)))}, nil},
+		{"terminating, serving unset reads as serving", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, nil, yes)))}, []string{"a"}},
 		{"serving but terminating unset", []*discoveryv1.EndpointSlice{gwSlice(endpoint("a", conditions(no, yes, nil)))}, nil},
 		{"rolling update: old pod terminating and serving, new pod not ready", []*discoveryv1.EndpointSlice{gwSlice(
 			endpoint("a", conditions(no, yes, yes)), endpoint("a", conditions(no, no, no)), endpoint("b", conditions(yes, yes, no)))}, []string{"a", "b"}},
+		{"a ready endpoint beside a terminating one", []*discoveryv1.EndpointSlice{gwSlice(
+			endpoint("a", conditions(no, yes, yes)), endpoint("a", conditions(yes, yes, no)))}, []string{"a"}},
 		{"no node name", []*discoveryv1.EndpointSlice{gwSlice(discoveryv1.Endpoint{Conditions: conditions(yes, yes, no)})}, nil},
 		{"IPv6 slices count", []*discoveryv1.EndpointSlice{withPorts(sliceOf(gwKey.Namespace, gwKey.Name, discoveryv1.AddressTypeIPv6, endpoint("a", conditions(yes, nil, nil))), gwSlice().Ports...)}, []string{"a"}},
 		// kube-proxy keys endpoints by a slice's port names and protocols.
@@ -522,16 +527,25 @@ func TestServingNodes(t *testing.T) {
 		{"another Service's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf(gwKey.Namespace, "other", discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
 		{"another namespace's slice is ignored", []*discoveryv1.EndpointSlice{sliceOf("elsewhere", gwKey.Name, discoveryv1.AddressTypeIPv4, endpoint("a", conditions(yes, nil, nil)))}, nil},
 	}
+	// With externalTrafficPolicy Local, kube-proxy's health check counts
+	// ready endpoints only: these rows differ.
+	local := map[string][]string{
+		"terminating and serving":                                            nil,
+		"terminating, serving unset reads as serving":                        nil,
+		"rolling update: old pod terminating and serving, new pod not ready": {"b"},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []string
 			https := &corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}
-			for n := range ServingNodes(gwKey, https, tt.slices) {
-				got = append(got, n)
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("ServingNodes = %q, want %q", got, tt.want)
+			for _, readyOnly := range []bool{false, true} {
+				want := tt.want
+				if w, differs := local[tt.name]; readyOnly && differs {
+					want = w
+				}
+				got := slices.Sorted(maps.Keys(ServingNodes(gwKey, https, tt.slices, readyOnly)))
+				if !slices.Equal(got, want) {
+					t.Errorf("ServingNodes (ready only %t) = %q, want %q", readyOnly, got, want)
+				}
 			}
 		})
 	}

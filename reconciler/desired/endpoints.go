@@ -6,25 +6,34 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ServingNodes is the set of nodes on which kube-proxy would send the
-// Service's traffic to a local endpoint: a node with a ready endpoint, or,
-// where it has none, a serving one that is terminating (KEP-1669,
-// ProxyTerminatingEndpoints). So a node whose pods are being replaced in a
-// rolling update keeps its registration while the old pod still serves,
-// though the new one is not ready yet.
+// ServingNodes is the set of nodes whose local endpoints of the Service
+// would take new connections, read as kube-proxy reads them
+// (pkg/proxy/topology.go CategorizeEndpoints, KEP-1669):
 //
-// The conditions are read as discovery/v1 defines them: ready unset means
-// ready, serving unset defers to ready, terminating unset means not
-// terminating. Only IPv4 and IPv6 slices of this Service (by the
-// kubernetes.io/service-name label, in its namespace) count; FQDN slices
-// and slices of other Services are ignored.
+//   - by default, a node with a ready endpoint, or, where it has none, a
+//     serving one that is terminating: so a node whose pods are being
+//     replaced in a rolling update keeps its registration while the old pod
+//     still serves, though the new one is not ready yet;
+//   - readyOnly (externalTrafficPolicy Local), a node with a ready endpoint
+//     only: kube-proxy's health check node port fails on a node whose local
+//     endpoints are all terminating (pkg/proxy/endpointschangetracker.go
+//     getLocalReadyEndpointIPs), so a load balancer checking it sends the
+//     node no new connections, and neither does lbregistrar: such a node is
+//     drained, and serves again once a ready endpoint returns.
+//
+// The conditions are read as kube-proxy reads them
+// (pkg/proxy/endpointslicecache.go): ready unset means ready, serving unset
+// means serving, terminating unset means not terminating. Only IPv4 and
+// IPv6 slices of this Service (by the kubernetes.io/service-name label, in
+// its namespace) count; FQDN slices and slices of other Services are
+// ignored.
 //
 // And only slices that serve port: kube-proxy keys endpoints by the name
 // and protocol of the ports a slice lists, ignoring a port with no name or
 // no number (pkg/proxy/endpointslicecache.go), and slices hold endpoints
 // that share one set of ports, so a pod without the port is in a slice
 // without it, and its node does not serve that port.
-func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice) map[string]bool {
+func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, readyOnly bool) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range slices {
 		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name ||
@@ -37,7 +46,7 @@ func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices
 			if ep.NodeName == nil || *ep.NodeName == "" {
 				continue
 			}
-			if servesTraffic(ep.Conditions) {
+			if ready, terminatingServing := conditions(ep.Conditions); ready || terminatingServing && !readyOnly {
 				out[*ep.NodeName] = true
 			}
 		}
@@ -64,17 +73,11 @@ func protocol(p *corev1.Protocol) corev1.Protocol {
 	return *p
 }
 
-// servesTraffic reports whether kube-proxy would use an endpoint for local
-// traffic: it is ready, or it is terminating and still serving (which only
-// matters on a node with no ready endpoint; see ServingNodes).
-func servesTraffic(c discoveryv1.EndpointConditions) bool {
-	ready := c.Ready == nil || *c.Ready
-	if ready {
-		return true
-	}
-	serving := ready
-	if c.Serving != nil {
-		serving = *c.Serving
-	}
-	return serving && c.Terminating != nil && *c.Terminating
+// conditions are whether kube-proxy reads an endpoint as ready, and as
+// terminating and still serving (pkg/proxy/endpointslicecache.go).
+func conditions(c discoveryv1.EndpointConditions) (ready, terminatingServing bool) {
+	ready = c.Ready == nil || *c.Ready
+	serving := c.Serving == nil || *c.Serving
+	terminating := c.Terminating != nil && *c.Terminating
+	return ready, !ready && serving && terminating
 }

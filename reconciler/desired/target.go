@@ -41,10 +41,10 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if !answersOn(svc, takes.Family) {
 			return nil, nil, &Issue{ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
 		}
-		if t.FilterByEndpoints || svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key])
+		if local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal; t.FilterByEndpoints || local {
+			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], local)
 			if len(onlyNodes) == 0 {
-				return nil, nil, &Issue{ReasonNoReadyEndpoints, fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+				return nil, nil, &Issue{ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
 			}
 		}
 	}
@@ -125,4 +125,12 @@ func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort,
 		}
 	}
 	return nil, other
+}
+
+// noEndpoints says why target i registers no node.
+func noEndpoints(i int, key types.NamespacedName, set string, local bool) string {
+	if local {
+		return fmt.Sprintf("services[%d]: Service %s (externalTrafficPolicy Local) has no ready endpoint on any node, and kube-proxy's health check fails where the only ones are terminating; backend set %q keeps its registered backends", i, key, set)
+	}
+	return fmt.Sprintf("services[%d]: Service %s has no ready endpoint on any node, nor a terminating one still serving; backend set %q keeps its registered backends", i, key, set)
 }
