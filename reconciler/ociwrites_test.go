@@ -312,6 +312,40 @@ func TestBackendSetTakesAddressesOfItsIPVersion(t *testing.T) {
 	})
 }
 
+// OKE nodes with a global unicast IPv6 address report it as an
+// ExternalIP, and Oracle's cloud controller manager registers it when a
+// node has no IPv6 InternalIP (load_balancer_spec.go getBackends): so does
+// lbregistrar. In a source-preserving IPv6 set the backend goes by address
+// alone, as the CCM sends it (an instance OCID names its primary IPv4
+// address, which the emulator refuses in an IPv6 set).
+func TestIPv6ByExternalIPAsOraclesControllerRegistersIt(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	v6 := seed.NetworkLoadBalancers[0].BackendSets["tcp"]
+	v6.IpVersion, v6.IsPreserveSource, v6.Backends = networkloadbalancer.IpVersionIpv6, common.Bool(true), nil
+	seed.NetworkLoadBalancers[0].BackendSets["tcp6"] = v6
+	f.must(f.emu.SeedState(seed))
+	gua := f.node(f.ns+"-gua", "10.0.38.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.gua" })
+	gua.Status.Addresses = append(gua.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "2603:c020:0:38::1"})
+	f.must(k8s.Status().Update(f.ctx, gua))
+	f.startManager(f.options())
+	obj := f.registrar("gua", networkLB, []v1beta1.Target{fixedPort("tcp6", 31080)})
+
+	f.expectBackends(networkLB, "tcp6", "2603:c020:0:38::1:31080/1")
+	backends, err := f.emu.Backends(networkLB, "tcp6")
+	f.must(err)
+	if len(backends) != 1 || backends[0].TargetID != "" {
+		t.Errorf("IPv6 backend sent with an instance: %+v", backends)
+	}
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+}
+
 // A backend set that preserves the client's source address takes nodes by
 // instance: each backend names the node's instance OCID from spec.providerID
 // (oci://… or bare); a node already registered by instance alone is seen,

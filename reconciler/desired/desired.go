@@ -205,7 +205,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		a := sets[name]
 		if len(a.noAddress) > 0 {
 			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf(
-				"backend set %q takes %s addresses; nodes without an InternalIP of that family are not registered there: %s",
+				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
 				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
 		}
 		bs := BackendSet{Name: name, Held: a.held}

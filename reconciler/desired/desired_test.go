@@ -226,6 +226,37 @@ func TestCompute(t *testing.T) {
 				{"10.0.0.1", 31000, 1, "ocid1.instance.oc1.iad.a"}, {"10.0.0.2", 31000, 1, "ocid1.instance.oc1.iad.b"}, {"10.0.0.3", 31000, 1, ""}}}},
 		},
 		{
+			// Oracle's cloud controller manager (util.go NodeInternalIP,
+			// NodeExternalIp; load_balancer_spec.go getBackends): an IPv6
+			// InternalIP, the last listed, or else an IPv6 ExternalIP, as it
+			// reports a VNIC's global unicast address; IPv4 by InternalIP
+			// only, the first (the original operator's).
+			name: "IPv6 by the last InternalIP, else the ExternalIP, as Oracle's cloud controller manager picks",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				{NodePort: 31000, BackendSetName: "v4", Weight: 1}, {NodePort: 31000, BackendSetName: "v6", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				withAddresses(mkNode("gua", ""), "InternalIP 10.0.0.1", "ExternalIP 203.0.113.1", "ExternalIP 2603:c020::1"),
+				withAddresses(mkNode("ula", ""), "InternalIP 10.0.0.2", "InternalIP fd00::2", "ExternalIP 2603:c020::2"),
+				withAddresses(mkNode("two", ""), "InternalIP 10.0.0.3", "InternalIP 10.0.0.9", "InternalIP fd00::3", "InternalIP fd00::9"),
+			}},
+			opts: Options{BackendSets: map[string]Takes{"v4": {Family: IPv4}, "v6": {Family: IPv6}}},
+			want: []BackendSet{
+				{Name: "v4", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.2", 31000, 1, ""}, {"10.0.0.3", 31000, 1, ""}}},
+				{Name: "v6", Backends: []Backend{{"2603:c020::1", 31000, 1, ""}, {"fd00::2", 31000, 1, ""}, {"fd00::9", 31000, 1, ""}}},
+			},
+		},
+		{
+			// An instance OCID names its primary VNIC's IPv4 address; the
+			// cloud controller manager sends IPv6 backends by address alone.
+			name: "a source-preserving IPv6 backend set takes addresses alone",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "preserving6", Weight: 1}}},
+			cluster: Cluster{Nodes: []*corev1.Node{
+				mkNode("oke", "fd00::1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.a" }),
+			}},
+			opts: Options{BackendSets: map[string]Takes{"preserving6": {Family: IPv6, Instance: true}}},
+			want: []BackendSet{{Name: "preserving6", Backends: []Backend{{"fd00::1", 31000, 1, ""}}}},
+		},
+		{
 			// kube-proxy answers a single-stack Service's node port only on
 			// addresses of its family.
 			name: "a Service is registered only where its IP family is taken",

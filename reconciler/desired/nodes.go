@@ -39,9 +39,8 @@ const (
 // nodestatus.ReadyCondition).
 const kubeletShuttingDown = "node is shutting down"
 
-// node is an eligible node reduced to what registration needs: its first
-// InternalIP of each family, in canonical form, and its instance OCID, ""
-// for none.
+// node is an eligible node reduced to what registration needs: its
+// Addresses, and its instance OCID, "" for none.
 type node struct {
 	name     string
 	ipv4     string
@@ -90,7 +89,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 		if filterReady && !IsReady(n) {
 			continue
 		}
-		v4, v6 := InternalIPs(n)
+		v4, v6 := Addresses(n)
 		if v4 == "" && v6 == "" {
 			noAddress = append(noAddress, n.Name)
 			continue
@@ -104,7 +103,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	})
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
-		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an InternalIP are not registered: %s", summarize(noAddress))})
+		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", summarize(noAddress))})
 	}
 	return out, issues
 }
@@ -169,25 +168,41 @@ func IsReady(n *corev1.Node) bool {
 	return false
 }
 
-// InternalIPs are a node's first IPv4 and first IPv6 InternalIP, in
-// canonical form, "" where it has none.
-func InternalIPs(n *corev1.Node) (ipv4, ipv6 string) {
+// Addresses are the addresses a node is registered by, in canonical form,
+// "" where it has none:
+//
+//   - IPv4: its first IPv4 InternalIP, as the original operator took its
+//     first InternalIP (models GetIPAddress; docs/migration.md N6). On OKE
+//     the first is the primary VNIC's private address, which Oracle's cloud
+//     controller manager lists first (instances.go extractNodeAddresses),
+//     the only one outside its OpenShift secondary-VNIC case.
+//   - IPv6: as Oracle's cloud controller manager picks it (util.go
+//     NodeInternalIP, NodeExternalIp; load_balancer_spec.go getBackends):
+//     its last IPv6 InternalIP, or, having none, its last IPv6 ExternalIP
+//     ("Since Internal IP is optional for IPv6 populate external IP of
+//     node if present"), which is how it reports the global unicast
+//     address an OCI VNIC usually has (a private, ULA, one is an
+//     InternalIP).
+func Addresses(n *corev1.Node) (ipv4, ipv6 string) {
+	var external6 string
 	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeInternalIP {
+		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 			continue
 		}
 		ip, err := netip.ParseAddr(a.Address)
 		switch {
 		case err != nil:
 		case ip.Unmap().Is4():
-			if ipv4 == "" {
+			if ipv4 == "" && a.Type == corev1.NodeInternalIP {
 				ipv4 = ip.Unmap().String()
 			}
-		case ipv6 == "":
+		case a.Type == corev1.NodeInternalIP:
 			ipv6 = ip.WithZone("").String()
+		default:
+			external6 = ip.WithZone("").String()
 		}
 	}
-	return ipv4, ipv6
+	return ipv4, cmp.Or(ipv6, external6)
 }
 
 // NodeChanged reports whether an update to a node can change any desired
@@ -212,7 +227,7 @@ func InstanceID(n *corev1.Node) string {
 }
 
 func sameAddresses(a, b *corev1.Node) bool {
-	a4, a6 := InternalIPs(a)
-	b4, b6 := InternalIPs(b)
+	a4, a6 := Addresses(a)
+	b4, b6 := Addresses(b)
 	return a4 == b4 && a6 == b6
 }

@@ -54,7 +54,10 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 			continue
 		}
 		b := Backend{IP: n.address(takes.Family), Port: port, Weight: t.Weight}
-		if takes.Instance {
+		// An instance OCID names its primary VNIC's IPv4 address; Oracle's
+		// cloud controller manager sends IPv6 backends by address alone
+		// (load_balancer_spec.go getBackends: TargetId nil).
+		if takes.Instance && takes.Family == IPv4 {
 			b.TargetID = n.instance
 		}
 		// A node with no instance OCID (no spec.providerID, as in

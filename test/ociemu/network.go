@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
@@ -226,9 +227,24 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 // its address must be of the backend set's IP version (IPv4 when unset),
 // and a network load balancer preserving source and destination headers
 // takes backends only by instance (targetId).
+//
+// A targetId that is an instance OCID names the instance's primary VNIC's
+// IPv4 address (SDK Backend.TargetId: "The IP OCID/Instance OCID
+// associated with the backend server"; Oracle's cloud controller manager
+// sends an instance only with an IPv4 backend, and IPv6 backends by
+// address alone: load_balancer_spec.go getBackends). The sources do not
+// say what OCI does with an instance in an IPv6 backend set, so the
+// stricter reading: refused, as naming an address of another version.
 func admissible(b *balancer, ipVersion networkloadbalancer.IpVersionEnum, be networkloadbalancer.Backend) *apiError {
 	if deref(b.network.IsPreserveSourceDestination) && deref(be.TargetId) == "" {
 		return invalidParameter("backend " + *be.Name + ": a network load balancer that preserves source and destination takes backends by instance (targetId) only")
+	}
+	want := networkloadbalancer.IpVersionIpv4
+	if ipVersion != "" {
+		want = ipVersion
+	}
+	if target := deref(be.TargetId); strings.HasPrefix(target, "ocid1.instance.") && want == networkloadbalancer.IpVersionIpv6 {
+		return invalidParameter("backend " + *be.Name + ": targetId " + target + " names the instance's primary IPv4 address, not one of the backend set's IP version " + string(want))
 	}
 	ip := deref(be.IpAddress)
 	if ip == "" {
@@ -237,10 +253,6 @@ func admissible(b *balancer, ipVersion networkloadbalancer.IpVersionEnum, be net
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not an IP address")
-	}
-	want := networkloadbalancer.IpVersionIpv4
-	if ipVersion != "" {
-		want = ipVersion
 	}
 	if is6 := addr.Is6() && !addr.Is4In6(); is6 != (want == networkloadbalancer.IpVersionIpv6) {
 		return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not of the backend set's IP version " + string(want))

@@ -424,13 +424,17 @@ func TestNetworkBackendSetRules(t *testing.T) {
 			{"v4", []networkloadbalancer.BackendDetails{byIP("10.0.0.1"), byIP("10.0.0.1")}},
 			{"v6", []networkloadbalancer.BackendDetails{byIP("fd00::1"), byIP("fd00:0:0::0001")}},
 			{"v4", []networkloadbalancer.BackendDetails{byTarget("ocid1.instance.oc1.iad.a"), byTarget("ocid1.instance.oc1.iad.a")}},
+			// An instance names its primary IPv4 address.
+			{"v6", []networkloadbalancer.BackendDetails{byTarget("ocid1.instance.oc1.iad.a")}},
+			{"v6", []networkloadbalancer.BackendDetails{{IpAddress: common.String("fd00::1"), TargetId: common.String("ocid1.instance.oc1.iad.a"), Port: common.Int(80)}}},
 		} {
 			serviceError(t, update(rules, refused.set, refused.backends...), 400, "InvalidParameter")
 		}
 		serviceError(t, create(rules, "v4", byIP("fd00::1")), 400, "InvalidParameter")
-		must(t, update(rules, "v6", byIP("fd00::1"), byTarget("ocid1.instance.oc1.iad.a")))
+		must(t, update(rules, "v6", byIP("fd00::1"), byTarget("ocid1.ipv6.oc1.iad.a")))
 		serviceError(t, create(rules, "v6", byIP("fd00:0::1")), 409, "NotAuthorizedOrResourceAlreadyExists")
-		serviceError(t, create(rules, "v6", byTarget("ocid1.instance.oc1.iad.a")), 409, "NotAuthorizedOrResourceAlreadyExists")
+		serviceError(t, create(rules, "v6", byTarget("ocid1.ipv6.oc1.iad.a")), 409, "NotAuthorizedOrResourceAlreadyExists")
+		serviceError(t, create(rules, "v6", byTarget("ocid1.instance.oc1.iad.a")), 400, "InvalidParameter")
 
 		serviceError(t, update(preserving, "v4", byIP("10.0.0.1")), 400, "InvalidParameter")
 		serviceError(t, create(preserving, "v4", byIP("10.0.0.1")), 400, "InvalidParameter")
