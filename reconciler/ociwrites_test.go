@@ -376,6 +376,54 @@ func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 	})
 }
 
+// In a source-preserving set OCI takes an instance once per port. A node
+// that keeps its instance while its address changes has its backend
+// replaced in one write, at once, without waiting out a drain: the old
+// address is no longer the instance's, and the new one would otherwise be
+// a duplicate OCI refuses. Where another writer holds the instance at
+// another address, the backend is not added and Degraded says why.
+func TestAnInstanceWhoseAddressChangesIsReaddressedInOneWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seedPreserved(f, false)
+	a := f.ns + "-a"
+	f.node(a, "10.0.39.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad.node-a" })
+	o := f.options()
+	o.NodeDrainPeriod = time.Hour
+	f.startManager(o)
+	obj := f.registrar("readdress", networkLB, []v1beta1.Target{fixedPort("preserved", 31090)})
+	f.expectBackends(networkLB, "preserved", "10.0.39.1:31090/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	writes := f.emu.Counters().Writes[networkLB]
+
+	var node corev1.Node
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Name: a}, &node))
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.39.9"}}
+	f.must(k8s.Status().Update(f.ctx, &node))
+	f.expectBackends(networkLB, "preserved", "10.0.39.9:31090/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	if n := f.emu.Counters().Writes[networkLB] - writes; n != 1 {
+		t.Errorf("%d writes to readdress the instance, want 1", n)
+	}
+
+	// Another writer's backend of instance b, at another address and this
+	// port: node b is reported, not added.
+	config, err := f.emu.NewUser()
+	f.must(err)
+	other, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(config)
+	f.must(err)
+	other.Host = f.emu.URL()
+	_, err = other.CreateBackend(f.ctx, networkloadbalancer.CreateBackendRequest{NetworkLoadBalancerId: common.String(networkLB),
+		BackendSetName: common.String("preserved"), CreateBackendDetails: networkloadbalancer.CreateBackendDetails{
+			IpAddress: common.String("10.0.39.20"), TargetId: common.String("ocid1.instance.oc1.iad.node-b"), Port: common.Int(31090)}})
+	f.must(err)
+	f.node(f.ns+"-b", "10.0.39.2", func(n *corev1.Node) { n.Spec.ProviderID = "ocid1.instance.oc1.iad.node-b" })
+	f.eventually(20*time.Second, func() error {
+		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		if c == nil || c.Reason != "InstanceRegistered" || !strings.Contains(c.Message, "10.0.39.2:31090") {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
+}
+
 // An NLB that preserves source and destination takes backends by instance
 // only; a node without an instance OCID is still sent by address, and
 // OCI's refusal is what Ready says, not a silent skip.

@@ -14,6 +14,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -208,8 +209,10 @@ func (r *Reconciler) writeOne(ctx context.Context, ociClient ociAPI, st *status.
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(res.Plan.Withheld)))
 		wanted, limit := len(res.Plan.Backends)+len(res.Plan.Withheld), j.Prefetched.BackendLimit()
 		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(wanted) / float64(limit))
-		if is := status.NearLimit(name, wanted, limit); is != nil {
-			out.Issues = append(out.Issues, *is)
+		for _, is := range []*desired.Issue{status.NearLimit(name, wanted, limit), status.InstanceRegistered(name, res.Plan.InstanceTaken)} {
+			if is != nil {
+				out.Issues = append(out.Issues, *is)
+			}
 		}
 		r.drains.set(obj.Name, lb, name, &res.Plan, j.DrainFor)
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(res.Plan.DrainStarted)))

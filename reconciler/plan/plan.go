@@ -168,6 +168,13 @@ type Plan struct {
 	DrainStarted, DrainEnded, DrainCalledOff []string
 	// Withheld names the wanted backends NoAdds or Limit left out.
 	Withheld []string
+	// InstanceTaken names the wanted backends left out because another
+	// writer's backend holds their instance and port: OCI takes an
+	// instance once per port in a backend set.
+	InstanceTaken []string
+	// Readdressed names this resource's backends replaced, in the same
+	// write, by their instance's backend at its new address.
+	Readdressed []string
 	// DrainsUntil is, in Apply, when the first drain in Draining is over;
 	// zero for none.
 	DrainsUntil time.Time
@@ -188,6 +195,26 @@ func Compute(in Input) Plan {
 	if in.Mode == Apply {
 		for _, b := range in.Desired {
 			want[Key(b.IP, b.Port)] = b
+		}
+	}
+
+	// A node whose instance is registered by this resource at an address
+	// it no longer has (the instance's address changed): OCI takes the
+	// instance once per port, so its backend at the new address replaces
+	// the old one in the same write, rather than waiting for it to drain
+	// (by then the old address is no longer the instance's anyway).
+	readdressed := map[string]bool{}
+	wantedInstances := map[string]bool{}
+	for _, d := range want {
+		if d.TargetID != "" {
+			wantedInstances[instanceKey(d.TargetID, d.Port)] = true
+		}
+	}
+	for _, cur := range in.Current {
+		k := cur.Key()
+		_, mine := owned[k]
+		if _, wanted := want[k]; mine && !wanted && !in.Protected[k] && cur.TargetID != "" && wantedInstances[instanceKey(cur.TargetID, cur.Port)] {
+			readdressed[k] = true
 		}
 	}
 
@@ -215,6 +242,10 @@ func Compute(in Input) Plan {
 			// foreign: untouched
 		case in.Protected[k]:
 			// handed over to another live resource: untouched and forgotten
+		case readdressed[k]:
+			p.Readdressed = append(p.Readdressed, k)
+			p.Removed = append(p.Removed, k)
+			continue
 		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
 			in.Mode.leaving() && draining && !cur.Drain:
 			// undrained by another writer since this resource drained it:
@@ -248,19 +279,31 @@ func Compute(in Input) Plan {
 
 	// A node registered by instance alone, by someone else or long ago, is
 	// there already: another backend of that instance and port would be a
-	// duplicate OCI refuses.
-	instances := map[string]bool{}
+	// duplicate OCI refuses. One registered by another writer at another
+	// address holds the instance: reported, not added.
+	instances := map[string]string{} // instance:port -> the address it is registered at
 	for _, b := range p.Backends {
 		if b.TargetID != "" {
-			instances[instanceKey(b.TargetID, b.Port)] = true
+			instances[instanceKey(b.TargetID, b.Port)] = b.IP
 		}
 	}
 	added := make([]desired.Backend, 0, len(want))
 	for k, d := range want {
-		if !present[k] && (d.TargetID == "" || !instances[instanceKey(d.TargetID, d.Port)]) {
+		if present[k] {
+			continue
+		}
+		at, registered := "", false
+		if d.TargetID != "" {
+			at, registered = instances[instanceKey(d.TargetID, d.Port)]
+		}
+		switch {
+		case !registered:
 			added = append(added, d)
+		case at != "":
+			p.InstanceTaken = append(p.InstanceTaken, k)
 		}
 	}
+	slices.Sort(p.InstanceTaken)
 	slices.SortFunc(added, desired.CompareBackends)
 	fit := len(added)
 	if in.NoAdds {

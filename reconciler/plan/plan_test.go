@@ -42,6 +42,8 @@ func TestCompute(t *testing.T) {
 		backends []Backend
 		owned    []v1beta1.Backend
 		changed  bool
+		// readdressed and instanceTaken are Plan's, where they are set.
+		readdressed, instanceTaken []string
 	}{
 		{
 			name:     "nothing changed, nothing written",
@@ -178,6 +180,24 @@ func TestCompute(t *testing.T) {
 			owned:    rec(b), changed: true,
 		},
 		{
+			// The node keeps its instance, its address changes: OCI takes
+			// the instance once, so the new backend replaces the old in one
+			// write, with no gap, rather than waiting out a drain.
+			name: "an instance's backend at its new address replaces the old one in the same write",
+			in: Input{Current: []Backend{{IP: a.IP, TargetID: "ocid1.instance.a", Port: 30080, Weight: 1}}, Owned: rec(a),
+				Desired: []desired.Backend{{IP: "10.0.0.9", Port: 30080, Weight: 1, TargetID: "ocid1.instance.a"}}, DrainFor: time.Minute},
+			backends: []Backend{{IP: "10.0.0.9", TargetID: "ocid1.instance.a", Port: 30080, Weight: 1}},
+			owned:    []v1beta1.Backend{{IP: "10.0.0.9", Port: 30080, Weight: 1}}, changed: true,
+			readdressed: []string{a.Key()},
+		},
+		{
+			name: "an instance another writer registered at another address is reported, not added",
+			in: Input{Current: []Backend{{IP: a.IP, TargetID: "ocid1.instance.a", Port: 30080, Weight: 1}},
+				Desired: []desired.Backend{{IP: "10.0.0.9", Port: 30080, Weight: 1, TargetID: "ocid1.instance.a"}}},
+			backends:      []Backend{{IP: a.IP, TargetID: "ocid1.instance.a", Port: 30080, Weight: 1}},
+			instanceTaken: []string{"10.0.0.9:30080"},
+		},
+		{
 			name:     "protected backend is not drained",
 			in:       Input{Mode: Drain, Current: []Backend{a}, Owned: rec(a), Protected: map[string]bool{a.Key(): true}},
 			backends: []Backend{a}, owned: nil,
@@ -194,6 +214,9 @@ func TestCompute(t *testing.T) {
 			}
 			if d := cmp.Diff(tc.owned, p.Owned); d != "" {
 				t.Errorf("owned (-want +got):\n%s", d)
+			}
+			if !slices.Equal(p.Readdressed, tc.readdressed) || !slices.Equal(p.InstanceTaken, tc.instanceTaken) {
+				t.Errorf("readdressed %q, instance taken %q; want %q, %q", p.Readdressed, p.InstanceTaken, tc.readdressed, tc.instanceTaken)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
@@ -9,6 +10,11 @@ import (
 // ReasonBackendLimit is the Degraded reason when a backend set holds, or
 // is wanted to hold, nine tenths or more of the backends OCI lets it hold.
 const ReasonBackendLimit = "BackendLimit"
+
+// ReasonInstanceRegistered is the Degraded reason when a wanted backend is
+// left out because another writer registered its instance, at another
+// address, on the same port: OCI takes an instance once per port.
+const ReasonInstanceRegistered = "InstanceRegistered"
 
 // NearLimit says why a backend set whose write leaves it wanting n
 // backends (those it holds and those OCI refused) is near or past its
@@ -23,4 +29,16 @@ func NearLimit(name string, n, limit int) *desired.Issue {
 		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q holds %d of the %d backends OCI lets it hold", name, n, limit)}
 	}
 	return nil
+}
+
+// InstanceRegistered says which wanted backends of backend set name are
+// left out because their instances are registered by another writer at
+// other addresses; nil for none.
+func InstanceRegistered(name string, wanted []string) *desired.Issue {
+	if len(wanted) == 0 {
+		return nil
+	}
+	return &desired.Issue{Reason: ReasonInstanceRegistered, Message: fmt.Sprintf(
+		"backend set %q: %s not added: another writer registered the same instance and port at another address, and OCI takes an instance once per port; remove that backend to let it in",
+		name, strings.Join(wanted, ", "))}
 }
