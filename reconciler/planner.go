@@ -24,8 +24,8 @@ import (
 )
 
 // Planner computes what the controller would write for resources read from
-// a cluster, with the controller's own decisions (decide) and plans
-// (planJobs), and writes nothing: it reads the cluster through its reader
+// a cluster, with the controller's own decisions (decide.Assess) and plans
+// (plan.Compute), and writes nothing: it reads the cluster through its reader
 // and backend sets from OCI. lbregistrar plan uses it.
 type Planner struct {
 	reader  client.Reader

@@ -33,7 +33,8 @@ const (
 
 // secretSource watches the metadata of Secrets (never their data) in the
 // namespaces API keys may live in, through a cache of its own when those are
-// not every namespace; the same cache tells secretValues when a Secret changed.
+// not every namespace; the same cache tells credentials.Secrets when a Secret
+// changed, so an unchanged one is not read again.
 func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))

@@ -88,7 +88,10 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 	}
 }
 
-// FromHub converts a v1beta1 object to
+// FromHub converts a v1beta1 object to v1alpha1: the v1alpha1 spec kept by
+// ToHub while it still means the same, else the v1beta1 spec in v1alpha1's
+// words, and what v1alpha1 cannot hold kept in HubDataAnnotation, so
+// that ToHub restores it.
 func FromHub(src *v1beta1.LBRegistrar, dst *LBRegistrar) {
 	alphaSpec := decodeAnnotation[LBRegistrarSpec](src.Annotations, AlphaSpecAnnotation)
 

@@ -1,34 +1,14 @@
 // Package desired computes, as a pure function of an LBRegistrar spec and a
 // view of the cluster, which backends each of its backend sets should hold.
 //
-// Nodes are chosen the way Kubernetes' own service controller chooses them
-// for load balancers (KEP-3458): a node is left out while it is being
-// deleted, when it carries the node.kubernetes.io/exclude-from-external-load-balancers
-// label, or when the cluster autoscaler has tainted it ToBeDeletedByClusterAutoscaler.
-// Readiness is not a filter unless Options.RequireReady asks for it, because
-// the load balancer's own health check already takes a NotReady node out of
-// rotation, and because filtering on it empties a backend set exactly when a
-// control-plane blip marks every node NotReady.
-//
-// A node is registered by an InternalIP of the family its backend set
-// takes (Options.BackendSets): an NLB backend set's ipVersion, IPv4 or IPv6. A
-// backend set that does not say (a classic load balancer's) takes IPv4: OCI's
-// classic load balancer has no IPv6 backends ("Load Balancer support for
-// IPv6 doesn't include backend servers", OCI docs, Overview of Load
-// Balancer). A node with no InternalIP
-// of the family is left out of that backend set and reported; addresses are
-// written in canonical form, so IPv6 text written differently is the same
-// address. In a backend set that preserves the client's source address, OCI
-// selects backends by instance, so a node's backend also names its instance
-// OCID (targetId), from spec.providerID as Oracle's cloud controller
-// manager reads it; a node without one (a self-managed cluster's) goes by
-// address alone, as the original operator registered every node.
-//
-// A Service target registers the NodePort of the Service port it names (by
-// name or number). With filterByEndpoints, or when the Service has
-// externalTrafficPolicy: Local (where a node without a local endpoint drops
-// the traffic), only nodes hosting a ready endpoint in the Service's
-// discovery/v1 EndpointSlices are registered.
+// Each rule is stated once, beside its code: which nodes (Eligible,
+// IsReady and Options.RequireReady), by which address and instance
+// (Addresses, InstanceID, and a backend set's Takes: its IP version and
+// whether OCI selects its backends by instance), and, for a Service target,
+// which node port and which nodes' endpoints count (ServingNodes, read as
+// kube-proxy reads them). docs/reconciler.md ("Desired state") sets them
+// beside what Kubernetes' service controller, Oracle's cloud controller
+// manager and kube-proxy do.
 //
 // The result never asks for an empty backend set: when a backend set cannot
 // be computed with certainty (a missing Service or NodePort, no eligible
