@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -155,7 +154,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.opts.Workers,
 			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
-				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](200*time.Millisecond, 5*time.Minute),
+				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](lanes.FailureBackoffBase, lanes.FailureBackoffMax),
 				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(20, 200)},
 			),
 		}).

@@ -57,15 +57,16 @@ func NewFlights(requeue func(name string, after time.Duration)) *Flights {
 		ctx: ctx, cancel: cancel, airborne: map[string][]func(){},
 		// The controller's own per-item backoff, which a flight's failure
 		// would otherwise not reach.
-		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](failureBackoffBase, failureBackoffMax),
+		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](FailureBackoffBase, FailureBackoffMax),
 		requeue: requeue,
 	}
 }
 
-// The workqueue's per-resource backoff after failed reconciles.
+// The per-resource backoff after a failed reconcile or flight: the
+// controller's workqueue and Flights use the same.
 const (
-	failureBackoffBase = 200 * time.Millisecond
-	failureBackoffMax  = 5 * time.Minute
+	FailureBackoffBase = 200 * time.Millisecond
+	FailureBackoffMax  = 5 * time.Minute
 )
 
 // ParkBehind reports whether name has a flight in the air; if so, wake is

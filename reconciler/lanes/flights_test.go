@@ -20,8 +20,8 @@ func TestFailedFlightsRetryJittered(t *testing.T) {
 		name := string(rune('a' + i))
 		f.land(logr.Discard(), name, ctrl.Result{}, errors.New("status write timed out"))
 		after := retries[name]
-		if after < failureBackoffBase || after > failureBackoffBase*3/2 {
-			t.Errorf("flight %s retries after %s, want %s to %s", name, after, failureBackoffBase, failureBackoffBase*3/2)
+		if after < FailureBackoffBase || after > FailureBackoffBase*3/2 {
+			t.Errorf("flight %s retries after %s, want %s to %s", name, after, FailureBackoffBase, FailureBackoffBase*3/2)
 		}
 		distinct[after] = true
 	}
