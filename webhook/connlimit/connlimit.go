@@ -190,9 +190,18 @@ func (c *conn) Close() error {
 }
 
 // Configure makes srv tell l which connections serve a request: from when
-// its handler is called (the headers have all arrived) until it returns.
+// its handler is called (the headers have all arrived) until the server
+// reports the connection idle, its answer written.
 func (l *Listener) Configure(srv *http.Server) {
-	connContext, handler := srv.ConnContext, srv.Handler
+	connContext, connState, handler := srv.ConnContext, srv.ConnState, srv.Handler
+	srv.ConnState = func(nc net.Conn, state http.ConnState) {
+		if connState != nil {
+			connState(nc, state)
+		}
+		if c := l.own(nc); c != nil && state == http.StateIdle {
+			l.idle(c)
+		}
+	}
 	srv.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
 		if connContext != nil {
 			ctx = connContext(ctx, nc)
@@ -227,20 +236,25 @@ func (l *Listener) own(nc net.Conn) *conn {
 	}
 }
 
-// serve counts a request on c starting (+1) or ending (-1); c waits again,
-// as the newest, when its last one ends.
+// serve counts a request on c starting (+1) or ending (-1). A handler's
+// return is not the end of its answer, which the server writes after it,
+// so c waits again only once the server reports it idle (see idle).
 func (l *Listener) serve(c *conn, delta int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c.serving += delta
-	if c.released {
-		return
-	}
-	switch {
-	case c.serving > 0 && c.waiting != nil:
+	if !c.released && c.serving > 0 && c.waiting != nil {
 		l.waiting.Remove(c.waiting)
 		c.waiting = nil
-	case c.serving == 0 && c.waiting == nil:
+	}
+}
+
+// idle makes c wait again, as the newest, when it serves no request: its
+// answers are written, so closing it to make room cuts none.
+func (l *Listener) idle(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !c.released && c.serving == 0 && c.waiting == nil {
 		c.waiting = l.waiting.PushBack(c)
 		l.freed.Broadcast() // it may now make room
 	}

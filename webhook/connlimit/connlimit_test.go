@@ -12,24 +12,46 @@ import (
 
 // server serves l with a handler that answers at once, except on /hold,
 // which holds its request until release is closed.
-func server(t *testing.T, limits Limits) (addr string, release chan struct{}) {
+// testServer is an HTTP server behind a Listen listener: /hold requests
+// say they are being served on holding, and are answered once release is
+// closed; any other path at once.
+type testServer struct {
+	addr             string
+	release, holding chan struct{}
+}
+
+func server(t *testing.T, limits Limits) testServer {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := Listen(inner, limits)
-	release = make(chan struct{})
+	ts := testServer{addr: inner.Addr().String(), release: make(chan struct{}), holding: make(chan struct{}, 16)}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
-			<-release
+			ts.holding <- struct{}{}
+			<-ts.release
 		}
 		_, _ = io.WriteString(w, "ok")
 	}), ReadHeaderTimeout: time.Minute}
 	l.Configure(srv)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return inner.Addr().String(), release
+	return ts
+}
+
+// serving waits until n /hold requests are being served: their connections
+// no longer wait, however busy the machine.
+func (ts testServer) serving(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-ts.holding:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a /hold request was not served")
+		}
+	}
 }
 
 // dialFrom connects to addr from the loopback address source.
@@ -66,7 +88,7 @@ func closed(c net.Conn) bool {
 }
 
 func TestWaitingConnectionsMakeRoom(t *testing.T) {
-	addr, _ := server(t, Limits{Name: "test", Max: 4, PerSource: 4})
+	addr := server(t, Limits{Name: "test", Max: 4, PerSource: 4}).addr
 	var idle []net.Conn
 	for _, source := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} { // one each: the oldest goes
 		c := dialFrom(t, source, addr)
@@ -93,7 +115,7 @@ func TestWaitingConnectionsMakeRoom(t *testing.T) {
 // A full listener closes a waiting connection of the source that holds
 // the most, not a lone caller's, however long that one has waited.
 func TestFloodersLoseTheirOwn(t *testing.T) {
-	addr, _ := server(t, Limits{Name: "test", Max: 4, PerSource: 4})
+	addr := server(t, Limits{Name: "test", Max: 4, PerSource: 4}).addr
 	lone := dialFrom(t, "127.0.0.2", addr)
 	time.Sleep(10 * time.Millisecond)
 	var flood []net.Conn
@@ -113,13 +135,14 @@ func TestFloodersLoseTheirOwn(t *testing.T) {
 }
 
 func TestServingConnectionsAreKept(t *testing.T) {
-	addr, release := server(t, Limits{Name: "test", Max: 2, PerSource: 2})
+	ts := server(t, Limits{Name: "test", Max: 2, PerSource: 2})
+	addr := ts.addr
 	held := make(chan error, 2)
 	for _, source := range []string{"127.0.0.2", "127.0.0.3"} {
 		c := dialFrom(t, source, addr)
 		go func() { held <- get(c, "/hold", 10*time.Second) }()
 	}
-	time.Sleep(200 * time.Millisecond)
+	ts.serving(t, 2)
 	answered := make(chan error, 1)
 	go func() { answered <- get(dialFrom(t, "127.0.0.1", addr), "/", 10*time.Second) }()
 	select {
@@ -127,7 +150,7 @@ func TestServingConnectionsAreKept(t *testing.T) {
 		t.Fatalf("answered (%v) while both slots served a request", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	close(release)
+	close(ts.release)
 	for range 2 {
 		if err := <-held; err != nil {
 			t.Errorf("a request being served was cut: %v", err)
@@ -139,8 +162,9 @@ func TestServingConnectionsAreKept(t *testing.T) {
 }
 
 func TestOneSourceLosesItsOwnFirst(t *testing.T) {
-	addr, release := server(t, Limits{Name: "test", Max: 8, PerSource: 2})
-	defer close(release)
+	ts := server(t, Limits{Name: "test", Max: 8, PerSource: 2})
+	addr := ts.addr
+	defer close(ts.release)
 	other := dialFrom(t, "127.0.0.3", addr)
 	if err := get(other, "/", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -163,7 +187,7 @@ func TestOneSourceLosesItsOwnFirst(t *testing.T) {
 	// With both of its connections serving, the source's next is refused.
 	go func() { _ = get(second, "/hold", 10*time.Second) }()
 	go func() { _ = get(third, "/hold", 10*time.Second) }()
-	time.Sleep(200 * time.Millisecond)
+	ts.serving(t, 2)
 	if refused := dialFrom(t, "127.0.0.2", addr); !closed(refused) {
 		t.Error("a source whose connections all serve requests got another")
 	}
