@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -338,6 +339,42 @@ func TestIPv6ByExternalIPAsOraclesControllerRegistersIt(t *testing.T) {
 	if len(backends) != 1 || backends[0].TargetID != "" {
 		t.Errorf("IPv6 backend sent with an instance: %+v", backends)
 	}
+	f.eventually(20*time.Second, func() error {
+		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+}
+
+// An NLB listener may be UDP (SDK ListenerProtocolsEnum): the controller
+// reads the listeners and registers, in the backend set a UDP listener
+// uses, the node port of the Service's UDP port, where a Service gives one
+// number to a TCP and a UDP port (DNS).
+func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	nlb := &seed.NetworkLoadBalancers[0]
+	udp := nlb.BackendSets["tcp"]
+	udp.Backends = nil
+	nlb.BackendSets["udp"] = udp
+	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("udp"),
+		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
+	f.must(f.emu.SeedState(seed))
+	f.node(f.ns+"-a", "10.0.40.1")
+	svc := f.service("dns", corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP},
+		corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP})
+	var udpPort int32
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == corev1.ProtocolUDP {
+			udpPort = p.NodePort
+		}
+	}
+	f.startManager(f.options())
+	fiftyThree := intstr.FromInt32(53)
+	obj := f.registrar("dns", networkLB, []v1beta1.Target{{Name: "dns", Namespace: f.ns, Port: &fiftyThree, BackendSetName: "udp", Weight: 1}})
+	f.expectBackends(networkLB, "udp", fmt.Sprintf("10.0.40.1:%d/1", udpPort))
 	f.eventually(20*time.Second, func() error {
 		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("ready: %+v", c)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -172,6 +173,9 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 	out := make(map[string]desired.Takes, len(read))
 	for name, bs := range read {
 		t := desired.Takes{Instance: bs.PreservesSource}
+		for _, p := range bs.Protocols {
+			t.Protocols = append(t.Protocols, corev1.Protocol(p))
+		}
 		switch bs.IPVersion {
 		case "IPV4":
 			t.Family = desired.IPv4

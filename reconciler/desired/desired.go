@@ -76,6 +76,10 @@ type Takes struct {
 	// address: OCI selects its backends by instance, so each names the
 	// node's instance OCID too.
 	Instance bool
+	// Protocols are the protocols its listeners forward (an NLB's: TCP,
+	// UDP or both); none means TCP, as every classic listener carries and
+	// a backend set no listener uses yet is taken to.
+	Protocols []corev1.Protocol
 }
 
 // Family is the IP family of the addresses a backend set takes.

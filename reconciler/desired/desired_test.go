@@ -374,6 +374,30 @@ func TestCompute(t *testing.T) {
 			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30054, 1, ""}}}},
 		},
 		{
+			// An NLB listener may be UDP or TCP_AND_UDP (SDK
+			// ListenerProtocolsEnum); its backend set gets the node port of the
+			// Service port of the protocol it forwards.
+			name: "a UDP listener's backend set takes the UDP port a number names",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(53), "dns", 1), svcTarget(intstr.FromInt32(53), "both", 1)}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+				corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, NodePort: 30054},
+				corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053})}},
+			opts: Options{BackendSets: map[string]Takes{"dns": {Protocols: []corev1.Protocol{corev1.ProtocolUDP}},
+				"both": {Protocols: []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP}}}},
+			// TCP_AND_UDP: the first port the Service lists, as Oracle's
+			// cloud controller manager picks (getBackendSetNamePortMap).
+			want: []BackendSet{{Name: "both", Backends: []Backend{{"10.0.0.1", 30054, 1, ""}}}, {Name: "dns", Backends: []Backend{{"10.0.0.1", 30053, 1, ""}}}},
+		},
+		{
+			name: "a UDP listener's backend set and a TCP port is a condition",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "dns", 1)}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+				corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, NodePort: 30443})}},
+			opts:       Options{BackendSets: map[string]Takes{"dns": {Protocols: []corev1.Protocol{corev1.ProtocolUDP}}}},
+			want:       []BackendSet{{Name: "dns", Held: &Issue{Reason: ReasonServicePortProtocol}}},
+			wantIssues: []string{ReasonServicePortProtocol},
+		},
+		{
 			name: "a UDP-only port is a condition, not a silent pick",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromInt32(53), "bs", 1), svcTarget(intstr.FromString("sctp"), "bs2", 1)}},
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -27,9 +28,13 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
-		sp, other := servicePort(svc, t)
+		carried := takes.Protocols
+		if len(carried) == 0 {
+			carried = []corev1.Protocol{corev1.ProtocolTCP}
+		}
+		sp, other := servicePort(svc, t, carried)
 		if sp == nil && other != "" {
-			return nil, nil, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, not TCP: load balancer backends take a TCP node port (a classic load balancer forwards TCP only); for another protocol, give the node port as nodePort", i, t.Port.String(), key, other)}
+			return nil, nil, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol, or give the node port as nodePort", i, t.Port.String(), key, other, t.BackendSetName, carried)}
 		}
 		if sp == nil {
 			return nil, nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
@@ -109,7 +114,7 @@ func answersOn(svc *corev1.Service, f Family) bool {
 // node port, both proxied by kube-proxy); the TCP one is chosen, whatever
 // the order, since a load balancer's backends take TCP. When t names only
 // ports of other protocols, other says which, and no port is chosen.
-func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort, other corev1.Protocol) {
+func servicePort(svc *corev1.Service, t *v1beta1.Target, carried []corev1.Protocol) (_ *corev1.ServicePort, other corev1.Protocol) {
 	if t.Port == nil {
 		return nil, ""
 	}
@@ -119,12 +124,12 @@ func servicePort(svc *corev1.Service, t *v1beta1.Target) (_ *corev1.ServicePort,
 		if t.Port.Type == intstr.Int {
 			named = p.Port == t.Port.IntVal
 		}
-		switch {
+		switch protocol := cmp.Or(p.Protocol, corev1.ProtocolTCP); { // TCP: the API server's default
 		case !named:
-		case p.Protocol == corev1.ProtocolTCP || p.Protocol == "": // the API server's default
+		case slices.Contains(carried, protocol):
 			return p, ""
 		default:
-			other = p.Protocol
+			other = protocol
 		}
 	}
 	return nil, other

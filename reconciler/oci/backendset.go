@@ -27,6 +27,10 @@ type BackendSet struct {
 	// client's source address (isPreserveSource, true when unset as OCI
 	// documents): OCI selects its backends by instance.
 	PreservesSource bool
+	// Protocols are the protocols an NLB's listeners forward to the
+	// backend set (see ListenerProtocols); none when no listener uses it,
+	// and for a classic backend set, whose listeners all carry TCP.
+	Protocols []string
 
 	lb  *loadbalancer.BackendSet
 	nlb *networkloadbalancer.BackendSet
@@ -67,6 +71,11 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 			bs.IPVersion = string(networkloadbalancer.IpVersionIpv4)
 		}
 		bs.PreservesSource = resp.IsPreserveSource == nil || *resp.IsPreserveSource
+		protocols, err := c.listenerProtocols(ctx, loadBalancerID)
+		if err != nil {
+			return nil, err
+		}
+		bs.Protocols = protocols[name]
 		for _, b := range resp.Backends {
 			bs.Backends = append(bs.Backends, networkBackend(b))
 		}
