@@ -82,6 +82,15 @@ type Takes struct {
 	Protocols []corev1.Protocol
 }
 
+// forwarded are the protocols the backend set's listeners forward: its
+// Protocols, or TCP.
+func (t Takes) forwarded() []corev1.Protocol {
+	if len(t.Protocols) == 0 {
+		return []corev1.Protocol{corev1.ProtocolTCP}
+	}
+	return t.Protocols
+}
+
 // Family is the IP family of the addresses a backend set takes.
 type Family int
 

@@ -28,10 +28,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
-		carried := takes.Protocols
-		if len(carried) == 0 {
-			carried = []corev1.Protocol{corev1.ProtocolTCP}
-		}
+		carried := takes.forwarded()
 		sp, other := servicePort(svc, t, carried)
 		if sp == nil && other != "" {
 			return nil, nil, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol, or give the node port as nodePort", i, t.Port.String(), key, other, t.BackendSetName, carried)}
@@ -109,11 +106,12 @@ func answersOn(svc *corev1.Service, f Family) bool {
 	return (f == IPv4) == v4
 }
 
-// servicePort is the TCP port of svc that t names by name or number. A
-// Service may give one number to a TCP and a UDP port (each with its own
-// node port, both proxied by kube-proxy); the TCP one is chosen, whatever
-// the order, since a load balancer's backends take TCP. When t names only
-// ports of other protocols, other says which, and no port is chosen.
+// servicePort is the first port of svc that t names by name or number in
+// a protocol the backend set's listeners forward (carried). A Service may
+// give one number to a TCP and a UDP port (each with its own node port,
+// both proxied by kube-proxy), so the protocol picks between them. When t
+// names only ports of other protocols, other says which, and no port is
+// chosen.
 func servicePort(svc *corev1.Service, t *v1beta1.Target, carried []corev1.Protocol) (_ *corev1.ServicePort, other corev1.Protocol) {
 	if t.Port == nil {
 		return nil, ""

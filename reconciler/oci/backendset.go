@@ -28,7 +28,7 @@ type BackendSet struct {
 	// documents): OCI selects its backends by instance.
 	PreservesSource bool
 	// Protocols are the protocols an NLB's listeners forward to the
-	// backend set (see ListenerProtocols); none when no listener uses it,
+	// backend set (see forwarded); none when no listener uses it,
 	// and for a classic backend set, whose listeners all carry TCP.
 	Protocols []string
 

@@ -24,10 +24,10 @@ type listenersRead struct {
 	protocols map[string][]string
 }
 
-// ListenerProtocols are the protocols a listener forwards to its default
-// backend set (SDK ListenerProtocolsEnum): TCP, UDP, or both for
-// TCP_AND_UDP and for ANY and L3IP, which forward every protocol.
-func ListenerProtocols(p networkloadbalancer.ListenerProtocolsEnum) []string {
+// forwarded are the protocols a listener forwards to its default backend
+// set (SDK ListenerProtocolsEnum): TCP, UDP, or both for TCP_AND_UDP and
+// for ANY and L3IP, which forward every protocol.
+func forwarded(p networkloadbalancer.ListenerProtocolsEnum) []string {
 	switch p {
 	case networkloadbalancer.ListenerProtocolsTcp:
 		return []string{"TCP"}
@@ -55,7 +55,7 @@ func (c *Client) listenerProtocols(ctx context.Context, loadBalancerID string) (
 	protocols := map[string][]string{}
 	for _, l := range resp.Listeners {
 		set := deref(l.DefaultBackendSetName)
-		protocols[set] = append(protocols[set], ListenerProtocols(l.Protocol)...)
+		protocols[set] = append(protocols[set], forwarded(l.Protocol)...)
 	}
 	for set, ps := range protocols {
 		slices.Sort(ps)

@@ -198,7 +198,10 @@ func (l *Listener) Configure(srv *http.Server) {
 		if connState != nil {
 			connState(nc, state)
 		}
-		if c := l.own(nc); c != nil && state == http.StateIdle {
+		if state != http.StateIdle {
+			return
+		}
+		if c := l.own(nc); c != nil {
 			l.idle(c)
 		}
 	}
