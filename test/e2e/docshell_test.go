@@ -17,9 +17,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -294,29 +294,26 @@ func (s *standIn) unroute(ctx context.Context) {
 	})
 }
 
-// rewrite sets each webhook's client config to what change makes of it,
-// retrying conflicts.
+// rewrite sets each webhook's client config to what change makes of it.
 func (s *standIn) rewrite(ctx context.Context, change func(name string, svc *apiextensionsv1.ServiceReference, url *string) (*apiextensionsv1.ServiceReference, *string)) {
-	for range 10 {
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := s.c.Client.Get(ctx, client.ObjectKey{Name: kube.CRDName}, &crd); err != nil || crd.Spec.Conversion == nil ||
 			crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
-			break
+			return err
 		}
 		config := crd.Spec.Conversion.Webhook.ClientConfig
 		svc, url := change("", config.Service, config.URL)
 		if svc == config.Service && url == config.URL {
-			break
+			return nil
 		}
 		config.Service, config.URL = svc, url
-		if err := s.c.Client.Update(ctx, &crd); !apierrors.IsConflict(err) {
-			break
-		}
-	}
-	for range 10 {
+		return s.c.Client.Update(ctx, &crd)
+	})
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if s.c.Client.Get(ctx, client.ObjectKey{Name: "lbregistrar-validating"}, &vwc) != nil {
-			return
+		if err := s.c.Client.Get(ctx, client.ObjectKey{Name: "lbregistrar-validating"}, &vwc); err != nil {
+			return err
 		}
 		changed := false
 		for i, w := range vwc.Webhooks {
@@ -335,12 +332,10 @@ func (s *standIn) rewrite(ctx context.Context, change func(name string, svc *api
 			}
 		}
 		if !changed {
-			return
+			return nil
 		}
-		if err := s.c.Client.Update(ctx, &vwc); !apierrors.IsConflict(err) {
-			return
-		}
-	}
+		return s.c.Client.Update(ctx, &vwc)
+	})
 }
 
 // rollOut reports lbregistrar's Deployment rolled out, once its replicas
