@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -506,18 +507,61 @@ func TestServiceWithoutNodePortIsACondition(t *testing.T) {
 	f.expectBackends(classicLB, "api")
 }
 
+// The resync alone repairs a change made outside: the load-balancer watch is
+// off, and nothing else the reconciler watches changes, so the drift is seen
+// to stay until the resync is due and to be gone soon after.
 func TestResyncRepairsDriftMadeOutside(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.12.1")
 	o := f.options()
-	o.Resync = 300 * time.Millisecond
+	o.WatchPeriod = 0          // no lbwatch: the resync is the only way back
+	o.Resync = 3 * time.Second // long enough to see the drift first
 	f.startManager(o)
 	f.registrar("drift", classicLB, []v1beta1.Target{fixedPort("api", 30300)})
 	f.expectBackends(classicLB, "api", "10.0.12.1:30300/1")
+	registered := f.workRequestsOn(classicLB, "api")
+	if len(registered) != 1 || registered[0].TimeFinished.IsZero() {
+		t.Fatalf("work requests on backend set api after registering: %+v, want one, ended", registered)
+	}
+
 	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml") // the load balancer as it was, without our backend
 	f.must(err)
 	f.must(f.emu.SeedState(seed))
-	f.expectBackends(classicLB, "api", "10.0.12.1:30300/1")
+	// The resync is due no sooner than Resync after the registering work
+	// request ended, so the drift is still there to see.
+	if got := f.backends(classicLB, "api"); len(got) != 0 {
+		t.Fatalf("right after the drift, %v after registering: backend set api holds %v, want it empty as seeded",
+			time.Since(registered[0].TimeFinished), got)
+	}
+
+	// Due at Resync plus up to 10% jitter after the registering flight
+	// landed; the rest is one read, one write and its work request.
+	bound := o.Resync + o.Resync/10 + 5*time.Second
+	f.eventually(bound, func() error {
+		if got := f.backends(classicLB, "api"); !slices.Equal(got, []string{"10.0.12.1:30300/1"}) {
+			return fmt.Errorf("backend set api: got %v, want the drift repaired", got)
+		}
+		return nil
+	})
+	wrs := f.workRequestsOn(classicLB, "api")
+	if len(wrs) != 2 {
+		t.Fatalf("work requests on backend set api: %+v, want the registration and one repair", wrs)
+	}
+	// Nothing but the resync: the repair was written no sooner than it was due.
+	if gap := wrs[0].TimeAccepted.Sub(registered[0].TimeFinished); gap < o.Resync {
+		t.Errorf("repair written %v after the registration ended, before the %v resync was due: something else repaired it", gap, o.Resync)
+	}
+}
+
+// workRequestsOn are the work requests on a backend set, newest first.
+func (f *fixture) workRequestsOn(lb, set string) []ociemu.WorkRequest {
+	var out []ociemu.WorkRequest
+	for _, wr := range f.emu.WorkRequests() {
+		if wr.LoadBalancerID == lb && wr.BackendSet == set {
+			out = append(out, wr)
+		}
+	}
+	return out
 }
 
 func TestDeletionGivesUpAfterCleanupTimeout(t *testing.T) {
