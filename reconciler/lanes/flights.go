@@ -2,6 +2,7 @@ package lanes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
@@ -36,17 +37,27 @@ import (
 // At shutdown (or loss of leadership) the flights' context is cancelled and
 // the manager waits for them: a write under way is still waited for and
 // recorded (ShutdownWait), as when it ran in the reconcile.
+//
+// Since the reconcile has returned by then, controller-runtime's metrics
+// never see how a flight ends; it is observed in metrics.FlightDuration by
+// result, and the oldest flight in the air in metrics.OldestFlightStart.
 type Flights struct {
 	ctx    context.Context // outlives reconciles; cancelled at shutdown
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	airborne map[string][]func() // resource -> wakes of reconciles parked behind its flight
-	grounded bool                // shutting down: no flight starts
+	airborne map[string]*flight // by resource
+	grounded bool               // shutting down: no flight starts
 
 	backoff workqueue.TypedRateLimiter[string]
 	requeue func(name string, after time.Duration)
+}
+
+// A flight is one resource's write in the air.
+type flight struct {
+	launched time.Time
+	wakes    []func() // of the reconciles parked behind it
 }
 
 // NewFlights returns flights whose landing schedules the resource's next
@@ -54,7 +65,7 @@ type Flights struct {
 func NewFlights(requeue func(name string, after time.Duration)) *Flights {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Flights{
-		ctx: ctx, cancel: cancel, airborne: map[string][]func(){},
+		ctx: ctx, cancel: cancel, airborne: map[string]*flight{},
 		// The controller's own per-item backoff, which a flight's failure
 		// would otherwise not reach.
 		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](FailureBackoffBase, FailureBackoffMax),
@@ -74,11 +85,11 @@ const (
 func (f *Flights) ParkBehind(name string, wake func()) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	wakes, flying := f.airborne[name]
-	if flying {
-		f.airborne[name] = append(wakes, wake)
+	fl := f.airborne[name]
+	if fl != nil {
+		fl.wakes = append(fl.wakes, wake)
 	}
-	return flying
+	return fl != nil
 }
 
 // Awaited reports whether a reconcile of name is parked behind its flight:
@@ -86,7 +97,8 @@ func (f *Flights) ParkBehind(name string, wake func()) bool {
 func (f *Flights) Awaited(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.airborne[name]) > 0
+	fl := f.airborne[name]
+	return fl != nil && len(fl.wakes) > 0
 }
 
 // Launch runs fly for name on its turn of the lane, which it releases when
@@ -102,7 +114,9 @@ func (f *Flights) Launch(ctx context.Context, name string, turn *Turn, fly func(
 		turn.Release()
 		return
 	}
-	f.airborne[name] = nil
+	fl := &flight{launched: time.Now()}
+	f.airborne[name] = fl
+	f.showOldest()
 	metrics.Flights.Inc()
 	f.wg.Go(func() {
 		var res ctrl.Result
@@ -112,24 +126,36 @@ func (f *Flights) Launch(ctx context.Context, name string, turn *Turn, fly func(
 			// controller-runtime recovers: the lane is released and the
 			// resource retried, not the process lost.
 			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
+				err = fmt.Errorf("%w: %v", errPanic, p)
 				logger.Error(err, "flight panicked", "stack", string(debug.Stack()))
 			}
 			turn.Release()
-			f.land(logger, name, res, err)
 			metrics.Flights.Dec()
+			f.land(logger, name, fl, res, err)
 		}()
 		res, err = fly(log.IntoContext(f.ctx, logger))
 	})
 }
 
-// land schedules name's next reconcile by how its flight ended, and wakes
-// the reconciles parked behind it.
-func (f *Flights) land(logger logr.Logger, name string, res ctrl.Result, err error) {
+// errPanic is the error of a flight that panicked.
+var errPanic = errors.New("panic")
+
+// land observes how name's flight fl ended, schedules name's next reconcile
+// by it, and wakes the reconciles parked behind it.
+func (f *Flights) land(logger logr.Logger, name string, fl *flight, res ctrl.Result, err error) {
 	f.mu.Lock()
-	wakes := f.airborne[name]
 	delete(f.airborne, name)
+	f.showOldest()
+	wakes := fl.wakes
 	f.mu.Unlock()
+	result := metrics.FlightSuccess
+	if err != nil {
+		result = metrics.FlightError
+		if errors.Is(err, errPanic) {
+			result = metrics.FlightPanic
+		}
+	}
+	metrics.FlightDuration.WithLabelValues(result).Observe(time.Since(fl.launched).Seconds())
 	switch {
 	case err != nil:
 		logger.Error(err, "Reconciler error")
@@ -146,6 +172,22 @@ func (f *Flights) land(logger logr.Logger, name string, res ctrl.Result, err err
 	for _, wake := range wakes {
 		wake()
 	}
+}
+
+// showOldest sets metrics.OldestFlightStart from the flights in the air;
+// f.mu is held.
+func (f *Flights) showOldest() {
+	var oldest time.Time
+	for _, fl := range f.airborne {
+		if oldest.IsZero() || fl.launched.Before(oldest) {
+			oldest = fl.launched
+		}
+	}
+	start := 0.0
+	if !oldest.IsZero() {
+		start = float64(oldest.UnixNano()) / 1e9
+	}
+	metrics.OldestFlightStart.Set(start)
 }
 
 // Wait blocks until every flight has landed.

@@ -55,6 +55,27 @@ var (
 		Help: "Load balancers whose backend sets are being read, written and waited for, each by one resource holding its lane, without holding a reconcile worker.",
 	})
 
+	// FlightDuration observes each flight by result (FlightSuccess,
+	// FlightError, FlightPanic) once it lands. A flight fails after its
+	// reconcile has returned, so controller-runtime's reconcile errors and
+	// times never see its writes and work-request waits; these do.
+	FlightDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lbregistrar_flight_duration_seconds",
+		Help: "Time from a flight's launch until it landed, by result (success, error, panic): reading, writing and waiting for the work requests of a load balancer's backend sets, which the reconcile that launched it does not include.",
+		// From a read that finds nothing to write to several work requests
+		// of tens of seconds, each waited for up to --work-request-timeout.
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800},
+	}, []string{"result"})
+
+	// OldestFlightStart is when the oldest flight in the air was launched,
+	// 0 with none: a flight stuck on a work request shows here before it
+	// lands, as workqueue_longest_running_processor_seconds showed a
+	// reconcile that held its worker.
+	OldestFlightStart = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lbregistrar_oldest_flight_start_time_seconds",
+		Help: "Unix time the oldest flight in the air was launched, 0 when none is; time() minus it is how long that flight has been reading, writing and waiting.",
+	})
+
 	// PendingWrites counts, under serve --dry-run, the writes held back per
 	// load balancer and backend set: 0 once a reconcile finds nothing to write.
 	PendingWrites = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -101,6 +122,18 @@ var (
 	}, []string{"event"})
 )
 
+// Results of a flight: the result label of FlightDuration.
+const (
+	FlightSuccess = "success"
+	FlightError   = "error"
+	FlightPanic   = "panic"
+)
+
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains)
+	// Every result exported from the start, at 0, so an alert on failed
+	// flights has a series to rate before the first one fails.
+	for _, result := range []string{FlightSuccess, FlightError, FlightPanic} {
+		FlightDuration.WithLabelValues(result)
+	}
 }
