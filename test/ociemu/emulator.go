@@ -101,8 +101,11 @@ type Emulator struct {
 	tlsServer     *http.Server
 	ca            *certAuthority
 
-	mu   sync.Mutex
-	keys map[string]*signer // by keyId
+	// logMu is held (read) by each call from the moment it may change
+	// state until it is logged, and taken by Calls.
+	logMu sync.RWMutex
+	mu    sync.Mutex
+	keys  map[string]*signer // by keyId
 	// sessionSecret signs the session tokens the emulator issues;
 	// identityServers serve the identity services (ServeWorkloadIdentity,
 	// ServeInstancePrincipal).

@@ -54,6 +54,7 @@ type response struct {
 // requestContext is one API request on its way through the emulator.
 type requestContext struct {
 	r              *http.Request
+	logHeld        bool // holds logMu (read) until the call is logged
 	body           []byte
 	operation      string
 	loadBalancerID string
@@ -102,6 +103,11 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 		if id := r.PathValue("workRequestId"); id != "" {
 			rc.loadBalancerID = e.workRequestBalancer(id)
 		}
+		defer func() {
+			if rc.logHeld {
+				e.logMu.RUnlock()
+			}
+		}()
 		requestID := newRequestID(r.Header.Get("opc-request-id"))
 		resp, err := e.serve(rc, h, isWrite, start)
 		if rc.foreignChange {
@@ -160,6 +166,10 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 	}
 	rc.failure, rc.stuckBy, rc.foreignChange = eff.failure, eff.stuckBy, eff.foreignChange
 	rc.lose, rc.lostAs = eff.lose, eff.lostAs
+	// From here the call may change what the emulator holds: Calls waits
+	// until it is logged, so a test that saw its change also finds its call.
+	e.logMu.RLock()
+	rc.logHeld = true
 	if !isWrite {
 		return h(rc)
 	}
@@ -420,6 +430,8 @@ func (e *Emulator) record(c Call) {
 // Calls returns the call log, oldest first; past 10,000 entries the oldest
 // are dropped.
 func (e *Emulator) Calls() []Call {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]Call(nil), e.calls...)
