@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -83,7 +82,7 @@ func TestHealthInStatus(t *testing.T) {
 			switch {
 			case d == nil:
 				return fmt.Errorf("no Degraded condition")
-			case len(unhealthy) > 0 && (d.Status != metav1.ConditionTrue || d.Reason != status.ReasonBackendsUnhealthy || !strings.Contains(d.Message, down)):
+			case len(unhealthy) > 0 && (d.Status != metav1.ConditionTrue || d.Reason != v1beta1.ReasonBackendsUnhealthy || !strings.Contains(d.Message, down)):
 				return fmt.Errorf("Degraded: %+v, want True naming %s", d, down)
 			case len(unhealthy) == 0 && d.Status != metav1.ConditionFalse:
 				return fmt.Errorf("Degraded: %+v, want False", d)

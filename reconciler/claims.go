@@ -21,7 +21,7 @@ func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) 
 		return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
 	}
 	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
-		key, err := r.records.Key(ctx)
+		key, err := r.keys.Key(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func TestLanesView(t *testing.T) {
 	if diff := cmp.Diff(wantDrains, serve(t, r).NodeDrains); diff != "" {
 		t.Errorf("drains (-want +got):\n%s", diff)
 	}
-	r.drains.forget("r2")
+	r.drains.Forget("r2")
 	if diff := cmp.Diff(wantDrains[1:], serve(t, r).NodeDrains); diff != "" {
 		t.Errorf("drains after r2 is gone (-want +got):\n%s", diff)
 	}

@@ -45,8 +45,8 @@ func (d *drains) set(name, lb, backendSet string, p *plan.Plan, drainFor time.Du
 	d.m[key] = list
 }
 
-// forget drops a resource that is gone.
-func (d *drains) forget(name string) {
+// Forget drops a resource that is gone.
+func (d *drains) Forget(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for key := range d.m {

@@ -23,7 +23,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // backendSets is OCI as far as planning goes: backend sets by name, any
@@ -133,7 +132,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1beta1.ConditionReady)
-	if ready == nil || ready.Reason != status.ReasonDryRun || !strings.Contains(ready.Message, `backend set "api": add 10.0.0.2:30080 weight 1`) {
+	if ready == nil || ready.Reason != v1beta1.ReasonDryRun || !strings.Contains(ready.Message, `backend set "api": add 10.0.0.2:30080 weight 1`) {
 		t.Errorf("older's Ready = %+v, want reason DryRun naming the pending write", ready)
 	}
 	if len(got.Finalizers) != 0 || !cmp.Equal(got.Status.BackendSets, older.Status.BackendSets) {
@@ -142,7 +141,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(newer), &got); err != nil {
 		t.Fatal(err)
 	}
-	for typ, reason := range map[string]string{v1beta1.ConditionConflict: status.ReasonClaimed, v1beta1.ConditionReady: status.ReasonWriteFailed} {
+	for typ, reason := range map[string]string{v1beta1.ConditionConflict: v1beta1.ReasonClaimed, v1beta1.ConditionReady: v1beta1.ReasonWriteFailed} {
 		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.Reason != reason {
 			t.Errorf("newer's %s = %+v, want reason %s", typ, c, reason)
 		}

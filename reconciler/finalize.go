@@ -21,8 +21,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
-	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
-	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
@@ -42,7 +40,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 	}
 	if why != "" {
 		logger.Info("deleted; its backends stay registered", "why", why, "backendSets", len(obj.Status.BackendSets))
-		r.events.Eventf(obj, nil, corev1.EventTypeNormal, status.ReasonBackendsKept, "Delete",
+		r.events.Eventf(obj, nil, corev1.EventTypeNormal, v1beta1.ReasonBackendsKept, "Delete",
 			"deleted with its backends left registered in load balancer %s: %s; remove them on purpose (docs/operations.md, Uninstalling)", recordedLoadBalancer(obj), why)
 		return ctrl.Result{}, r.releaseFinalizer(ctx, obj)
 	}
@@ -60,16 +58,13 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		out.Fail("*", err)
 		return r.deregistered(ctx, st, &out)
 	}
-	return r.fly(ctx, recordedLoadBalancer(obj), obj.Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
-		return r.deregister(ctx, ociClient, st, turn)
-	})
+	return r.fly(ctx, st, ociClient, recordedLoadBalancer(obj), r.deregister)
 }
 
 // deregister drains obj's owned backends for the drain period, then removes
 // them, on its turn of the lane.
-func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn) (ctrl.Result, error) {
-	obj := st.Object()
-	logger := log.FromContext(ctx).WithValues("loadBalancer", turn.LoadBalancerID())
+func (r *Reconciler) deregister(ctx context.Context, s *scope) (ctrl.Result, error) {
+	obj, logger := s.obj, s.logger
 	drainUntil := r.drainEnds(obj)
 	mode := plan.Remove
 	if time.Now().Before(drainUntil) {
@@ -84,10 +79,9 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	} else {
 		logger.Info("deleted: removing this resource's backends", "backendSets", names)
 	}
-	var out status.Outcome
-	jobs := decide.Removals(obj, turn.LoadBalancerID(), mode, 0, r.claimantsOf(ctx, obj), &out)
-	r.write(ctx, ociClient, st, &out, turn, jobs)
-	if mode == plan.Drain && out.Err == nil {
+	jobs := decide.Removals(obj, s.lb, mode, 0, r.claimantsOf(ctx, obj), &s.out)
+	r.write(ctx, s, jobs)
+	if mode == plan.Drain && s.out.Err == nil {
 		for i := range obj.Status.BackendSets {
 			obj.Status.BackendSets[i].Drained = true
 		}
@@ -95,15 +89,15 @@ func (r *Reconciler) deregister(ctx context.Context, ociClient ociAPI, st *statu
 	}
 	// What another resource now records, or OCI no longer holds, left the
 	// record in the sync: only backends still owned wait.
-	if out.Err == nil && mode == plan.Drain && ownsBackends(obj) {
-		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonDeleting,
+	if s.out.Err == nil && mode == plan.Drain && ownsBackends(obj) {
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting,
 			fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
 		// The writes may have outlasted the period: a requeue of zero or
 		// less would be none at all, and the removal would wait for the
 		// resync.
-		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, st.Flush(ctx)
+		return ctrl.Result{RequeueAfter: max(time.Until(drainUntil), 0) + 100*time.Millisecond}, s.st.Flush(ctx)
 	}
-	return r.deregistered(ctx, st, &out)
+	return r.deregistered(ctx, s.st, &s.out)
 }
 
 // drainEnds is when the drain of deleted obj's backends is over: the drain
@@ -149,7 +143,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		if time.Now().Before(deleted.Add(r.opts.CleanupTimeout)) {
 			logger.Error(out.Err, "cleanup failed; retrying until the cleanup timeout",
 				"failures", out.Failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
-			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.Failures, "; "))
+			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.Failures, "; "))
 			if err := st.Flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
 			}
@@ -161,7 +155,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		}
 		logger.Error(out.Err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
 			"failures", out.Failures, "cleanupTimeout", r.opts.CleanupTimeout)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, "CleanupAbandoned", "Deregister",
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonCleanupAbandoned, "Deregister",
 			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.Failures, "; "))
 	}
 	logger.Info("deregistered; removing the finalizer")
@@ -170,9 +164,6 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 
 // releaseFinalizer lets the API server delete obj.
 func (r *Reconciler) releaseFinalizer(ctx context.Context, obj *v1beta1.LBRegistrar) error {
-	for _, rec := range obj.Status.BackendSets {
-		metrics.BackendsRegistered.DeleteLabelValues(obj.Name, rec.Name)
-	}
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
@@ -229,9 +220,7 @@ func moving(obj *v1beta1.LBRegistrar) bool {
 // lane, as every other write runs: no reconcile worker waits while OCI
 // works.
 func (r *Reconciler) move(ctx context.Context, ociClient ociAPI, st *status.Writer) (ctrl.Result, error) {
-	return r.fly(ctx, recordedLoadBalancer(st.Object()), st.Object().Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
-		return r.leave(ctx, ociClient, st, turn)
-	})
+	return r.fly(ctx, st, ociClient, recordedLoadBalancer(st.Object()), r.leave)
 }
 
 // leave takes obj's backends out of the load balancer turn holds, which
@@ -241,20 +230,18 @@ func (r *Reconciler) move(ctx context.Context, ociClient ociAPI, st *status.Writ
 // record refers to the spec's load balancer, which the next reconcile
 // registers; until then the status says so and nothing is registered
 // anywhere else.
-func (r *Reconciler) leave(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn) (ctrl.Result, error) {
-	obj := st.Object()
-	old := turn.LoadBalancerID()
-	log.FromContext(ctx).Info("leaving the load balancer the spec no longer names: draining this resource's backends there, then removing them",
+func (r *Reconciler) leave(ctx context.Context, s *scope) (ctrl.Result, error) {
+	obj, old, out, st := s.obj, s.lb, &s.out, s.st
+	s.logger.Info("leaving the load balancer the spec no longer names: draining this resource's backends there, then removing them",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
-	var out status.Outcome
-	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(decide.LoadBalancerChanged), r.claimantsOf(ctx, obj), &out)
-	r.write(ctx, ociClient, st, &out, turn, jobs)
+	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(decide.LoadBalancerChanged), r.claimantsOf(ctx, obj), out)
+	r.write(ctx, s, jobs)
 	switch {
 	case out.Err != nil:
-		status.SetConditions(obj, &out)
+		status.SetConditions(obj, out)
 		return ctrl.Result{}, errors.Join(fmt.Errorf("taking this resource's backends out of load balancer %s, which the spec no longer names: %w", old, out.Err), st.Flush(ctx))
 	case len(obj.Status.BackendSets) > 0:
-		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, status.ReasonMoving,
+		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonMoving,
 			fmt.Sprintf("draining this resource's backends in load balancer %s, which the spec no longer names, until %s; then they are removed and load balancer %s is registered",
 				old, out.RevisitAt.UTC().Format(time.RFC3339), obj.Spec.LoadBalancerID))
 		return r.requeue(out.RevisitAt), st.Flush(ctx)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -135,7 +134,7 @@ func TestUnsignedRecordIsNotActedOn(t *testing.T) {
 		return nil
 	})
 	f.expectBackends(classicLB, "web", append(webBefore, "10.0.41.1:30041/1")...)
-	f.expectEvent(obj, status.ReasonRecordUnverified)
+	f.expectEvent(obj, v1beta1.ReasonRecordUnverified)
 
 	// A record pointing at another load balancer, whose backends the
 	// controller would otherwise leave as it does an old one.
@@ -230,7 +229,7 @@ func TestRestoredRecordIsNotActedOn(t *testing.T) {
 	restored.Status = backup.Status
 	f.must(k8s.Status().Update(f.ctx, restored))
 	f.startManager(f.options())
-	f.expectEvent(restored, status.ReasonRecordUnverified)
+	f.expectEvent(restored, v1beta1.ReasonRecordUnverified)
 	f.eventually(10*time.Second, func() error {
 		o := f.get(restored)
 		if o.Status.RecordSignature == "" || o.Status.RecordSignature == backup.Status.RecordSignature || o.Status.BackendSets[0].OwnedCount() != 1 {

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -54,7 +53,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 	f.emu.ResetCalls()
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, status.ReasonSuspended)
+	f.waitReady(obj, v1beta1.ReasonSuspended)
 	f.updateRegistrar(obj, suspend(false))
 	f.waitReady(obj, v1beta1.ReasonRegistered)
 	if n := f.writesTo(classicLB, "api"); n != 0 {
@@ -62,7 +61,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, status.ReasonSuspended)
+	f.waitReady(obj, v1beta1.ReasonSuspended)
 	f.node(f.ns+"-b", "10.0.40.2")
 	time.Sleep(2 * time.Second) // what a reconcile would have written by now
 	if got := f.backends(classicLB, "api"); len(got) != 1 || f.writesTo(classicLB, "api") != 0 {
@@ -78,7 +77,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, status.ReasonSuspended)
+	f.waitReady(obj, v1beta1.ReasonSuspended)
 	f.emu.ResetCalls()
 	f.must(f.api.Delete(f.ctx, obj))
 	f.waitGone(obj)
@@ -157,7 +156,7 @@ func TestMoveDrainsTheOldLoadBalancer(t *testing.T) {
 		o.Spec.LoadBalancerID = networkLB
 		o.Spec.Services = []v1beta1.Target{fixedPort("tcp", 30470)}
 	})
-	f.waitReady(obj, status.ReasonMoving)
+	f.waitReady(obj, v1beta1.ReasonMoving)
 	f.expectBackends(classicLB, "admin", "10.0.44.1:30470/1,drain")
 	if got := f.backends(networkLB, "tcp"); len(got) != len(nlbBefore) {
 		t.Errorf("the new load balancer was registered during the old one's drain: %v", got)

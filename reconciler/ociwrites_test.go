@@ -18,7 +18,6 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -642,7 +641,7 @@ func TestBackendSetIsFilledToItsLimit(t *testing.T) {
 	f.expectBackends(networkLB, "pair", "10.0.47.1:31047/1", "10.0.47.2:31047/1")
 	f.eventually(20*time.Second, func() error {
 		o := f.get(obj)
-		if c := condition(o, v1beta1.ConditionDegraded); c == nil || c.Reason != status.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
+		if c := condition(o, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
 		if c := condition(o, v1beta1.ConditionReady); c == nil || strings.Contains(c.Message, "LimitExceeded") {

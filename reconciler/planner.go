@@ -33,7 +33,7 @@ type Planner struct {
 	build   func(oci.Credentials) (ociAPI, error)
 	opts    Options
 	apiKey  *oci.Credentials
-	records *ownership.KeyStore
+	keys    *ownership.KeyStore
 }
 
 // NewPlanner returns a Planner reading through reader, reaching OCI as o
@@ -52,7 +52,7 @@ func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error
 	// API keys may be read from any namespace the user may read.
 	secrets := credentials.NewSecrets(reader, nil)
 	records := &ownership.KeyStore{Reader: reader, Secret: o.RecordKey}
-	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, records: records}
+	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, keys: records}
 }
 
 // ResourcePlan is what one reconcile of a resource would do.
@@ -146,7 +146,7 @@ func (p *Planner) open(ctx context.Context, obj *v1beta1.LBRegistrar, lb string,
 	// Without the key (no read access to its Secret) no record can be
 	// vouched for: the plan then shows what the controller would do were
 	// every record forged, which never removes more.
-	key, keyErr := p.records.Key(ctx)
+	key, keyErr := p.keys.Key(ctx)
 	switch {
 	case !ownership.Recorded(obj):
 	case keyErr != nil:
@@ -190,7 +190,7 @@ type Unrecorded struct {
 // keep as not their resource's that no resource of all records (with a
 // record the controller signed) and that no node of the cluster is.
 func (p *Planner) Unrecorded(ctx context.Context, plans []ResourcePlan, all []v1beta1.LBRegistrar) ([]Unrecorded, error) {
-	key, err := p.records.Key(ctx)
+	key, err := p.keys.Key(ctx)
 	if err != nil {
 		key = nil // no record can be vouched for: none counts
 	}

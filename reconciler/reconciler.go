@@ -9,13 +9,14 @@
 //  2. credentials (package credentials): an identity that cannot sign in is a
 //     condition, and nothing is written;
 //  3. take the load balancer's lane (package lanes), or park until it is
-//     free; the rest runs as a flight, which holds the lane but no
-//     reconcile worker while it waits for OCI;
+//     free; the rest runs as a flight (scope.go), which holds the lane but
+//     no reconcile worker while it waits for OCI;
 //  4. assess and decide (package decide), only then, so changes that
 //     arrived while waiting are folded into this write;
 //  5. write: per backend set, one If-Match write only when something
-//     changed, waited for (package backendset, in write.go);
-//  6. record: the ownership record, conditions and observedGeneration,
+//     changed, waited for (package backendset, in write.go), and how each
+//     write ended judged and carried out (verdict.go);
+//  6. writeStatus: the ownership record, conditions and observedGeneration,
 //     flushed once on the way out (package status).
 //
 // Deletion (finalize.go) drains the resource's own backends for the drain
@@ -40,7 +41,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
@@ -89,30 +89,31 @@ func (r *Reconciler) register(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return r.move(ctx, ociClient, st)
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID
-	return r.fly(ctx, obj.Spec.LoadBalancerID, obj.Name, func(ctx context.Context, turn *lanes.Turn) (ctrl.Result, error) {
-		return r.converge(ctx, ociClient, st, turn, claimants, before)
+	return r.fly(ctx, st, ociClient, obj.Spec.LoadBalancerID, func(ctx context.Context, s *scope) (ctrl.Result, error) {
+		return r.converge(ctx, s, claimants, before)
 	})
 }
 
-// converge brings obj's backend sets in line on its turn of the lane: it
-// decides from the cluster as it is now, writes, and records the outcome.
-func (r *Reconciler) converge(ctx context.Context, ociClient ociAPI, st *status.Writer, turn *lanes.Turn, claimants decide.Claimants, before []metav1.Condition) (ctrl.Result, error) {
-	obj := st.Object()
+// converge brings the resource's backend sets in line on its turn of the
+// lane: it decides from the cluster as it is now, writes, and records the
+// outcome.
+func (r *Reconciler) converge(ctx context.Context, s *scope, claimants decide.Claimants, before []metav1.Condition) (ctrl.Result, error) {
 	// Watched before the reads, so that another writer's change made after
 	// them is noticed.
-	r.watch.Keep(ctx, obj.Name, obj.Spec.LoadBalancerID, ociClient)
-	turn.Step(lanes.Reading, "", "")
-	out, jobs, err := decide.Assess(ctx, r.client, ociClient, obj, claimants, r.opts.decide())
+	r.watch.Keep(ctx, s.obj.Name, s.lb, s.oci)
+	s.turn.Step(lanes.Reading, "", "")
+	out, jobs, err := decide.Assess(ctx, r.client, s.oci, s.obj, claimants, r.opts.decide())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.out = out
 	metrics.Conflicts.Add(float64(len(out.Lost)))
-	r.write(ctx, ociClient, st, &out, turn, jobs)
-	if err := r.record(ctx, st, &out, before); err != nil {
+	r.write(ctx, s, jobs)
+	if err := r.writeStatus(ctx, s.st, &s.out, before); err != nil {
 		return ctrl.Result{}, err
 	}
-	if out.Err != nil {
-		return ctrl.Result{}, out.Err
+	if s.out.Err != nil {
+		return ctrl.Result{}, s.out.Err
 	}
-	return r.requeue(out.RevisitAt), nil
+	return r.requeue(s.out.RevisitAt), nil
 }

@@ -48,8 +48,8 @@ type Reconciler struct {
 	pending   *preview.Pending    // held back by DryRun
 	refusals  backendset.Refusals // additions OCI refused, held back until their retry
 	drains    drains
-	status    *status.Recorder
-	records   *ownership.KeyStore
+	status    *status.Writers
+	keys      *ownership.KeyStore
 	elected   <-chan struct{} // closed once this replica leads
 	opts      Options
 }
@@ -106,9 +106,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		watch:   watch,
 		flights: lanes.NewFlights(wakeups.After),
 		pending: preview.NewPending(),
-		records: records,
+		keys:    records,
 		// As many status writes at once as reconcile workers.
-		status:  status.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(), events, records, max(o.Workers, 1)),
+		status:  status.NewWriters(mgr.GetClient(), mgr.GetAPIReader(), events, records, max(o.Workers, 1)),
 		elected: mgr.Elected(),
 		opts:    o,
 	}

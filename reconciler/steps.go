@@ -15,7 +15,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
-	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -30,14 +30,21 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1beta1.LBReg
 	return &obj, err
 }
 
+// forgetter is a store of what the process keeps per resource.
+type forgetter interface{ Forget(resource string) }
+
+// stores lists every store of what the process keeps per resource, so
+// that one that is gone is forgotten by all of them
+// (TestEveryStoreForgetsAGoneResource keeps the list whole).
+func (r *Reconciler) stores() []forgetter {
+	return []forgetter{r.secrets, r.pending, &r.refusals, &r.drains, r.status, r.watch, r.flights, metrics.PerResource}
+}
+
 // forget drops what the process keeps of a resource that is gone.
 func (r *Reconciler) forget(name string) {
-	r.secrets.Forget(name)
-	r.pending.Forget(name)
-	r.refusals.Forget(name)
-	r.drains.forget(name)
-	r.status.Forget(name)
-	r.watch.Forget(name)
+	for _, s := range r.stores() {
+		s.Forget(name)
+	}
 }
 
 // holdFinalizer adds the finalizer that keeps obj until its backends are
@@ -74,7 +81,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 	if ce.Retry {
 		retryAt = time.Now().Add(credentialRetry)
 	}
-	return r.requeue(retryAt), r.record(ctx, st, &out, before)
+	return r.requeue(retryAt), r.writeStatus(ctx, st, &out, before)
 }
 
 // credentialRetry is how soon credentials that failed for a reason no
@@ -82,7 +89,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 const credentialRetry = 10 * time.Second
 
 // record writes what the reconcile found into obj's status, on its way out.
-func (r *Reconciler) record(ctx context.Context, st *status.Writer, out *status.Outcome, before []metav1.Condition) error {
+func (r *Reconciler) writeStatus(ctx context.Context, st *status.Writer, out *status.Outcome, before []metav1.Condition) error {
 	obj := st.Object()
 	obj.Status.ObservedGeneration = obj.Generation
 	obj.Status.Targets = int32(len(obj.Spec.Services))
@@ -123,17 +130,4 @@ func (r *Reconciler) suspended(ctx context.Context, obj *v1beta1.LBRegistrar) (c
 	status.SetSuspended(obj)
 	obj.Status.ObservedGeneration = obj.Generation
 	return ctrl.Result{}, st.Flush(ctx)
-}
-
-// fly runs write as the flight of resource name on a turn of load balancer
-// lb's lane, which it holds instead of a reconcile worker, or parks the
-// resource until the lane is free, when it is enqueued again.
-func (r *Reconciler) fly(ctx context.Context, lb, name string, write func(context.Context, *lanes.Turn) (ctrl.Result, error)) (ctrl.Result, error) {
-	turn, ok := r.lanes.TryAcquire(lb, name, r.wakeFunc(name))
-	if !ok {
-		log.FromContext(ctx).V(1).Info("load balancer busy with another write; parked until it is done", "loadBalancer", lb)
-		return ctrl.Result{}, nil
-	}
-	r.flights.Launch(ctx, name, turn, func(ctx context.Context) (ctrl.Result, error) { return write(ctx, turn) })
-	return ctrl.Result{}, nil
 }

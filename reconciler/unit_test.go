@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
@@ -24,6 +27,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -122,8 +126,8 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   lanes.NewFlights(func(string, time.Duration) {}),
 		pending:   preview.NewPending(),
-		records:   records,
-		status:    status.NewRecorder(c, c, recorder, records, 0),
+		keys:      records,
+		status:    status.NewWriters(c, c, recorder, records, 0),
 		opts:      Options{Backoff: backendset.Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},
 	}
 }
@@ -227,5 +231,48 @@ func TestGoneResourceForgetsItsKey(t *testing.T) {
 	read()
 	if reads != 2 {
 		t.Fatalf("%d Secret reads after the resource was gone, want the value read again (2)", reads)
+	}
+}
+
+// Every field of the Reconciler that keeps something per resource (it has
+// a Forget) is among its stores, so a resource that is gone is forgotten
+// everywhere, and a store added later cannot be missed.
+func TestEveryStoreForgetsAGoneResource(t *testing.T) {
+	r := unitReconciler(t, nil)
+	listed := map[uintptr]bool{}
+	for _, s := range r.stores() {
+		if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer {
+			listed[v.Pointer()] = true
+		}
+	}
+	forgets := reflect.TypeFor[forgetter]()
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Pointer {
+			f = f.Addr()
+		}
+		if f.Type().Implements(forgets) && !f.IsNil() && !listed[f.Pointer()] {
+			t.Errorf("Reconciler.%s keeps something per resource (it has Forget), but stores() does not list it", v.Type().Field(i).Name)
+		}
+	}
+}
+
+// A resource that is gone leaves no series behind: its gauges go with it,
+// another resource's stay.
+func TestGoneResourceLeavesNoSeries(t *testing.T) {
+	r := unitReconciler(t, nil)
+	for _, name := range []string{"gone", "kept"} {
+		metrics.BackendsRegistered.WithLabelValues(name, "api").Set(1)
+		metrics.BackendLimitUsed.WithLabelValues(name, "api").Set(0.5)
+	}
+	r.forget("gone")
+	for _, g := range []*prometheus.GaugeVec{metrics.BackendsRegistered, metrics.BackendLimitUsed} {
+		if g.DeleteLabelValues("gone", "api") {
+			t.Errorf("a series of the gone resource is left")
+		}
+		if !g.DeleteLabelValues("kept", "api") {
+			t.Errorf("the series of another resource went too")
+		}
 	}
 }

@@ -199,13 +199,6 @@ const (
 	ConditionStalled     = "Stalled"
 )
 
-// Reasons of the Ready condition.
-const (
-	ReasonRegistered  = "Registered"
-	ReasonRegistering = "Registering"
-	ReasonPending     = "Pending"
-)
-
 // Backend is one node address registered by this resource.
 type Backend struct {
 	// IP is the node's address.

@@ -18,7 +18,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // --oci-config reads a profile's key in the SDK's config format; the region
@@ -72,12 +71,12 @@ func TestPlanReportText(t *testing.T) {
 	const lb = "ocid1.loadbalancer.oc1.iad.a"
 	calm := []metav1.Condition{
 		{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonRegistered, Message: "every backend set holds the backends this resource should own"},
-		{Type: v1beta1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: status.ReasonAsExpected, Message: "every target resolved"},
+		{Type: v1beta1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1beta1.ReasonAsExpected, Message: "every target resolved"},
 	}
 	held := []metav1.Condition{
-		{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: status.ReasonHeld, Message: "backend sets edge keep their registered backends until the Degraded condition clears"},
+		{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1beta1.ReasonHeld, Message: "backend sets edge keep their registered backends until the Degraded condition clears"},
 		{Type: v1beta1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "NoReadyEndpoints", Message: "no ready endpoint"},
-		{Type: v1beta1.ConditionConflict, Status: metav1.ConditionFalse, Reason: status.ReasonAsExpected, Message: "no other LBRegistrar claims these backend sets"},
+		{Type: v1beta1.ConditionConflict, Status: metav1.ConditionFalse, Reason: v1beta1.ReasonAsExpected, Message: "no other LBRegistrar claims these backend sets"},
 	}
 	report := planReport{PendingWrites: 2, LBRegistrars: []reconciler.ResourcePlan{
 		{LBRegistrar: "web", LoadBalancerID: lb, Conditions: held, BackendSets: []preview.BackendSetChange{

@@ -44,16 +44,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-const (
-	reasonSecretNotFound      = "SecretNotFound"
-	reasonInvalidCredentials  = "InvalidCredentials"
-	reasonCredentialReadError = "CredentialReadError"
-	reasonSecretNamespace     = "SecretNamespaceNotAllowed"
-	reasonIdentityUnsupported = "IdentityUnsupported"
-	reasonControllerIdentity  = "ControllerIdentityNotAllowed"
-	reasonUncheckedIdentity   = "UncheckedIdentity"
-)
-
 // Secrets reads the values API keys point at. Values come from the API
 // server, never from an informer (only Secrets' metadata is watched), and
 // are kept per Secret resourceVersion, so an unchanged Secret is not fetched
@@ -110,7 +100,7 @@ func (s *Secrets) Credentials(ctx context.Context, resource string, key *v1beta1
 func (s *Secrets) get(ctx context.Context, src *v1beta1.SecretKeySource, field string) ([]byte, error) {
 	name := types.NamespacedName{Namespace: src.Namespace, Name: src.SecretKeyRef.Name}
 	if !validation.SecretNamespaceAllowed(src.Namespace, s.namespaces) {
-		return nil, &Error{Reason: reasonSecretNamespace, Message: fmt.Sprintf(
+		return nil, &Error{Reason: v1beta1.ReasonSecretNamespaceNotAllowed, Message: fmt.Sprintf(
 			"%s: Secret %s is outside the namespaces API keys are read from (%s); move it or add its namespace to --secret-namespaces",
 			field, name, strings.Join(s.namespaces, ", "))}
 	}
@@ -129,13 +119,13 @@ func (s *Secrets) get(ctx context.Context, src *v1beta1.SecretKeySource, field s
 	// Conditions are read by anyone who may read LBRegistrars: a missing
 	// Secret and a missing key read the same, and no API error text is
 	// passed on, so a condition tells no more than the spec already says.
-	missing := &Error{Reason: reasonSecretNotFound, Message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
+	missing := &Error{Reason: v1beta1.ReasonSecretNotFound, Message: fmt.Sprintf("%s: Secret %s has no key %q, or does not exist", field, name, src.SecretKeyRef.Key)}
 	var secret corev1.Secret
 	if err := s.uncached.Get(ctx, name, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, missing
 		}
-		return nil, &Error{Reason: reasonCredentialReadError, Cause: err,
+		return nil, &Error{Reason: v1beta1.ReasonCredentialReadError, Cause: err,
 			Message: fmt.Sprintf("%s: reading Secret %s failed (%s); see the lbregistrar log", field, name, apierrors.ReasonForError(err))}
 	}
 	v, ok := secret.Data[src.SecretKeyRef.Key]
@@ -222,23 +212,23 @@ func ClientFor[C any](ctx context.Context, s *Secrets, b Builders[C], obj *v1bet
 		}
 		return Client(b.Key, creds)
 	case keyless == "":
-		return none, &Error{Reason: reasonIdentityUnsupported, Message: "spec.apiKey: the spec names no identity to sign in to OCI with"}
+		return none, &Error{Reason: v1beta1.ReasonIdentityUnsupported, Message: "spec.apiKey: the spec names no identity to sign in to OCI with"}
 	case b.Session == nil || w != nil && b.WorkloadIdentity == nil:
-		return none, &Error{Reason: reasonIdentityUnsupported, Message: keyless + ": only the controller, in the cluster, signs in this way"}
+		return none, &Error{Reason: v1beta1.ReasonIdentityUnsupported, Message: keyless + ": only the controller, in the cluster, signs in this way"}
 	case asController != nil && !b.AllowController:
-		return none, &Error{Reason: reasonControllerIdentity, Message: asController.String() + ": lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"}
+		return none, &Error{Reason: v1beta1.ReasonControllerIdentityNotAllowed, Message: asController.String() + ": lbregistrar serve does not let resources sign in as the controller itself (--allow-controller-identity)"}
 	case spec.InstancePrincipal != nil:
 		return instancePrincipal(b, spec.InstancePrincipal.Region)
 	case asController != nil:
 		sa, ok := validation.ServiceAccountOf(b.ControllerUser)
 		if !ok {
-			return none, &Error{Reason: reasonSignInFailed, Message: fmt.Sprintf("%s: the controller runs as %q, not as a ServiceAccount, so it has no workload identity; name a serviceAccount", keyless, b.ControllerUser)}
+			return none, &Error{Reason: v1beta1.ReasonSignInFailed, Message: fmt.Sprintf("%s: the controller runs as %q, not as a ServiceAccount, so it has no workload identity; name a serviceAccount", keyless, b.ControllerUser)}
 		}
 		return sessionClient(b, b.WorkloadIdentity.signIn(asController.String(), sa), w.Region)
 	}
 	sa := client.ObjectKey{Namespace: w.ServiceAccount.Namespace, Name: w.ServiceAccount.Name}
 	if !validation.SecretNamespaceAllowed(sa.Namespace, b.WorkloadIdentity.Namespaces) {
-		return none, &Error{Reason: reasonServiceAccountNamespace, Message: fmt.Sprintf(
+		return none, &Error{Reason: v1beta1.ReasonServiceAccountNamespace, Message: fmt.Sprintf(
 			"%s.serviceAccount: ServiceAccount %s is outside the namespaces lbregistrar signs in from; add its namespace to lbregistrar serve --secret-namespaces", keyless, sa)}
 	}
 	return sessionClient(b, b.WorkloadIdentity.signIn(keyless+".serviceAccount", sa), w.Region)
@@ -253,7 +243,7 @@ func UncheckedIdentity(obj *v1beta1.LBRegistrar) error {
 	if field == nil {
 		return nil
 	}
-	return &Error{Reason: reasonUncheckedIdentity, Message: fmt.Sprintf(
+	return &Error{Reason: v1beta1.ReasonUncheckedIdentity, Message: fmt.Sprintf(
 		"%s: the %s came from the %s annotation, which no admission check saw (an object stored before lbregistrar was installed, or written through v1alpha1), so it is not used; someone allowed to use it may remove the annotation %s",
 		field, obj.Spec.Identity(), v1alpha1.HubDataAnnotation, v1alpha1.UncheckedIdentityAnnotation)}
 }
@@ -277,7 +267,7 @@ func Client[C any](build func(oci.Credentials) (C, error), creds oci.Credentials
 	var none C
 	switch {
 	case errors.Is(err, oci.ErrInvalidCredentials):
-		return none, &Error{Reason: reasonInvalidCredentials, Message: "spec.apiKey: " + err.Error()}
+		return none, &Error{Reason: v1beta1.ReasonInvalidCredentials, Message: "spec.apiKey: " + err.Error()}
 	case err != nil:
 		return none, err
 	}

@@ -18,19 +18,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
-)
-
-const (
-	reasonServiceAccountNamespace = "ServiceAccountNamespaceNotAllowed"
-	reasonSignInFailed            = "SignInFailed"
-	reasonSigningIn               = "SigningIn"
 )
 
 // signingIn is the error of a sign-in still under way (oci.ErrSigningIn),
 // tried again soon.
 func signingIn(field string, err error) *Error {
-	return &Error{Reason: reasonSigningIn, Message: field + ": signing in to OCI, which is taking a while; trying again soon", Cause: err, Retry: true}
+	return &Error{Reason: v1beta1.ReasonSigningIn, Message: field + ": signing in to OCI, which is taking a while; trying again soon", Cause: err, Retry: true}
 }
 
 // WorkloadIdentity signs resources in to OCI with OKE workload identity as
@@ -124,7 +119,7 @@ func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 			msg = fmt.Sprintf("%s: ServiceAccount %s not found", in.field, in.provider.sa)
 		}
 	}
-	return none, &Error{Reason: reasonSignInFailed, Message: msg, Cause: err, Retry: true}
+	return none, &Error{Reason: v1beta1.ReasonSignInFailed, Message: msg, Cause: err, Retry: true}
 }
 
 // tokenProvider gives the SDK a token of one ServiceAccount, requested
@@ -172,7 +167,7 @@ func instancePrincipal[C any](b Builders[C], region string) (C, error) {
 	case errors.Is(err, oci.ErrSigningIn):
 		return none, signingIn("spec.instancePrincipal", err)
 	case err != nil:
-		return none, &Error{Reason: reasonSignInFailed, Message: "spec.instancePrincipal: OCI refused the sign-in as the instance the controller runs on", Cause: err, Retry: true}
+		return none, &Error{Reason: v1beta1.ReasonSignInFailed, Message: "spec.instancePrincipal: OCI refused the sign-in as the instance the controller runs on", Cause: err, Retry: true}
 	}
 	return cl, nil
 }

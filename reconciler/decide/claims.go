@@ -110,7 +110,7 @@ func protect(claimants Claimants, lb string, jobs []Job, out *status.Outcome) {
 			if !others[k].DeletionTimestamp.IsZero() {
 				continue
 			}
-			if rec := status.FindRecord(&others[k], j.Name); rec != nil {
+			if rec := status.FindEntry(&others[k], j.Name); rec != nil {
 				for _, b := range rec.Owned() {
 					j.Protected[plan.Key(b.IP, b.Port)] = true
 				}

@@ -60,7 +60,7 @@ func TestProtect(t *testing.T) {
 		if deleting {
 			o.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
 		}
-		status.Record(&o, "web").SetOwned(backends)
+		status.Entry(&o, "web").SetOwned(backends)
 		return o
 	}
 	a, b := v1beta1.Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}, v1beta1.Backend{IP: "10.0.0.2", Port: 30080, Weight: 1}

@@ -130,23 +130,23 @@ type Job struct {
 	Drained bool
 	// DrainFor: see plan.Input.DrainFor.
 	DrainFor time.Duration
-	// NoAdds: see plan.Input.NoAdds.
-	NoAdds bool
-	// Prefetched is the backend set as read in this reconcile, if it was.
-	Prefetched *oci.BackendSet
+	// Read is the backend set as Assess read it; nil when it was not read,
+	// or its read failed.
+	Read *oci.BackendSet
 	// Err says why its inputs could not be read; it is not written.
-	Err      error
-	Changing bool // planned to be written
+	Err error
 }
 
-func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	rec := status.Record(obj, j.Name)
+// Input is the plan input of the job's backend set holding current, which
+// OCI lets hold at most limit backends.
+func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend, limit int) plan.Input {
+	rec := status.Entry(obj, j.Name)
 	draining := map[string]time.Time{}
 	for _, b := range rec.DrainingBackends() {
 		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
 	}
 	return plan.Input{Mode: j.Mode, Current: current, Owned: rec.Owned(), Desired: j.Want, Protected: j.Protected, Drained: j.Drained,
-		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), NoAdds: j.NoAdds, Limit: j.Prefetched.BackendLimit()}
+		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), Limit: limit}
 }
 
 // backendSetNames are the backend sets a reconcile of obj may write: those
@@ -218,11 +218,11 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 			mode = plan.Hold
 			out.Held = append(out.Held, bs.Name)
 		}
-		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Prefetched: read[bs.Name]})
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name]})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(EntryRemoved), Prefetched: read[rec.Name]})
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(EntryRemoved), Read: read[rec.Name]})
 		}
 	}
 	return jobs

@@ -21,7 +21,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 	changes := make([]preview.BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
 		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.Name, Mode: j.Mode.String()}
-		bs, err := j.Prefetched, error(nil)
+		bs, err := j.Read, error(nil)
 		if bs == nil && j.Err == nil { // not read yet, or its read failed: read again for the error
 			bs, err = read.GetBackendSet(ctx, lb, j.Name)
 		}
@@ -37,7 +37,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 			c.Error = err.Error()
 			out.Fail(j.Name, err)
 		default:
-			p := plan.Compute(j.Input(obj, bs.Backends))
+			p := plan.Compute(j.Input(obj, bs.Backends, bs.BackendLimit()))
 			c = preview.Describe(c, bs.Backends, &p, j.DrainFor)
 		}
 		changes = append(changes, c)

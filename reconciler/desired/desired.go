@@ -30,22 +30,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
-// Reasons reported in Issues and Held backend sets.
-const (
-	ReasonServiceNotFound        = "ServiceNotFound"
-	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
-	ReasonServicePortNotFound    = "ServicePortNotFound"
-	ReasonServicePortProtocol    = "ServicePortProtocol"
-	ReasonServiceIPFamily        = "ServiceIPFamily"
-	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
-	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
-	ReasonNoEligibleNodes        = "NoEligibleNodes"
-	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
-	ReasonNoReadyNodes           = "NoReadyNodes"
-	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
-	ReasonDuplicateBackend       = "DuplicateBackend"
-)
-
 // Backend is one node address and port with the weight it is registered
 // with, and the node's instance OCID where the backend set takes it.
 type Backend struct {
@@ -184,7 +168,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			k := key{b.IP, b.Port}
 			if prev, ok := a.backends[k]; ok {
 				if prev.Weight != b.Weight {
-					r.Issues = append(r.Issues, Issue{ReasonDuplicateBackend, fmt.Sprintf(
+					r.Issues = append(r.Issues, Issue{v1beta1.ReasonDuplicateBackend, fmt.Sprintf(
 						"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
 						i, b.Key(), t.BackendSetName, b.Weight, prev.Weight)})
 				}
@@ -197,7 +181,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	for _, name := range slices.Sorted(maps.Keys(sets)) { // in order, so issues read the same every time
 		a := sets[name]
 		if len(a.noAddress) > 0 {
-			r.Issues = append(r.Issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf(
+			r.Issues = append(r.Issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf(
 				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
 				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
 		}
@@ -213,7 +197,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			}
 			if len(bs.Backends) == 0 {
 				bs.Backends = nil
-				bs.Held = &Issue{ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
+				bs.Held = &Issue{v1beta1.ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
 				r.Issues = append(r.Issues, *bs.Held)
 			}
 		}

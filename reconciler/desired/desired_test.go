@@ -160,7 +160,7 @@ func TestCompute(t *testing.T) {
 				mkNode("a", "10.0.0.1", notReady), mkNode("b", "10.0.0.2", notReady)}},
 			opts:       Options{RequireReady: true},
 			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.2", 31000, 1, ""}}}},
-			wantIssues: []string{ReasonNoReadyNodes},
+			wantIssues: []string{v1beta1.ReasonNoReadyNodes},
 		},
 		{
 			name: "node selector",
@@ -178,7 +178,7 @@ func TestCompute(t *testing.T) {
 				n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "1.2.3.4"}}
 			})}},
 			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
-			wantIssues: []string{ReasonNodeWithoutAddress},
+			wantIssues: []string{v1beta1.ReasonNodeWithoutAddress},
 		},
 		{
 			// OCI's classic load balancer has no IPv6 backends.
@@ -191,7 +191,7 @@ func TestCompute(t *testing.T) {
 				mkNode("b", "fd00::2"),
 			}},
 			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}}}},
-			wantIssues: []string{ReasonNodeWithoutAddress},
+			wantIssues: []string{v1beta1.ReasonNodeWithoutAddress},
 		},
 		{
 			name: "a backend set takes the addresses of its family, in canonical form; nodes without one are reported",
@@ -209,7 +209,7 @@ func TestCompute(t *testing.T) {
 				{Name: "v4", Backends: []Backend{{"10.0.0.1", 31000, 1, ""}, {"10.0.0.2", 31000, 1, ""}}},
 				{Name: "v6", Backends: []Backend{{"fd00::1", 31000, 1, ""}, {"fd00::3", 31000, 1, ""}}},
 			},
-			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNodeWithoutAddress},
+			wantIssues: []string{v1beta1.ReasonNodeWithoutAddress, v1beta1.ReasonNodeWithoutAddress},
 		},
 		{
 			// A node without one (a self-managed cluster) goes by address
@@ -266,11 +266,11 @@ func TestCompute(t *testing.T) {
 				gwKey: withFamilies(mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080}), corev1.IPv6Protocol)}},
 			opts: Options{BackendSets: map[string]Takes{"v4": {Family: IPv4}, "v6": {Family: IPv6}}},
 			want: []BackendSet{
-				{Name: "classic", Held: &Issue{Reason: ReasonServiceIPFamily}},
-				{Name: "v4", Held: &Issue{Reason: ReasonServiceIPFamily}},
+				{Name: "classic", Held: &Issue{Reason: v1beta1.ReasonServiceIPFamily}},
+				{Name: "v4", Held: &Issue{Reason: v1beta1.ReasonServiceIPFamily}},
 				{Name: "v6", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
 			},
-			wantIssues: []string{ReasonServiceIPFamily, ReasonServiceIPFamily},
+			wantIssues: []string{v1beta1.ReasonServiceIPFamily, v1beta1.ReasonServiceIPFamily},
 		},
 		{
 			name: "a dual-stack Service, or one whose family only its ClusterIP says, is taken as it says",
@@ -286,17 +286,17 @@ func TestCompute(t *testing.T) {
 			opts: Options{BackendSets: map[string]Takes{"v6": {Family: IPv6}, "v6-old": {Family: IPv6}}},
 			want: []BackendSet{
 				{Name: "v6", Backends: []Backend{{"fd00::1", 30080, 1, ""}}},
-				{Name: "v6-old", Held: &Issue{Reason: ReasonServiceIPFamily}},
+				{Name: "v6-old", Held: &Issue{Reason: v1beta1.ReasonServiceIPFamily}},
 			},
-			wantIssues: []string{ReasonServiceIPFamily},
+			wantIssues: []string{v1beta1.ReasonServiceIPFamily},
 		},
 		{
 			name:       "no node has an address of the family: held",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "v6", Weight: 1}}},
 			cluster:    Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}},
 			opts:       Options{BackendSets: map[string]Takes{"v6": {Family: IPv6}}},
-			want:       []BackendSet{{Name: "v6", Held: &Issue{Reason: ReasonNoEligibleNodes}}},
-			wantIssues: []string{ReasonNodeWithoutAddress, ReasonNoEligibleNodes},
+			want:       []BackendSet{{Name: "v6", Held: &Issue{Reason: v1beta1.ReasonNoEligibleNodes}}},
+			wantIssues: []string{v1beta1.ReasonNodeWithoutAddress, v1beta1.ReasonNoEligibleNodes},
 		},
 		{
 			name: "filterByEndpoints keeps nodes with ready endpoints",
@@ -331,8 +331,8 @@ func TestCompute(t *testing.T) {
 			}()}},
 			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
 				EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice(map[string]*bool{"a": ptr.To(false)})}}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNoReadyEndpoints}}},
-			wantIssues: []string{ReasonNoReadyEndpoints},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNoReadyEndpoints}}},
+			wantIssues: []string{v1beta1.ReasonNoReadyEndpoints},
 		},
 		{
 			name:    "two nodes reporting one address make one backend",
@@ -344,24 +344,24 @@ func TestCompute(t *testing.T) {
 			name:       "missing service holds",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
 			cluster:    Cluster{Nodes: threeNodes},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServiceNotFound}}},
-			wantIssues: []string{ReasonServiceNotFound},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServiceNotFound}}},
+			wantIssues: []string{v1beta1.ReasonServiceNotFound},
 		},
 		{
 			name: "clusterIP service is reported",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
 			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{
 				gwKey: mkService("ns", "gw", corev1.ServiceTypeClusterIP, corev1.ServicePort{Name: "http", Port: 80})}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServiceTypeUnsupported}}},
-			wantIssues: []string{ReasonServiceTypeUnsupported},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServiceTypeUnsupported}}},
+			wantIssues: []string{v1beta1.ReasonServiceTypeUnsupported},
 		},
 		{
 			name: "nodeport not allocated is a condition, not an empty set",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("http"), "bs", 1)}},
 			cluster: Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{
 				gwKey: mkService("ns", "gw", corev1.ServiceTypeLoadBalancer, corev1.ServicePort{Name: "http", Port: 80})}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNodePortNotAllocated}}},
-			wantIssues: []string{ReasonNodePortNotAllocated},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNodePortNotAllocated}}},
+			wantIssues: []string{v1beta1.ReasonNodePortNotAllocated},
 		},
 		{
 			// kube-proxy proxies both; the load balancer's backends take TCP,
@@ -394,8 +394,8 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
 				corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, NodePort: 30443})}},
 			opts:       Options{BackendSets: map[string]Takes{"dns": {Protocols: []corev1.Protocol{corev1.ProtocolUDP}}}},
-			want:       []BackendSet{{Name: "dns", Held: &Issue{Reason: ReasonServicePortProtocol}}},
-			wantIssues: []string{ReasonServicePortProtocol},
+			want:       []BackendSet{{Name: "dns", Held: &Issue{Reason: v1beta1.ReasonServicePortProtocol}}},
+			wantIssues: []string{v1beta1.ReasonServicePortProtocol},
 		},
 		{
 			name: "a UDP-only port is a condition, not a silent pick",
@@ -403,22 +403,22 @@ func TestCompute(t *testing.T) {
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
 				corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP, NodePort: 30053},
 				corev1.ServicePort{Name: "sctp", Port: 9899, Protocol: corev1.ProtocolSCTP, NodePort: 30099})}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServicePortProtocol}}, {Name: "bs2", Held: &Issue{Reason: ReasonServicePortProtocol}}},
-			wantIssues: []string{ReasonServicePortProtocol, ReasonServicePortProtocol},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServicePortProtocol}}, {Name: "bs2", Held: &Issue{Reason: v1beta1.ReasonServicePortProtocol}}},
+			wantIssues: []string{v1beta1.ReasonServicePortProtocol, v1beta1.ReasonServicePortProtocol},
 		},
 		{
 			name:       "unknown port name",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("grpc"), "bs", 1)}},
 			cluster:    Cluster{Nodes: threeNodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonServicePortNotFound}}},
-			wantIssues: []string{ReasonServicePortNotFound},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServicePortNotFound}}},
+			wantIssues: []string{v1beta1.ReasonServicePortNotFound},
 		},
 		{
 			name:       "no nodes holds rather than empties",
 			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "bs", Weight: 1}}},
 			cluster:    Cluster{Nodes: []*corev1.Node{mkNode("x", "10.0.0.9", excluded)}},
-			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: ReasonNoEligibleNodes}}},
-			wantIssues: []string{ReasonNoEligibleNodes},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNoEligibleNodes}}},
+			wantIssues: []string{v1beta1.ReasonNoEligibleNodes},
 		},
 		{
 			name: "two targets share a backend set, two sets, duplicate with other weight",
@@ -433,7 +433,7 @@ func TestCompute(t *testing.T) {
 				{Name: "plain", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}},
 				{Name: "tls", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}, {"10.0.0.1", 30443, 1, ""}}},
 			},
-			wantIssues: []string{ReasonDuplicateBackend},
+			wantIssues: []string{v1beta1.ReasonDuplicateBackend},
 		},
 		{
 			name: "a held target holds its whole backend set only",
@@ -444,10 +444,10 @@ func TestCompute(t *testing.T) {
 			}},
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}},
 			want: []BackendSet{
-				{Name: "a", Held: &Issue{Reason: ReasonServiceNotFound}},
+				{Name: "a", Held: &Issue{Reason: v1beta1.ReasonServiceNotFound}},
 				{Name: "b", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}},
 			},
-			wantIssues: []string{ReasonServiceNotFound},
+			wantIssues: []string{v1beta1.ReasonServiceNotFound},
 		},
 	}
 	onlyReason := cmp.Comparer(func(a, b *Issue) bool {

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 // Taints that say a node is leaving or gone. Its backends are drained and
@@ -63,7 +65,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	if selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(selector)
 		if err != nil {
-			return nil, []Issue{{ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
+			return nil, []Issue{{v1beta1.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
 		}
 		sel = s
 	}
@@ -81,7 +83,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	filterReady := o.RequireReady
 	if filterReady && ready == 0 && len(candidates) > 0 {
 		filterReady = false
-		issues = append(issues, Issue{ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
+		issues = append(issues, Issue{v1beta1.ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
 	}
 	out := make([]node, 0, len(candidates))
 	var noAddress []string
@@ -103,7 +105,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	})
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
-		issues = append(issues, Issue{ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", summarize(noAddress))})
+		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", summarize(noAddress))})
 	}
 	return out, issues
 }

@@ -23,30 +23,30 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc := c.Services[key]
 		if svc == nil {
-			return nil, nil, &Issue{ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+			return nil, nil, &Issue{v1beta1.ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
 		}
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			return nil, nil, &Issue{ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+			return nil, nil, &Issue{v1beta1.ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
 		carried := takes.forwarded()
 		sp, other := servicePort(svc, t, carried)
 		if sp == nil && other != "" {
-			return nil, nil, &Issue{ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol, or give the node port as nodePort", i, t.Port.String(), key, other, t.BackendSetName, carried)}
+			return nil, nil, &Issue{v1beta1.ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol, or give the node port as nodePort", i, t.Port.String(), key, other, t.BackendSetName, carried)}
 		}
 		if sp == nil {
-			return nil, nil, &Issue{ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+			return nil, nil, &Issue{v1beta1.ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
 		}
 		if sp.NodePort == 0 {
-			return nil, nil, &Issue{ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return nil, nil, &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
 		if !answersOn(svc, takes.Family) {
-			return nil, nil, &Issue{ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
+			return nil, nil, &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
 		}
 		if local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal; t.FilterByEndpoints || local {
 			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], local)
 			if len(onlyNodes) == 0 {
-				return nil, nil, &Issue{ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
+				return nil, nil, &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
 			}
 		}
 	}

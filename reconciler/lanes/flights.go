@@ -193,6 +193,9 @@ func (f *Flights) showOldest() {
 // Wait blocks until every flight has landed.
 func (f *Flights) Wait() { f.wg.Wait() }
 
+// Forget drops the failure backoff of a resource that is gone.
+func (f *Flights) Forget(name string) { f.backoff.Forget(name) }
+
 // Start implements manager.Runnable: it keeps the manager from stopping
 // until the flights have landed, after cancelling them when ctx ends.
 func (f *Flights) Start(ctx context.Context) error {

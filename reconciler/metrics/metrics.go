@@ -122,6 +122,18 @@ var (
 	}, []string{"event"})
 )
 
+// PerResource drops the series of a resource that is gone.
+var PerResource perResource
+
+type perResource struct{}
+
+// Forget deletes every series labelled with the resource.
+func (perResource) Forget(name string) {
+	for _, g := range []*prometheus.GaugeVec{BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed} {
+		g.DeletePartialMatch(prometheus.Labels{"lbregistrar": name})
+	}
+}
+
 // Results of a flight: the result label of FlightDuration.
 const (
 	FlightSuccess = "success"

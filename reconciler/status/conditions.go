@@ -14,38 +14,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// Condition reasons beyond those of api/v1beta1.
-const (
-	ReasonAsExpected  = "AsExpected"
-	ReasonHeld        = "Held"
-	ReasonWriteFailed = "WriteFailed"
-	ReasonClaimed     = "BackendSetClaimed"
-	ReasonDeleting    = "Deleting"
-	// ReasonMoving is the Ready reason while the backends in a load
-	// balancer the spec no longer names are drained, before the new one is
-	// registered.
-	ReasonMoving = "Moving"
-	// ReasonSuspended is the Ready reason while spec.suspend is true.
-	ReasonSuspended = "Suspended"
-	// ReasonBackendsKept is the Event reason of a deletion that left the
-	// resource's backends registered (deletionPolicy Orphan, suspended, or
-	// the CRD itself being deleted).
-	ReasonBackendsKept = "BackendsKept"
-	// ReasonDryRun is the Ready reason, and the Event reason, of a write
-	// serve --dry-run holds back.
-	ReasonDryRun = "DryRun"
-	// ReasonBackendsUnhealthy is the Degraded reason when OCI reports
-	// backends this resource owns WARNING or CRITICAL. Registration itself
-	// succeeded, so Ready stays as it is.
-	ReasonBackendsUnhealthy = "BackendsUnhealthy"
-	// ReasonRecordLarge is the Warning event of a record near the size the
-	// API server can store.
-	ReasonRecordLarge = "OwnershipRecordLarge"
-	// ReasonRecordUnverified is the Warning event of a record set aside
-	// because it does not carry the controller's signature.
-	ReasonRecordUnverified = "OwnershipRecordUnverified"
-)
-
 // Outcome gathers what one reconcile found, for the conditions.
 type Outcome struct {
 	Issues  []desired.Issue
@@ -110,13 +78,13 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 		for _, name := range sortedKeys(out.Lost) {
 			msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, out.Lost[name]))
 		}
-		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, ReasonClaimed, strings.Join(msgs, "; "))
+		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, v1beta1.ReasonClaimed, strings.Join(msgs, "; "))
 	} else {
-		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, ReasonAsExpected, "no other LBRegistrar claims these backend sets")
+		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "no other LBRegistrar claims these backend sets")
 	}
 
 	if len(out.Issues) > 0 || len(out.Unhealthy) > 0 {
-		reason := ReasonBackendsUnhealthy
+		reason := v1beta1.ReasonBackendsUnhealthy
 		if len(out.Issues) > 0 {
 			reason = out.Issues[0].Reason
 		}
@@ -126,7 +94,7 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 		}
 		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, reason, strings.Join(append(msgs, out.Unhealthy...), "; "))
 	} else {
-		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "every target resolved")
+		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "every target resolved")
 	}
 
 	switch {
@@ -136,19 +104,19 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 			stalled(obj, out.Unusable.Reason, out.Unusable.Message)
 		}
 	case len(out.Failures) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonWriteFailed, strings.Join(out.Failures, "; "))
+		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonWriteFailed, strings.Join(out.Failures, "; "))
 		if out.refused {
-			stalled(obj, ReasonWriteFailed, strings.Join(out.Failures, "; "))
+			stalled(obj, v1beta1.ReasonWriteFailed, strings.Join(out.Failures, "; "))
 		}
 	case len(out.Pending) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonDryRun,
+		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDryRun,
 			"dry run, nothing written; pending: "+strings.Join(out.Pending, "; "))
 	case len(out.Held) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonHeld,
+		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonHeld,
 			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.Held, ", ")))
 	case len(out.Lost) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonClaimed, "see the Conflict condition")
-		stalled(obj, ReasonClaimed, meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionConflict).Message)
+		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonClaimed, "see the Conflict condition")
+		stalled(obj, v1beta1.ReasonClaimed, meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionConflict).Message)
 	default:
 		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
 	}
@@ -173,7 +141,7 @@ func LogDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 		at(v1beta1.ConditionDegraded).Info("target not resolved", "reason", is.Reason, "detail", is.Message)
 	}
 	for _, msg := range out.Unhealthy {
-		at(v1beta1.ConditionDegraded).Info("OCI reports own backends unhealthy", "reason", ReasonBackendsUnhealthy, "detail", msg)
+		at(v1beta1.ConditionDegraded).Info("OCI reports own backends unhealthy", "reason", v1beta1.ReasonBackendsUnhealthy, "detail", msg)
 	}
 	for _, name := range out.Held {
 		at(v1beta1.ConditionReady).Info("backend set held: its registered backends stay until the Degraded condition clears", "backendSet", name)
@@ -196,7 +164,7 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 		return
 	}
 	working := metav1.ConditionTrue
-	if status == metav1.ConditionTrue || reason == ReasonSuspended {
+	if status == metav1.ConditionTrue || reason == v1beta1.ReasonSuspended {
 		working = metav1.ConditionFalse
 	}
 	SetCondition(obj, v1beta1.ConditionReconciling, working, reason, message)
@@ -206,7 +174,7 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 // SetSuspended sets obj's Ready for spec.suspend: nothing is written to
 // OCI, and the registered backends stay as they are.
 func SetSuspended(obj *v1beta1.LBRegistrar) {
-	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, ReasonSuspended,
+	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonSuspended,
 		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
 }
 

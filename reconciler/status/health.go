@@ -11,11 +11,11 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// RecordHealth records in obj's ownership records the health read of each
+// SetHealth records in obj's ownership records the health read of each
 // backend set, and adds the backend sets with unhealthy own backends to
 // out; records without a read are left without health, which this
 // reconcile did not learn.
-func RecordHealth(obj *v1beta1.LBRegistrar, read map[string]*oci.BackendSetHealth, out *Outcome) {
+func SetHealth(obj *v1beta1.LBRegistrar, read map[string]*oci.BackendSetHealth, out *Outcome) {
 	for i := range obj.Status.BackendSets {
 		rec := &obj.Status.BackendSets[i]
 		rec.Health = nil

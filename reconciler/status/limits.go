@@ -4,17 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
-
-// ReasonBackendLimit is the Degraded reason when a backend set holds, or
-// is wanted to hold, nine tenths or more of the backends OCI lets it hold.
-const ReasonBackendLimit = "BackendLimit"
-
-// ReasonInstanceRegistered is the Degraded reason when a wanted backend is
-// left out because another writer registered its instance, at another
-// address, on the same port: OCI takes an instance once per port.
-const ReasonInstanceRegistered = "InstanceRegistered"
 
 // NearLimit says why a backend set whose write leaves it wanting n
 // backends (those it holds and those OCI refused) is near or past its
@@ -24,9 +16,9 @@ const ReasonInstanceRegistered = "InstanceRegistered"
 func NearLimit(name string, n, limit int) *desired.Issue {
 	switch {
 	case n > limit:
-		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to hold %d backends; OCI lets it hold %d", name, n, limit)}
+		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to hold %d backends; OCI lets it hold %d", name, n, limit)}
 	case limit >= 10 && n*10 >= limit*9:
-		return &desired.Issue{Reason: ReasonBackendLimit, Message: fmt.Sprintf("backend set %q holds %d of the %d backends OCI lets it hold", name, n, limit)}
+		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q holds %d of the %d backends OCI lets it hold", name, n, limit)}
 	}
 	return nil
 }
@@ -38,7 +30,7 @@ func InstanceRegistered(name string, wanted []string) *desired.Issue {
 	if len(wanted) == 0 {
 		return nil
 	}
-	return &desired.Issue{Reason: ReasonInstanceRegistered, Message: fmt.Sprintf(
+	return &desired.Issue{Reason: v1beta1.ReasonInstanceRegistered, Message: fmt.Sprintf(
 		"backend set %q: %s not added: another writer registered the same instance and port at another address, and OCI takes an instance once per port; remove that backend to let it in",
 		name, strings.Join(wanted, ", "))}
 }

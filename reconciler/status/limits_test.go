@@ -1,6 +1,10 @@
 package status
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
 
 func TestNearLimit(t *testing.T) {
 	tests := []struct {
@@ -19,7 +23,7 @@ func TestNearLimit(t *testing.T) {
 		got := ""
 		if is := NearLimit("s", tc.n, tc.limit); is != nil {
 			got = is.Message
-			if is.Reason != ReasonBackendLimit {
+			if is.Reason != v1beta1.ReasonBackendLimit {
 				t.Errorf("reason %q", is.Reason)
 			}
 		}

@@ -18,7 +18,7 @@ const recordWarnBytes = 1 << 20
 
 // WarnLargeRecord warns when obj's ownership records near the size the API
 // server can store, while splitting the resource is still a choice.
-func (r *Recorder) WarnLargeRecord(obj *v1beta1.LBRegistrar) {
+func (r *Writers) WarnLargeRecord(obj *v1beta1.LBRegistrar) {
 	size := recordBytes(obj)
 	if size < recordWarnBytes {
 		return
@@ -27,7 +27,7 @@ func (r *Recorder) WarnLargeRecord(obj *v1beta1.LBRegistrar) {
 	for _, rec := range obj.Status.BackendSets {
 		backends += rec.OwnedCount()
 	}
-	r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRecordLarge, "RecordOwnership",
+	r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonRecordLarge, "RecordOwnership",
 		"the ownership record holds %d backends in %d backend sets, about %d KiB; past about 1.5 MiB (etcd's default request limit) the API server cannot store it, and this resource registers nothing more: split its services among more LBRegistrars",
 		backends, len(obj.Status.BackendSets), size>>10)
 }
@@ -48,8 +48,9 @@ func recordBytes(obj *v1beta1.LBRegistrar) int {
 	return size
 }
 
-// FindRecord returns obj's ownership record for a backend set, or nil.
-func FindRecord(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+// FindEntry returns the entry of obj's ownership record for a backend
+// set, or nil.
+func FindEntry(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
 	for i := range obj.Status.BackendSets {
 		if obj.Status.BackendSets[i].Name == name {
 			return &obj.Status.BackendSets[i]
@@ -58,24 +59,25 @@ func FindRecord(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus
 	return nil
 }
 
-// Record returns obj's ownership record for a backend set, adding an empty one if needed.
-func Record(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
-	if rec := FindRecord(obj, name); rec != nil {
+// Entry returns the entry of obj's ownership record for a backend set,
+// adding an empty one if needed.
+func Entry(obj *v1beta1.LBRegistrar, name string) *v1beta1.BackendSetStatus {
+	if rec := FindEntry(obj, name); rec != nil {
 		return rec
 	}
 	obj.Status.BackendSets = append(obj.Status.BackendSets, v1beta1.BackendSetStatus{Name: name})
 	slices.SortFunc(obj.Status.BackendSets, func(a, b v1beta1.BackendSetStatus) int { return strings.Compare(a.Name, b.Name) })
-	return FindRecord(obj, name)
+	return FindEntry(obj, name)
 }
 
-// DropRecord drops obj's ownership record for a backend set.
-func DropRecord(obj *v1beta1.LBRegistrar, name string) {
+// DropEntry drops the entry of obj's ownership record for a backend set.
+func DropEntry(obj *v1beta1.LBRegistrar, name string) {
 	obj.Status.BackendSets = slices.DeleteFunc(obj.Status.BackendSets, func(s v1beta1.BackendSetStatus) bool { return s.Name == name })
 }
 
 // LastWorkRequest is the last work request obj's record keeps for a backend set.
 func LastWorkRequest(obj *v1beta1.LBRegistrar, backendSet string) *v1beta1.WorkRequest {
-	if rec := FindRecord(obj, backendSet); rec != nil {
+	if rec := FindEntry(obj, backendSet); rec != nil {
 		return rec.LastWorkRequest
 	}
 	return nil

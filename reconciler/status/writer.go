@@ -32,22 +32,23 @@ import (
 // writeTimeout bounds one status write, also after shutdown began.
 const writeTimeout = 10 * time.Second
 
-// Recorder writes the status of the resources one controller reconciles.
-type Recorder struct {
+// Writers opens the status writer of each reconcile of one controller, and
+// remembers what they wrote.
+type Writers struct {
 	client client.Client
 	// reader reads past the cache, which a leader shutting down no longer updates.
 	reader client.Reader
 	events events.EventRecorder
-	// records, when set, vouches for and signs the ownership records.
-	records *ownership.KeyStore
+	// keys, when set, vouches for and signs the ownership records.
+	keys    *ownership.KeyStore
 	slots   slots
 	written ownWrites
 }
 
-// NewRecorder returns a Recorder writing through c, with at most
+// NewWriters returns Writers writing through c, with at most
 // writesAtOnce writes in progress (no bound when 0).
-func NewRecorder(c client.Client, reader client.Reader, ev events.EventRecorder, records *ownership.KeyStore, writesAtOnce int) *Recorder {
-	r := &Recorder{client: c, reader: reader, events: ev, records: records}
+func NewWriters(c client.Client, reader client.Reader, ev events.EventRecorder, keys *ownership.KeyStore, writesAtOnce int) *Writers {
+	r := &Writers{client: c, reader: reader, events: ev, keys: keys}
 	if writesAtOnce > 0 {
 		r.slots = make(slots, writesAtOnce)
 	}
@@ -60,7 +61,7 @@ func NewRecorder(c client.Client, reader client.Reader, ev events.EventRecorder,
 // lease, a reconcile that raced another) cannot overwrite a newer
 // ownership record.
 type Writer struct {
-	rec  *Recorder
+	rec  *Writers
 	obj  *v1beta1.LBRegistrar
 	base *v1beta1.LBRegistrar
 }
@@ -69,12 +70,12 @@ type Writer struct {
 // this controller cannot vouch for (package ownership) is dropped from obj
 // first, so the reconcile acts as if there were none; the writer's base
 // keeps it, so the next status write removes it from the stored object too.
-func (r *Recorder) Open(ctx context.Context, obj *v1beta1.LBRegistrar) (*Writer, error) {
+func (r *Writers) Open(ctx context.Context, obj *v1beta1.LBRegistrar) (*Writer, error) {
 	st := &Writer{rec: r, obj: obj, base: obj.DeepCopy()}
 	if !ownership.Recorded(obj) {
 		return st, nil
 	}
-	key, err := r.records.Key(ctx)
+	key, err := r.keys.Key(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (r *Recorder) Open(ctx context.Context, obj *v1beta1.LBRegistrar) (*Writer,
 		metrics.UnverifiedRecords.Inc()
 		log.FromContext(ctx).Info("the ownership record in status is not signed by this controller; it is ignored: nothing it lists is removed",
 			"recordedLoadBalancer", obj.Status.LoadBalancerID, "recordedBackendSets", len(obj.Status.BackendSets))
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, ReasonRecordUnverified, "VerifyOwnership",
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonRecordUnverified, "VerifyOwnership",
 			"the ownership record in status does not carry this controller's signature (written by another writer, restored from a backup, or from before lbregistrar was installed): it is ignored, nothing it lists is removed, and backends this resource wants are adopted as registered")
 		ownership.Drop(obj)
 	}
@@ -96,10 +97,10 @@ func (s *Writer) Object() *v1beta1.LBRegistrar { return s.obj }
 // process last wrote (an older one, or one written since by someone else):
 // then the reconcile reads past the cache, or its patch would be computed
 // from a version before its own write and refused with a conflict.
-func (r *Recorder) Behind(obj *v1beta1.LBRegistrar) bool { return r.written.behind(obj) }
+func (r *Writers) Behind(obj *v1beta1.LBRegistrar) bool { return r.written.behind(obj) }
 
 // Forget drops what is kept of a resource that is gone.
-func (r *Recorder) Forget(name string) { r.written.forget(name) }
+func (r *Writers) Forget(name string) { r.written.forget(name) }
 
 // slots bounds the status writes in progress at once. Flights record
 // ownership without holding a reconcile worker, so a node joining a cluster
@@ -188,11 +189,11 @@ func (s *Writer) Flush(ctx context.Context) error {
 // sign signs the ownership record about to be written; one that is not
 // there carries no signature.
 func (s *Writer) sign(ctx context.Context) error {
-	if s.rec.records == nil || !ownership.Recorded(s.obj) {
+	if s.rec.keys == nil || !ownership.Recorded(s.obj) {
 		s.obj.Status.RecordSignature = ""
 		return nil
 	}
-	key, err := s.rec.records.KeyToSign(ctx)
+	key, err := s.rec.keys.KeyToSign(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,7 +239,7 @@ func (s *Writer) rebase(ctx context.Context) error {
 func mergeWorkRequests(obj *v1beta1.LBRegistrar, seen map[string]*v1beta1.WorkRequest) bool {
 	changed := false
 	for name, wr := range seen {
-		rec := FindRecord(obj, name)
+		rec := FindEntry(obj, name)
 		if rec == nil || equality.Semantic.DeepEqual(rec.LastWorkRequest, wr) ||
 			(rec.LastWorkRequest != nil && rec.LastWorkRequest.ID != wr.ID && rec.LastWorkRequest.Time.After(wr.Time.Time)) {
 			continue

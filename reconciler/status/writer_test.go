@@ -76,11 +76,11 @@ func TestStatusConflictKeepsNewerRecord(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stale), obj); err != nil {
 		t.Fatal(err)
 	}
-	st := &Writer{rec: &Recorder{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
 	// This writer saw three writes through; its view of the backends is stale.
-	Record(obj, "api").LastWorkRequest = wr("wr-api", 10)
-	Record(obj, "old").LastWorkRequest = wr("wr-old", 10)
-	Record(obj, "web").LastWorkRequest = wr("wr-web-older", 10)
+	Entry(obj, "api").LastWorkRequest = wr("wr-api", 10)
+	Entry(obj, "old").LastWorkRequest = wr("wr-old", 10)
+	Entry(obj, "web").LastWorkRequest = wr("wr-web-older", 10)
 
 	if err := st.Flush(ctx); !apierrors.IsConflict(err) {
 		t.Fatalf("flush = %v, want a conflict so the reconcile runs again", err)
@@ -126,7 +126,7 @@ func TestStatusWritesAreBounded(t *testing.T) {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	r := NewRecorder(c, c, nil, nil, bound)
+	r := NewWriters(c, c, nil, nil, bound)
 	var wg sync.WaitGroup
 	for _, o := range objs {
 		obj := &v1beta1.LBRegistrar{}
@@ -169,10 +169,10 @@ func TestLargeRecordIsWarned(t *testing.T) {
 		warned bool
 	}{{3, false}, {16, false}, {18, true}} {
 		t.Run(fmt.Sprintf("%d-backend-sets", tc.sets), func(t *testing.T) {
-			r := NewRecorder(nil, nil, events.NewFakeRecorder(100), nil, 0)
+			r := NewWriters(nil, nil, events.NewFakeRecorder(100), nil, 0)
 			obj := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "large"}}
 			for s := range tc.sets {
-				rec := Record(obj, fmt.Sprintf("set-%02d", s))
+				rec := Entry(obj, fmt.Sprintf("set-%02d", s))
 				rec.SetOwned(owned)
 				rec.LastWorkRequest = &v1beta1.WorkRequest{ID: "ocid1.loadbalancerworkrequest.oc1..x", Status: "SUCCEEDED"}
 			}
@@ -189,7 +189,7 @@ func TestLargeRecordIsWarned(t *testing.T) {
 			for len(recorder.Events) > 0 {
 				got = append(got, <-recorder.Events)
 			}
-			if warned := len(got) == 1 && strings.Contains(got[0], ReasonRecordLarge) && strings.Contains(got[0], fmt.Sprintf("%d backends in %d backend sets", 5000*tc.sets, tc.sets)); warned != tc.warned {
+			if warned := len(got) == 1 && strings.Contains(got[0], v1beta1.ReasonRecordLarge) && strings.Contains(got[0], fmt.Sprintf("%d backends in %d backend sets", 5000*tc.sets, tc.sets)); warned != tc.warned {
 				t.Errorf("events %q, want warned %v", got, tc.warned)
 			}
 		})

@@ -24,7 +24,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
-	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -126,7 +125,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		for _, r := range list.Items {
 			want := v1beta1.ReasonRegistered
 			if pendingOn[r.Name] {
-				want = status.ReasonDryRun
+				want = v1beta1.ReasonDryRun
 			}
 			if ready := meta.FindStatusCondition(r.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != want || ready.ObservedGeneration != r.Generation {
 				return fmt.Errorf("%s: Ready %+v, want reason %s", r.Name, ready, want)
@@ -154,7 +153,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		}
 		held := map[string]bool{}
 		for _, e := range events.Items {
-			if e.Reason == status.ReasonDryRun {
+			if e.Reason == v1beta1.ReasonDryRun {
 				held[e.Regarding.Name] = true
 			}
 		}

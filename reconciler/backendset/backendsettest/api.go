@@ -5,15 +5,18 @@ package backendsettest
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// API is a fake OCI: it answers reads with its backends, and fails writes
-// and waits as scripted.
+// API is a fake OCI: it answers reads with its backends, fails reads,
+// writes and waits as scripted, and records each call in Calls, so a test
+// can assert the exact calls the write path made.
 type API struct {
 	Backends    []plan.Backend
+	ReadErrors  []error // consumed one per read
 	WriteErrors []error // consumed one per write
 	WaitErrors  []error // consumed one per wait
 	pending     []plan.Backend
@@ -22,9 +25,25 @@ type API struct {
 	Failed      []string   // what each write named as the failed work request before it
 	InFlight    [][]string // others' work requests in flight, consumed one list per listing
 	Waited      []string   // the work requests waited for
+	// Calls are the calls made, in order: "GetBackendSet NAME",
+	// "UpdateBackendSet NAME [IP:PORT/WEIGHT ...]" (a drained backend's
+	// weight followed by " drain"), "WorkRequests",
+	// "WaitWorkRequest ID".
+	Calls []string
+}
+
+// next consumes the first of errs.
+func next(errs *[]error) error {
+	if len(*errs) == 0 {
+		return nil
+	}
+	err := (*errs)[0]
+	*errs = (*errs)[1:]
+	return err
 }
 
 func (s *API) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
+	s.Calls = append(s.Calls, "WorkRequests")
 	if len(s.InFlight) == 0 {
 		return nil, nil
 	}
@@ -38,18 +57,19 @@ func (s *API) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
 
 func (s *API) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
 	s.Reads++
+	s.Calls = append(s.Calls, "GetBackendSet "+name)
+	if err := next(&s.ReadErrors); err != nil {
+		return nil, err
+	}
 	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.Backends...)}, nil
 }
 
-func (s *API) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
+func (s *API) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
 	s.Writes++
 	s.Failed = append(s.Failed, failed)
-	if len(s.WriteErrors) > 0 {
-		err := s.WriteErrors[0]
-		s.WriteErrors = s.WriteErrors[1:]
-		if err != nil {
-			return "", err
-		}
+	s.Calls = append(s.Calls, "UpdateBackendSet "+bs.Name+" "+describe(backends))
+	if err := next(&s.WriteErrors); err != nil {
+		return "", err
 	}
 	s.pending = backends
 	return fmt.Sprint("wr-", s.Writes), nil
@@ -57,9 +77,8 @@ func (s *API) UpdateBackendSet(_ context.Context, _ *oci.BackendSet, backends []
 
 func (s *API) WaitWorkRequest(_ context.Context, _, id string) error {
 	s.Waited = append(s.Waited, id)
-	if len(s.WaitErrors) > 0 {
-		err := s.WaitErrors[0]
-		s.WaitErrors = s.WaitErrors[1:]
+	s.Calls = append(s.Calls, "WaitWorkRequest "+id)
+	if err := next(&s.WaitErrors); err != nil {
 		return err
 	}
 	s.Backends = s.pending
@@ -68,4 +87,17 @@ func (s *API) WaitWorkRequest(_ context.Context, _, id string) error {
 
 func (s *API) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
 	return &oci.BackendSetHealth{Status: "OK"}, nil
+}
+
+// describe lists backends as UpdateBackendSet's entry in Calls does.
+func describe(backends []plan.Backend) string {
+	out := make([]string, 0, len(backends))
+	for _, b := range backends {
+		d := fmt.Sprintf("%s:%d/%d", b.IP, b.Port, b.Weight)
+		if b.Drain {
+			d += " drain"
+		}
+		out = append(out, d)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }

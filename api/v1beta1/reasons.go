@@ -1,0 +1,92 @@
+package v1beta1
+
+// The reasons of the conditions and Events lbregistrar writes: the contract
+// users, their alerts and their GitOps tools read. docs/operations.md
+// ("Conditions", "Events") says what each means and what to do;
+// TestReasonsAreDocumented keeps the two in step.
+
+// Reasons of the Ready condition.
+const (
+	ReasonRegistered  = "Registered"
+	ReasonRegistering = "Registering"
+	ReasonPending     = "Pending"
+	// ReasonHeld: some backend sets keep what is registered because their
+	// desired state is uncertain (Degraded says why).
+	ReasonHeld = "Held"
+	// ReasonWriteFailed: a write failed after its retries, or OCI refused
+	// it for what it holds; also the Warning event of each such write.
+	ReasonWriteFailed = "WriteFailed"
+	ReasonDeleting    = "Deleting"
+	// ReasonMoving: the backends in a load balancer the spec no longer
+	// names are drained, before the new one is registered.
+	ReasonMoving    = "Moving"
+	ReasonSuspended = "Suspended"
+	// ReasonDryRun: serve --dry-run holds back writes; also the Event of
+	// each write held back.
+	ReasonDryRun = "DryRun"
+)
+
+// Reasons of the Ready condition, and of the Warning event, when the
+// resource's identity cannot be used: nothing is written until it can.
+const (
+	ReasonSecretNotFound               = "SecretNotFound"
+	ReasonInvalidCredentials           = "InvalidCredentials"
+	ReasonCredentialReadError          = "CredentialReadError"
+	ReasonSecretNamespaceNotAllowed    = "SecretNamespaceNotAllowed"
+	ReasonIdentityUnsupported          = "IdentityUnsupported"
+	ReasonControllerIdentityNotAllowed = "ControllerIdentityNotAllowed"
+	ReasonUncheckedIdentity            = "UncheckedIdentity"
+	ReasonServiceAccountNamespace      = "ServiceAccountNamespaceNotAllowed"
+	ReasonSignInFailed                 = "SignInFailed"
+	// ReasonSigningIn: a sign-in is under way and taking a while.
+	ReasonSigningIn = "SigningIn"
+)
+
+// Reasons of the Degraded condition: what of the desired state could not
+// be computed (the backend sets concerned keep what is registered), and
+// what OCI reports of the backends registered.
+const (
+	ReasonAsExpected             = "AsExpected"
+	ReasonServiceNotFound        = "ServiceNotFound"
+	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
+	ReasonServicePortNotFound    = "ServicePortNotFound"
+	ReasonServicePortProtocol    = "ServicePortProtocol"
+	ReasonServiceIPFamily        = "ServiceIPFamily"
+	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
+	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
+	ReasonNoEligibleNodes        = "NoEligibleNodes"
+	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
+	ReasonNoReadyNodes           = "NoReadyNodes"
+	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
+	ReasonDuplicateBackend       = "DuplicateBackend"
+	// ReasonBackendLimit: a backend set holds, or is wanted to hold, nine
+	// tenths or more of the backends OCI lets it hold.
+	ReasonBackendLimit = "BackendLimit"
+	// ReasonInstanceRegistered: a wanted backend is left out because
+	// another writer registered its instance, at another address, on the
+	// same port; OCI takes an instance once per port.
+	ReasonInstanceRegistered = "InstanceRegistered"
+	// ReasonBackendsUnhealthy: OCI reports backends this resource owns
+	// WARNING or CRITICAL. Registration itself succeeded, so Ready stays.
+	ReasonBackendsUnhealthy = "BackendsUnhealthy"
+)
+
+// ReasonClaimed is the reason of the Conflict condition (and of Ready)
+// when another resource keeps a backend set this one names.
+const ReasonClaimed = "BackendSetClaimed"
+
+// Reasons of Events only.
+const (
+	ReasonBackendSetUpdated = "BackendSetUpdated"
+	// ReasonCleanupAbandoned: a deletion gave up after the cleanup timeout.
+	ReasonCleanupAbandoned = "CleanupAbandoned"
+	// ReasonBackendsKept: a deletion left the resource's backends
+	// registered (deletionPolicy Orphan, suspended, the CRD being deleted).
+	ReasonBackendsKept = "BackendsKept"
+	// ReasonRecordLarge: the ownership record nears the size the API
+	// server can store.
+	ReasonRecordLarge = "OwnershipRecordLarge"
+	// ReasonRecordUnverified: an ownership record was set aside because it
+	// does not carry the controller's signature.
+	ReasonRecordUnverified = "OwnershipRecordUnverified"
+)

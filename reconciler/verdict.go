@@ -1,0 +1,168 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
+)
+
+// ending is how one backend set's sync ended. Retries within the sync
+// (409, 412, 429, 5xx, failed work requests) are over by then: see
+// backendset.Sync.
+type ending int
+
+const (
+	// inLine: the backend set holds what the record says. The record takes
+	// the plan's owned and draining backends, and the resource is revisited
+	// when the first drain is over.
+	inLine ending = iota
+	// refused: OCI refused the write for what it adds (oci.IsRefused: bad
+	// input, a limit), which sending it again cannot help. The backend set
+	// is written again at once without the additions, which are tried again
+	// with backoff (backendset.Refusals). A deletion adds nothing: its
+	// refusals fail, and are retried until its cleanup timeout.
+	refused
+	// failed: the write failed; the flight fails, and the resource is
+	// retried with backoff.
+	failed
+	// gone: OCI answered 404 to a write that only takes backends out:
+	// nothing is left to remove, and the record goes.
+	gone
+	// missing: OCI answered 404 to a write that registers. It answers so
+	// alike for a backend set that does not exist and for one this identity
+	// may not read yet (a policy still propagating), so the resource is
+	// retried with the workqueue's backoff: soon at first, then rarely.
+	missing
+	// emptied: a write that only takes backends out left none owned, and
+	// the record goes.
+	emptied
+)
+
+// verdict is what a sync's ending changes, decided by judge from the sync
+// alone and carried out by carryOut.
+type verdict struct {
+	kind ending
+	err  error // refused, failed: why
+	// inLine only: the plan as the record takes it, its drains counted from
+	// when the write that started them ended; whether a refusal of the
+	// backend set's additions is over; how many backends are wanted there
+	// and how many OCI allows; and what the status warns of.
+	plan          plan.Plan
+	clearsRefusal bool
+	wanted, limit int
+	issues        []desired.Issue
+}
+
+// judge says what the sync of w, which returned res and err, changes.
+// deleting: the resource is being deleted.
+func judge(w *setWrite, deleting bool, res backendset.Result, err error) verdict {
+	mode := w.job.Mode
+	switch {
+	case oci.IsRefused(err) && !deleting && len(res.Plan.Added) > 0:
+		return verdict{kind: refused, err: err}
+	case err != nil:
+		return verdict{kind: failed, err: err}
+	case res.NotFound != nil && mode.Leaves():
+		return verdict{kind: gone}
+	case res.NotFound != nil:
+		return verdict{kind: missing, err: res.NotFound}
+	case (mode == plan.Remove || mode == plan.Retire) && len(res.Plan.Owned) == 0:
+		return verdict{kind: emptied}
+	}
+	p := res.Plan
+	if res.Written {
+		p.Draining = slices.Clone(p.Draining)
+		p.DrainTookEffect(res.WorkRequest.Time.Time, w.job.DrainFor)
+	}
+	v := verdict{kind: inLine, plan: p, clearsRefusal: !w.noAdds,
+		wanted: len(p.Backends) + len(p.Withheld), limit: w.read.BackendLimit()}
+	for _, is := range []*desired.Issue{status.NearLimit(w.job.Name, v.wanted, v.limit), status.InstanceRegistered(w.job.Name, p.InstanceTaken)} {
+		if is != nil {
+			v.issues = append(v.issues, *is)
+		}
+	}
+	return v
+}
+
+// carryOut applies v to the resource's record and outcome, the events,
+// the metrics and what the process remembers of the backend set.
+func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *backendset.Result, v verdict) {
+	obj, name := s.obj, w.job.Name
+	logger := s.logger.WithValues("backendSet", name)
+	if res.WorkRequest != nil {
+		status.Entry(obj, name).LastWorkRequest = res.WorkRequest
+	}
+	if res.Written && v.kind != refused && v.kind != failed {
+		r.events.Eventf(obj, nil, corev1.EventTypeNormal, v1beta1.ReasonBackendSetUpdated, "UpdateBackendSet",
+			"backend set %q: %d added, %d removed, %d updated (work request %s)",
+			name, len(res.Plan.Added), len(res.Plan.Removed), len(res.Plan.Updated), res.WorkRequest.ID)
+		if w.job.Mode.Leaves() {
+			r.wakeClaimants(ctx, obj, s.lb, name)
+		}
+	}
+	switch v.kind {
+	case refused:
+		last := r.opts.Resync
+		if last <= 0 {
+			last = 10 * time.Minute
+		}
+		retryAt := r.refusals.Put(obj.Name, name, obj.Generation, res.Plan.Added, v.err, time.Now(), r.opts.Backoff.Max, last)
+		logger.Error(v.err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
+			"opcRequestID", oci.RequestID(v.err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "%s", s.out.Refused(name, len(res.Plan.Added), v.err, retryAt))
+		return // written again at once, which sets what follows
+	case failed:
+		logger.Error(v.err, "backend set write failed", "opcRequestID", oci.RequestID(v.err))
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, v.err)
+		s.out.Fail(name, v.err)
+	case gone:
+		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
+		status.DropEntry(obj, name)
+	case missing:
+		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, s.lb), v.err)
+		logger.Error(missing, "registering nothing there until it exists")
+		s.out.Failures = append(s.out.Failures, missing.Error())
+		if s.out.Err == nil {
+			s.out.Err = missing
+		}
+	case emptied:
+		status.DropEntry(obj, name)
+	case inLine:
+		rec := status.Entry(obj, name)
+		rec.SetOwned(v.plan.Owned)
+		rec.SetDraining(v.plan.Draining)
+		s.out.Revisit(v.plan.DrainsUntil)
+		s.out.Issues = append(s.out.Issues, v.issues...)
+		if v.clearsRefusal {
+			r.refusals.Clear(obj.Name, name)
+		}
+		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(v.plan.Withheld)))
+		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(v.wanted) / float64(v.limit))
+		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(v.plan.DrainStarted)))
+		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(v.plan.DrainEnded)))
+		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(v.plan.DrainCalledOff)))
+		r.drains.set(obj.Name, s.lb, name, &v.plan, w.job.DrainFor)
+	}
+	if rec := status.FindEntry(obj, name); rec != nil {
+		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(rec.OwnedCount()))
+		metrics.BackendsDraining.WithLabelValues(obj.Name, name).Set(float64(len(rec.DrainingBackends())))
+		return
+	}
+	metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
+	metrics.BackendsDraining.DeleteLabelValues(obj.Name, name)
+	metrics.BackendsWithheld.DeleteLabelValues(obj.Name, name)
+	metrics.BackendLimitUsed.DeleteLabelValues(obj.Name, name)
+	r.drains.set(obj.Name, s.lb, name, nil, 0)
+}
