@@ -167,23 +167,13 @@ func skipWithoutAPIServer(t testing.TB) {
 // newFixtureOn is newFixture on the API server cfg reaches, through api.
 func newFixtureOn(t testing.TB, emuOpts ociemu.Options, cfg *rest.Config, api client.Client) *fixture {
 	t.Helper()
-	emu, err := ociemu.Start(emuOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
+	// Started first, so closed last: the fixture's cleanup still reaches it.
+	emu := ociemu.StartSeeded(t, "testdata/seed.yaml", emuOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	f := &fixture{t: t, ctx: ctx, emu: emu, ns: fmt.Sprintf("lbr-%d", fixtureSeq.Add(1)), cfg: cfg, api: api}
 	t.Cleanup(func() {
 		f.cleanup()
 		cancel()
-		emu.Close()
 	})
 	f.must(f.api.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
 	f.key, f.keyPEM = f.newKey("oci-key")

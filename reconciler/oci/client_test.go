@@ -160,29 +160,11 @@ func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client)
 	return emulatorClientOver(t, register, nil)
 }
 
-// seededEmulator is an emulator started with o, holding the test seed.
-func seededEmulator(t *testing.T, o ociemu.Options) *ociemu.Emulator {
-	t.Helper()
-	emu, err := ociemu.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { emu.Close() })
-	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
-	return emu
-}
-
 // emulatorClientOver is emulatorClient sending through client (nil: the
 // default).
 func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ociemu.Emulator, *oci.Client) {
 	t.Helper()
-	emu := seededEmulator(t, ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
+	emu := ociemu.StartSeeded(t, "../testdata/seed.yaml", ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
 	var err error
 	k, keyPEM := newKey(t)
 	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)

@@ -21,7 +21,7 @@ import (
 // requests at once for some seconds: every request is signed with a key
 // and its own token, so OCI refuses none.
 func TestSessionRenewedUnderConcurrentRequests(t *testing.T) {
-	emu := seededEmulator(t, ociemu.Options{SessionTokenLifetime: 5*time.Minute + time.Second})
+	emu := ociemu.StartSeeded(t, "../testdata/seed.yaml", ociemu.Options{SessionTokenLifetime: 5*time.Minute + time.Second})
 	host, err := emu.ServeWorkloadIdentity(func(context.Context, string) (string, error) {
 		return "system:serviceaccount:team-a:lb-writer", nil
 	})

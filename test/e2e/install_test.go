@@ -115,23 +115,12 @@ func clusterWithWorkload(t *testing.T, latency time.Duration) (*kube.Cluster, *o
 	return c, emu
 }
 
-// seededEmulator is an emulator in region ap-tokyo-1 holding the load
-// balancers of a seed file, whose work requests take latency.
+// seededEmulator is an emulator holding the load balancers of a seed file,
+// whose work requests take latency, in ap-tokyo-1: the region the seed
+// files' and manifests' OCIDs name.
 func seededEmulator(t *testing.T, seedFile string, latency time.Duration) *ociemu.Emulator {
 	t.Helper()
-	emu, err := ociemu.Start(ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: latency})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
-	seed, err := ociemu.LoadSeedFile(seedFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
-	return emu
+	return ociemu.StartSeeded(t, seedFile, ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: latency})
 }
 
 // apiKeyFields are the lines of an API key that name its user, tenancy and fingerprint.

@@ -5,10 +5,11 @@
 // while a load balancer is updating, etags, retry tokens and injectable
 // faults. docs/oci-emulator.md lists what is modelled and what is assumed.
 //
-// In short: Start, SeedState (or LoadSeedFile), NewUser for an SDK
-// configuration provider, then set the SDK client's Host to URL (or HTTPSURL
-// with HTTPClient). Backends, State, WorkRequests, Calls and Counters show
-// what happened; AddFault changes what happens next.
+// In short: Start, SeedState (or LoadSeedFile; a test does all three with
+// StartSeeded), NewUser for an SDK configuration provider, then set the SDK
+// client's Host to URL (or HTTPSURL with HTTPClient). Backends, State,
+// WorkRequests, Calls and Counters show what happened; AddFault changes
+// what happens next.
 package ociemu
 
 import (

@@ -48,18 +48,7 @@ func transports(t *testing.T, opts ociemu.Options, test func(t *testing.T, f *fi
 
 func newFixture(t testing.TB, opts ociemu.Options, useTLS bool) *fixture {
 	t.Helper()
-	emu, err := ociemu.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { emu.Close() })
-	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
+	emu := ociemu.StartSeeded(t, "testdata/seed.yaml", opts)
 	config, err := emu.NewUser()
 	if err != nil {
 		t.Fatal(err)
