@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -60,8 +61,7 @@ func TestHealthInStatus(t *testing.T) {
 
 	expect := func(healthy string, unhealthy ...string) {
 		t.Helper()
-		f.eventually(20*time.Second, func() error {
-			cur := f.get(obj)
+		f.waitReady(obj, v1beta1.ReasonRegistered, func(cur *v1beta1.LBRegistrar, _ *metav1.Condition) error {
 			var rec *v1beta1.BackendSetStatus
 			for i := range cur.Status.BackendSets {
 				if cur.Status.BackendSets[i].Name == "health" {
@@ -75,10 +75,7 @@ func TestHealthInStatus(t *testing.T) {
 			if cur.Status.Healthy != healthy || !slices.Equal(h.Unhealthy, unhealthy) || int(h.Critical) != len(unhealthy) || h.Unknown != 0 {
 				return fmt.Errorf("healthy %q, health %+v; want %s with %v critical", cur.Status.Healthy, *h, healthy, unhealthy)
 			}
-			if r := condition(cur, v1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
-				return fmt.Errorf("Ready: %+v", r)
-			}
-			d := condition(cur, v1beta1.ConditionDegraded)
+			d := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionDegraded)
 			switch {
 			case d == nil:
 				return fmt.Errorf("no Degraded condition")
@@ -117,12 +114,11 @@ func TestHealthReadFailureIsNoFailure(t *testing.T) {
 	f.node(f.ns+"-a", "10.0.3.1")
 	f.startManager(f.options())
 	obj := f.registrar("health-fails", classicLB, []v1beta1.Target{fixedPort("health", 30123)})
-	f.eventually(20*time.Second, func() error {
-		cur := f.get(obj)
-		if r := condition(cur, v1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || cur.Status.ObservedGeneration != cur.Generation {
-			return fmt.Errorf("Ready: %+v", r)
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(cur *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if cur.Status.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("status of generation %d, want %d", cur.Status.ObservedGeneration, cur.Generation)
 		}
-		if d := condition(cur, v1beta1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+		if d := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
 			return fmt.Errorf("Degraded: %+v", d)
 		}
 		if cur.Status.Healthy != "" || len(cur.Status.BackendSets) != 1 || cur.Status.BackendSets[0].Health != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -473,7 +474,7 @@ func fixedPort(set string, port int32) v1beta1.Target {
 func (f *fixture) expectConflict(o *v1beta1.LBRegistrar, holder string) {
 	f.t.Helper()
 	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(o), v1beta1.ConditionConflict)
+		c := meta.FindStatusCondition(f.get(o).Status.Conditions, v1beta1.ConditionConflict)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, holder) {
 			return fmt.Errorf("%s's Conflict: %+v", o.Name, c)
 		}
@@ -481,13 +482,28 @@ func (f *fixture) expectConflict(o *v1beta1.LBRegistrar, holder string) {
 	})
 }
 
-func condition(o *v1beta1.LBRegistrar, typ string) *metav1.Condition {
-	for i := range o.Status.Conditions {
-		if o.Status.Conditions[i].Type == typ {
-			return &o.Status.Conditions[i]
-		}
+// waitReady waits until obj's Ready condition has reason at obj's current
+// generation, with the status that reason comes with (True for Registered,
+// False for any other), and each check in also passes on the same read.
+func (f *fixture) waitReady(obj *v1beta1.LBRegistrar, reason string, also ...func(o *v1beta1.LBRegistrar, ready *metav1.Condition) error) {
+	f.t.Helper()
+	want := metav1.ConditionFalse
+	if reason == v1beta1.ReasonRegistered {
+		want = metav1.ConditionTrue
 	}
-	return nil
+	f.eventually(20*time.Second, func() error {
+		cur := f.get(obj)
+		ready := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionReady)
+		if ready == nil || ready.Status != want || ready.Reason != reason || ready.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("%s's Ready: %+v, want %s with reason %s at generation %d", cur.Name, ready, want, reason, cur.Generation)
+		}
+		for _, check := range also {
+			if err := check(cur, ready); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // updateRegistrar changes a resource's spec, retrying on write conflicts

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,7 @@ func TestHandOverDuringDrainServes(t *testing.T) {
 			if got := f.backends(tc.lb, tc.set); fmt.Sprint(got) != fmt.Sprint(with("10.0.40.1:30040/1")) {
 				t.Fatalf("after the old resource went: %v", got)
 			}
-			if c := condition(f.get(replacement), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			if c := meta.FindStatusCondition(f.get(replacement).Status.Conditions, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 				t.Fatalf("replacement ready: %+v", c)
 			}
 		})
@@ -91,7 +92,7 @@ func TestHandOverFromAnotherIdentityTakesNothing(t *testing.T) {
 	f.expectConflict(newcomer, holder.Name)
 	f.node(f.ns+"-b", "10.0.38.2")
 	f.expectBackends(classicLB, "api", "10.0.38.1:30038/1", "10.0.38.2:30038/1")
-	if c := condition(f.get(holder), v1beta1.ConditionConflict); c != nil && c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(f.get(holder).Status.Conditions, v1beta1.ConditionConflict); c != nil && c.Status != metav1.ConditionFalse {
 		t.Errorf("holder's Conflict: %+v", c)
 	}
 

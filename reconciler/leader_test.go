@@ -143,11 +143,9 @@ func TestLeaderKilledMidWriteNoDuplicateWrite(t *testing.T) {
 		t.Fatal("standby not elected after the leader died")
 	}
 	f.expectBackends(classicLB, "api", "10.0.15.1:30600/1", "10.0.15.2:30600/1")
-	f.eventually(15*time.Second, func() error {
-		o := f.get(obj)
-		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 ||
-			o.Status.BackendSets[0].OwnedCount() != 2 {
-			return fmt.Errorf("status: %+v", o.Status)
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if len(o.Status.BackendSets) != 1 || o.Status.BackendSets[0].OwnedCount() != 2 {
+			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
 	})

@@ -11,18 +11,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
-// waitReady waits until obj's Ready condition has reason.
-func (f *fixture) waitReady(obj *v1beta1.LBRegistrar, reason string) {
-	f.t.Helper()
-	f.eventually(20*time.Second, func() error {
-		cur := f.get(obj)
-		if c := condition(cur, v1beta1.ConditionReady); c == nil || c.Reason != reason || c.ObservedGeneration != cur.Generation {
-			return fmt.Errorf("ready: %+v, want reason %s at generation %d", c, reason, cur.Generation)
-		}
-		return nil
-	})
-}
-
 // waitGone waits until obj is deleted.
 func (f *fixture) waitGone(obj *v1beta1.LBRegistrar) {
 	f.t.Helper()

@@ -44,10 +44,9 @@ func TestSeveralServicesPartialFailureConverges(t *testing.T) {
 
 	foreign := "192.168.9.9:8080/3,backup"
 	f.expectBackends(classicLB, "api", fmt.Sprintf("10.0.20.1:%d/1", apiPort))
-	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "WriteFailed" || !strings.Contains(c.Message, `backend set "web"`) {
-			return fmt.Errorf("ready: %+v", c)
+	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if !strings.Contains(ready.Message, `backend set "web"`) {
+			return fmt.Errorf("Ready does not name backend set web: %s", ready.Message)
 		}
 		return nil
 	})
@@ -58,10 +57,9 @@ func TestSeveralServicesPartialFailureConverges(t *testing.T) {
 	f.expectBackends(classicLB, "web", foreign,
 		fmt.Sprintf("10.0.20.1:%d/2", webPort), fmt.Sprintf("10.0.20.2:%d/2", webPort),
 		fmt.Sprintf("10.0.20.1:%d/2", apiPort), fmt.Sprintf("10.0.20.2:%d/2", apiPort))
-	f.eventually(10*time.Second, func() error {
-		o := f.get(obj)
-		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 2 {
-			return fmt.Errorf("status: %+v", o.Status)
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if len(o.Status.BackendSets) != 2 {
+			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
 	})

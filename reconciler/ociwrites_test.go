@@ -12,6 +12,7 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +40,9 @@ func TestClassicLoadBalancerETagIsPerLoadBalancer(t *testing.T) {
 	f.startManager(o)
 	obj := f.registrar("etag", classicLB, []v1beta1.Target{fixedPort("admin", 31001), fixedPort("api", 31002), fixedPort("web", 31003)})
 
-	f.eventually(20*time.Second, func() error {
-		cur := f.get(obj)
-		if c := condition(cur, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(cur.Status.BackendSets) != 3 {
-			return fmt.Errorf("status: %+v", cur.Status)
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if len(o.Status.BackendSets) != 3 {
+			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
 	})
@@ -138,9 +138,9 @@ func TestRefusedWriteNamesItsRequestID(t *testing.T) {
 	named := func(text string) bool {
 		return slices.ContainsFunc(refused, func(id string) bool { return strings.Contains(text, "opc-request-id "+id) })
 	}
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Reason != "WriteFailed" || !named(c.Message) {
-			return fmt.Errorf("ready %+v does not name any of %q", c, refused)
+	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if !named(ready.Message) {
+			return fmt.Errorf("ready %+v does not name any of %q", ready, refused)
 		}
 		var evs eventsv1.EventList
 		f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
@@ -163,7 +163,7 @@ func TestFreshKeyIsRetriedUntilOCITakesIt(t *testing.T) {
 	f.startManager(f.options())
 	obj := f.registrar("fresh-key", classicLB, []v1beta1.Target{fixedPort("api", 31030)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = key.DeepCopy() })
 	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, "401 NotAuthenticated") {
+		if c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, "401 NotAuthenticated") {
 			return fmt.Errorf("ready: %+v", c)
 		}
 		return nil
@@ -184,7 +184,7 @@ func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
 	f.startManager(o)
 	obj := f.registrar("later", classicLB, []v1beta1.Target{fixedPort("later", 31040)})
 	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, `backend set "later" not found`) {
+		if c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, `backend set "later" not found`) {
 			return fmt.Errorf("ready: %+v", c)
 		}
 		return nil
@@ -212,10 +212,9 @@ func TestRejectedWriteIsNotRepeated(t *testing.T) {
 	obj := f.registrar("rejected", classicLB, []v1beta1.Target{fixedPort("admin", 31050), fixedPort("api", 31051)})
 
 	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1")
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Reason != "WriteFailed" ||
-			!strings.Contains(c.Message, reason) || !strings.Contains(c.Message, "OCI refused adding 1 backends") {
-			return fmt.Errorf("ready: %+v", c)
+	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if !strings.Contains(ready.Message, reason) || !strings.Contains(ready.Message, "OCI refused adding 1 backends") {
+			return fmt.Errorf("ready: %+v", ready)
 		}
 		return nil
 	})
@@ -259,7 +258,7 @@ func TestRemovalsDoNotWaitForAdditionsThatDoNotFit(t *testing.T) {
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-c"}}))
 	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1")
 	f.eventually(20*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionReady)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "LimitExceeded") || !strings.Contains(c.Message, "OCI refused adding 2 backends") {
 			return fmt.Errorf("ready: %+v", c)
 		}
@@ -271,10 +270,7 @@ func TestRemovalsDoNotWaitForAdditionsThatDoNotFit(t *testing.T) {
 
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-e"}}))
 	f.expectBackends(classicLB, "api", "10.0.46.1:31046/1", "10.0.46.2:31046/1", "10.0.46.4:31046/1")
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(*v1beta1.LBRegistrar, *metav1.Condition) error {
 		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "api")); n != 0 {
 			return fmt.Errorf("lbregistrar_backends_withheld = %v, want 0", n)
 		}
@@ -304,7 +300,7 @@ func TestBackendSetTakesAddressesOfItsIPVersion(t *testing.T) {
 	f.expectBackends(networkLB, "tcp", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1",
 		"10.0.36.1:31060/1", "10.0.36.2:31060/1")
 	f.eventually(20*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionDegraded)
 		if c == nil || c.Reason != "NodeWithoutAddress" || !strings.Contains(c.Message, f.ns+"-v4") || !strings.Contains(c.Message, "IPv6") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
@@ -338,12 +334,7 @@ func TestIPv6ByExternalIPAsOraclesControllerRegistersIt(t *testing.T) {
 	if len(backends) != 1 || backends[0].TargetID != "" {
 		t.Errorf("IPv6 backend sent with an instance: %+v", backends)
 	}
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
 
 // An NLB listener may be UDP (SDK ListenerProtocolsEnum): the controller
@@ -374,12 +365,7 @@ func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
 	fiftyThree := intstr.FromInt32(53)
 	obj := f.registrar("dns", networkLB, []v1beta1.Target{{Name: "dns", Namespace: f.ns, Port: &fiftyThree, BackendSetName: "udp", Weight: 1}})
 	f.expectBackends(networkLB, "udp", fmt.Sprintf("10.0.40.1:%d/1", udpPort))
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
 
 // A backend set that preserves the client's source address takes nodes by
@@ -404,12 +390,7 @@ func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 	}) {
 		t.Errorf("node a not registered by its instance: %+v", backends)
 	}
-	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
 
 // In a source-preserving set OCI takes an instance once per port. A node
@@ -452,7 +433,7 @@ func TestAnInstanceWhoseAddressChangesIsReaddressedInOneWrite(t *testing.T) {
 	f.must(err)
 	f.node(f.ns+"-b", "10.0.39.2", func(n *corev1.Node) { n.Spec.ProviderID = "ocid1.instance.oc1.iad.node-b" })
 	f.eventually(20*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionDegraded)
 		if c == nil || c.Reason != "InstanceRegistered" || !strings.Contains(c.Message, "10.0.39.2:31090") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
@@ -470,7 +451,7 @@ func TestInstanceOnlyLoadBalancerSaysWhyANodeIsRefused(t *testing.T) {
 	f.startManager(f.options())
 	obj := f.registrar("by-address", networkLB, []v1beta1.Target{fixedPort("preserved", 31070)})
 	f.eventually(20*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionReady)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "by instance (targetId) only") {
 			return fmt.Errorf("ready: %+v", c)
 		}
@@ -528,12 +509,7 @@ func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
 	f.emu.RemoveFault(stuck)
 
 	f.expectBackends(networkLB, "tcp", append(before, "192.168.44.4:30044/1", "10.0.44.1:30044/1")...)
-	f.eventually(10*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 	var evs eventsv1.EventList
 	f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
 	for _, e := range evs.Items {
@@ -564,12 +540,7 @@ func TestAnotherWritersChangeIsPutBack(t *testing.T) {
 	obj := f.registrar("wants", networkLB, []v1beta1.Target{fixedPort("tcp", 30045)})
 	want := append(before, "10.0.45.1:30045/1")
 	f.expectBackends(networkLB, "tcp", want...)
-	f.eventually(10*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 
 	// A node joins: the write that adds it is the controller's own, and its
 	// end wakes nothing.
@@ -641,10 +612,10 @@ func TestBackendSetIsFilledToItsLimit(t *testing.T) {
 	f.expectBackends(networkLB, "pair", "10.0.47.1:31047/1", "10.0.47.2:31047/1")
 	f.eventually(20*time.Second, func() error {
 		o := f.get(obj)
-		if c := condition(o, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
+		if c := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
-		if c := condition(o, v1beta1.ConditionReady); c == nil || strings.Contains(c.Message, "LimitExceeded") {
+		if c := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionReady); c == nil || strings.Contains(c.Message, "LimitExceeded") {
 			return fmt.Errorf("ready (no write OCI refuses is sent): %+v", c)
 		}
 		if n := counter(t, metrics.BackendsWithheld.WithLabelValues(obj.Name, "pair")); n != 1 {
@@ -659,7 +630,7 @@ func TestBackendSetIsFilledToItsLimit(t *testing.T) {
 	f.must(k8s.Delete(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-a"}}))
 	f.expectBackends(networkLB, "pair", "10.0.47.2:31047/1", "10.0.47.3:31047/1")
 	f.eventually(20*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+		if c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
 			return fmt.Errorf("degraded: %+v", c)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -58,10 +59,9 @@ func TestNodesAddedRemovedRelabelledExcluded(t *testing.T) {
 	foreign := "192.168.9.9:8080/3,backup"
 
 	f.expectBackends(classicLB, "web", foreign, "10.0.0.1:30080/1", "10.0.0.2:30080/1")
-	f.eventually(10*time.Second, func() error {
-		o := f.get(obj)
-		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || o.Status.ObservedGeneration != o.Generation {
-			return fmt.Errorf("status: %+v", o.Status)
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if o.Status.ObservedGeneration != o.Generation {
+			return fmt.Errorf("status of generation %d, want %d", o.Status.ObservedGeneration, o.Generation)
 		}
 		if len(o.Status.BackendSets) != 1 || o.Status.BackendSets[0].OwnedCount() != 2 || o.Status.BackendSets[0].LastWorkRequest == nil {
 			return fmt.Errorf("ownership record: %+v", o.Status.BackendSets)
@@ -134,7 +134,7 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 	// Zero ready endpoints: nothing is removed, Degraded says why.
 	f.endpoints("gw")
 	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionDegraded)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionDegraded)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "no ready endpoint") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
@@ -192,7 +192,7 @@ func TestDeletionWithMissingBackendSetCompletes(t *testing.T) {
 	f.startManager(f.options())
 	obj := f.registrar("gone", classicLB, []v1beta1.Target{fixedPort("no-such-set", 30080)})
 	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionReady)
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not found") {
 			return fmt.Errorf("ready: %+v", c)
 		}
@@ -232,7 +232,7 @@ func TestDeletionWithNothingToDrainDoesNotWait(t *testing.T) {
 
 	nothing := f.registrar("nothing", classicLB, []v1beta1.Target{fixedPort("no-such-set", 30020)})
 	f.eventually(10*time.Second, func() error {
-		if c := condition(f.get(nothing), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		if c := meta.FindStatusCondition(f.get(nothing).Status.Conditions, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 			return fmt.Errorf("ready: %+v", c)
 		}
 		return nil
@@ -248,10 +248,9 @@ func TestDeletionWithNothingToDrainDoesNotWait(t *testing.T) {
 	merged := f.registrar("merged", classicLB, []v1beta1.Target{fixedPort("api", 30021)}, func(o *v1beta1.LBRegistrar) {
 		o.Annotations = map[string]string{validation.ReplacesAnnotation: old.Name}
 	})
-	f.eventually(10*time.Second, func() error {
-		o := f.get(merged)
-		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 {
-			return fmt.Errorf("merged status: %+v", o.Status)
+	f.waitReady(merged, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if len(o.Status.BackendSets) != 1 {
+			return fmt.Errorf("merged ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
 	})
@@ -308,10 +307,9 @@ func TestLaterClaimGetsConflictAndWritesNothing(t *testing.T) {
 	repl := f.registrar("repl", classicLB, []v1beta1.Target{fixedPort("api", 30001)}, func(o *v1beta1.LBRegistrar) {
 		o.Annotations = map[string]string{validation.ReplacesAnnotation: first.Name}
 	})
-	f.eventually(10*time.Second, func() error {
-		o := f.get(repl)
-		if c := condition(o, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(o.Status.BackendSets) != 1 {
-			return fmt.Errorf("replacement status: %+v", o.Status)
+	f.waitReady(repl, v1beta1.ReasonRegistered, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if len(o.Status.BackendSets) != 1 {
+			return fmt.Errorf("replacement ownership record: %+v", o.Status.BackendSets)
 		}
 		return nil
 	})
@@ -358,21 +356,14 @@ func TestSecretRotationAndBadKey(t *testing.T) {
 	outside := f.key
 	outside.PrivateKey.Namespace = metav1.NamespaceDefault
 	elsewhere := f.registrar("elsewhere", networkLB, []v1beta1.Target{fixedPort("tcp", 30021)}, func(o *v1beta1.LBRegistrar) { o.Spec.APIKey = outside.DeepCopy() })
-	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(elsewhere), v1beta1.ConditionReady)
-		if c == nil || c.Reason != "SecretNamespaceNotAllowed" || !strings.Contains(c.Message, "--secret-namespaces") {
-			return fmt.Errorf("ready: %+v", c)
+	f.waitReady(elsewhere, v1beta1.ReasonSecretNamespaceNotAllowed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if !strings.Contains(ready.Message, "--secret-namespaces") {
+			return fmt.Errorf("ready: %+v", ready)
 		}
 		return nil
 	})
 
-	f.eventually(10*time.Second, func() error {
-		c := condition(f.get(obj), v1beta1.ConditionReady)
-		if c == nil || c.Reason != "InvalidCredentials" {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonInvalidCredentials)
 	f.applySecret("oci-key", f.keyPEM)
 	f.expectBackends(classicLB, "api", "10.0.7.1:30020/1")
 
@@ -404,7 +395,7 @@ func TestCredentialConditionsDoNotRevealSecrets(t *testing.T) {
 	ready := func(o *v1beta1.LBRegistrar) *metav1.Condition {
 		var c *metav1.Condition
 		f.eventually(10*time.Second, func() error {
-			if c = condition(f.get(o), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+			if c = meta.FindStatusCondition(f.get(o).Status.Conditions, v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 				return fmt.Errorf("ready: %+v", c)
 			}
 			return nil
@@ -498,7 +489,7 @@ func TestServiceWithoutNodePortIsACondition(t *testing.T) {
 	obj := f.registrar("no-nodeport", classicLB, []v1beta1.Target{{Name: "lb-only", Namespace: f.ns, Port: &port, BackendSetName: "api", Weight: 1}})
 	f.eventually(10*time.Second, func() error {
 		o := f.get(obj)
-		d, r := condition(o, v1beta1.ConditionDegraded), condition(o, v1beta1.ConditionReady)
+		d, r := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionDegraded), meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionReady)
 		if d == nil || d.Reason != "NodePortNotAllocated" || r == nil || r.Status != metav1.ConditionFalse {
 			return fmt.Errorf("conditions: %+v", o.Status.Conditions)
 		}
@@ -691,12 +682,7 @@ func TestChangesDuringAWorkRequestAreCoalesced(t *testing.T) {
 	})
 	f.emu.FinishWorkRequests()
 	f.expectBackends(classicLB, "api", want...)
-	f.eventually(10*time.Second, func() error {
-		if c := condition(f.get(obj), v1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("ready: %+v", c)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 	if n := f.emu.Counters().Writes[classicLB]; n != 2 {
 		t.Fatalf("%d writes for 21 node events, want 2", n)
 	}

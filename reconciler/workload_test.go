@@ -14,7 +14,6 @@ import (
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -115,11 +114,9 @@ func TestWorkloadIdentityRevoked(t *testing.T) {
 	f.must(f.api.Delete(f.ctx, sa))
 	f.emu.ExpireSessions(fmt.Sprintf("system:serviceaccount:%s:lb-writer", f.ns))
 	f.node(f.ns+"-b", "10.0.9.2")
-	f.eventually(time.Minute, func() error {
-		ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
-		want := fmt.Sprintf("spec.workloadIdentity.serviceAccount: ServiceAccount %s/lb-writer not found", f.ns)
-		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != "SignInFailed" || ready.Message != want {
-			return fmt.Errorf("Ready = %+v, want False, SignInFailed: %s", ready, want)
+	f.waitReady(obj, v1beta1.ReasonSignInFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if want := fmt.Sprintf("spec.workloadIdentity.serviceAccount: ServiceAccount %s/lb-writer not found", f.ns); ready.Message != want {
+			return fmt.Errorf("Ready says %q, want %q", ready.Message, want)
 		}
 		return nil
 	})
@@ -208,13 +205,7 @@ func TestControllerIdentity(t *testing.T) {
 					identity.set(f, o)
 				})
 				if !allowed {
-					f.eventually(20*time.Second, func() error {
-						ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
-						if ready == nil || ready.Reason != "ControllerIdentityNotAllowed" {
-							return fmt.Errorf("Ready = %+v, want ControllerIdentityNotAllowed", ready)
-						}
-						return nil
-					})
+					f.waitReady(obj, v1beta1.ReasonControllerIdentityNotAllowed)
 					if by := f.signedAs(classicLB, "api", false); len(by) != 0 {
 						t.Errorf("OCI called by %v", by)
 					}
@@ -251,12 +242,7 @@ func TestSlowSignInIsSigningIn(t *testing.T) {
 		o.Spec.APIKey = nil
 		o.Spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
 	})
-	f.eventually(10*time.Second, func() error {
-		if ready := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "SigningIn" {
-			return fmt.Errorf("Ready = %+v, want SigningIn", ready)
-		}
-		return nil
-	})
+	f.waitReady(obj, v1beta1.ReasonSigningIn)
 	f.expectBackends(classicLB, "api", "10.0.9.2:30095/1")
 	if by := f.signedAs(classicLB, "api", true); by[instance] != 1 || len(by) != 1 {
 		t.Errorf("writes signed by %v, want one by the instance", by)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -91,7 +91,7 @@ func TestStatusWritersCannotChangeTheRecord(t *testing.T) {
 		t.Fatalf("the original operator's phase write: %v\n%s", err, stderr)
 	}
 	after := recorded()
-	if ready := condition(after.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != v1beta1.ReasonPending {
+	if ready := meta.FindStatusCondition(after.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != v1beta1.ReasonPending {
 		t.Errorf("Ready after the phase write: %+v", ready)
 	}
 	if after.LoadBalancerID != before.LoadBalancerID || after.RecordSignature != before.RecordSignature || !equalRecords(after.BackendSets, before.BackendSets) {
@@ -213,7 +213,7 @@ spec:
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: "planted"}, &obj); err != nil {
 			return err
 		}
-		if ready := condition(obj.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "UncheckedIdentity" || !strings.Contains(ready.Message, unchecked) {
+		if ready := meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "UncheckedIdentity" || !strings.Contains(ready.Message, unchecked) {
 			return fmt.Errorf("Ready = %+v", ready)
 		}
 		return nil
@@ -255,15 +255,6 @@ func statusWriterKubeconfig(t *testing.T, c *kube.Cluster) string {
 		{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"lbregistrars"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{v1beta1.GroupVersion.Group}, Resources: []string{"lbregistrars/status"}, Verbs: []string{"get", "update", "patch"}},
 	})
-}
-
-func condition(conditions []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conditions {
-		if conditions[i].Type == typ {
-			return &conditions[i]
-		}
-	}
-	return nil
 }
 
 // equalRecords compares ownership records backend by backend.
