@@ -368,6 +368,43 @@ func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
 	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
 
+// An NLB whose listeners cannot be read still has its backend sets read
+// and written: only a target that picks a Service's port by protocol
+// waits, Degraded saying why, until the listeners are read.
+func TestUnreadListenersHoldOnlyServiceTargets(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	nlb := &seed.NetworkLoadBalancers[0]
+	udp := nlb.BackendSets["tcp"]
+	udp.Backends = nil
+	nlb.BackendSets["udp"] = udp
+	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("udp"),
+		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
+	f.must(f.emu.SeedState(seed))
+	unread := f.emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
+	f.node(f.ns+"-a", "10.0.42.1")
+	svc := f.service("dns", corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP})
+	f.startManager(f.options())
+	dns := intstr.FromString("dns-udp")
+	obj := f.registrar("unread", networkLB, []v1beta1.Target{
+		{Name: "dns", Namespace: f.ns, Port: &dns, BackendSetName: "udp", Weight: 1},
+		fixedPort("tcp", 31042),
+	})
+	f.waitReady(obj, v1beta1.ReasonHeld, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if d := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionDegraded); d == nil || d.Reason != v1beta1.ReasonListenersUnread {
+			return fmt.Errorf("degraded: %+v, want %s", d, v1beta1.ReasonListenersUnread)
+		}
+		return nil
+	})
+	f.expectBackends(networkLB, "tcp", "10.0.42.1:31042/1", "192.168.9.9:30080/2,offline", "ocid1.instance.oc1.iad.someoneelse:30080/1")
+	f.expectBackends(networkLB, "udp")
+	f.emu.RemoveFault(unread)
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": "1"} })
+	f.expectBackends(networkLB, "udp", fmt.Sprintf("10.0.42.1:%d/1", svc.Spec.Ports[0].NodePort))
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+}
+
 // A backend set that preserves the client's source address takes nodes by
 // instance: each backend names the node's instance OCID from spec.providerID
 // (oci://… or bare); a node already registered by instance alone is seen,

@@ -51,14 +51,17 @@ const (
 	ReasonServiceTypeUnsupported = "ServiceTypeUnsupported"
 	ReasonServicePortNotFound    = "ServicePortNotFound"
 	ReasonServicePortProtocol    = "ServicePortProtocol"
-	ReasonServiceIPFamily        = "ServiceIPFamily"
-	ReasonNodePortNotAllocated   = "NodePortNotAllocated"
-	ReasonInvalidNodeSelector    = "InvalidNodeSelector"
-	ReasonNoEligibleNodes        = "NoEligibleNodes"
-	ReasonNoReadyEndpoints       = "NoReadyEndpoints"
-	ReasonNoReadyNodes           = "NoReadyNodes"
-	ReasonNodeWithoutAddress     = "NodeWithoutAddress"
-	ReasonDuplicateBackend       = "DuplicateBackend"
+	// ReasonListenersUnread: an NLB's listeners, which say whose protocol's
+	// node port a backend set takes, could not be read.
+	ReasonListenersUnread      = "ListenersUnread"
+	ReasonServiceIPFamily      = "ServiceIPFamily"
+	ReasonNodePortNotAllocated = "NodePortNotAllocated"
+	ReasonInvalidNodeSelector  = "InvalidNodeSelector"
+	ReasonNoEligibleNodes      = "NoEligibleNodes"
+	ReasonNoReadyEndpoints     = "NoReadyEndpoints"
+	ReasonNoReadyNodes         = "NoReadyNodes"
+	ReasonNodeWithoutAddress   = "NodeWithoutAddress"
+	ReasonDuplicateBackend     = "DuplicateBackend"
 	// ReasonBackendLimit: a backend set holds, or is wanted to hold, nine
 	// tenths or more of the backends OCI lets it hold.
 	ReasonBackendLimit = "BackendLimit"

@@ -173,6 +173,9 @@ func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 	out := make(map[string]desired.Takes, len(read))
 	for name, bs := range read {
 		t := desired.Takes{Instance: bs.PreservesSource}
+		if bs.ProtocolsUnread != nil {
+			t.ProtocolsUnread = bs.ProtocolsUnread.Error()
+		}
 		for _, p := range bs.Protocols {
 			t.Protocols = append(t.Protocols, corev1.Protocol(p))
 		}

@@ -64,6 +64,9 @@ type Takes struct {
 	// UDP or both); none means TCP, as every classic listener carries and
 	// a backend set no listener uses yet is taken to.
 	Protocols []corev1.Protocol
+	// ProtocolsUnread says why its listeners could not be read; a target
+	// that picks a Service's port by protocol is then held.
+	ProtocolsUnread string
 }
 
 // forwarded are the protocols the backend set's listeners forward: its

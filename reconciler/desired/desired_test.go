@@ -389,6 +389,18 @@ func TestCompute(t *testing.T) {
 			want: []BackendSet{{Name: "both", Backends: []Backend{{"10.0.0.1", 30054, 1, ""}}}, {Name: "dns", Backends: []Backend{{"10.0.0.1", 30053, 1, ""}}}},
 		},
 		{
+			// Which port a Service target takes depends on the listeners;
+			// a fixed node port does not.
+			name: "a backend set whose listeners are unread holds Service targets",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "dns", 1), {NodePort: 30080, BackendSetName: "fixed", Weight: 1}}},
+			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+				corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, NodePort: 30443})}},
+			opts: Options{BackendSets: map[string]Takes{"dns": {ProtocolsUnread: "500 InternalServerError"}, "fixed": {ProtocolsUnread: "500 InternalServerError"}}},
+			want: []BackendSet{{Name: "dns", Held: &Issue{Reason: v1beta1.ReasonListenersUnread}},
+				{Name: "fixed", Backends: []Backend{{"10.0.0.1", 30080, 1, ""}}}},
+			wantIssues: []string{v1beta1.ReasonListenersUnread},
+		},
+		{
 			name: "a UDP listener's backend set and a TCP port is a condition",
 			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "dns", 1)}},
 			cluster: Cluster{Nodes: threeNodes[:1], Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,

@@ -28,6 +28,9 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			return nil, nil, &Issue{v1beta1.ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
 		}
+		if takes.ProtocolsUnread != "" {
+			return nil, nil, &Issue{v1beta1.ReasonListenersUnread, fmt.Sprintf("services[%d]: the listeners of backend set %q could not be read (%s), so which protocol's node port of Service %s it takes is not known; it keeps its registered backends", i, t.BackendSetName, takes.ProtocolsUnread, key)}
+		}
 		carried := takes.forwarded()
 		sp, other := servicePort(svc, t, carried)
 		if sp == nil && other != "" {

@@ -31,6 +31,10 @@ type BackendSet struct {
 	// backend set (see forwarded); none when no listener uses it,
 	// and for a classic backend set, whose listeners all carry TCP.
 	Protocols []string
+	// ProtocolsUnread says why an NLB's listeners, and so Protocols, are
+	// not known: they could not be read, and no earlier read stands in.
+	// The backend set itself was read.
+	ProtocolsUnread error
 
 	lb  *loadbalancer.BackendSet
 	nlb *networkloadbalancer.BackendSet
@@ -72,10 +76,7 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		}
 		bs.PreservesSource = resp.IsPreserveSource == nil || *resp.IsPreserveSource
 		protocols, err := c.listenerProtocols(ctx, loadBalancerID)
-		if err != nil {
-			return nil, err
-		}
-		bs.Protocols = protocols[name]
+		bs.Protocols, bs.ProtocolsUnread = protocols[name], err
 		for _, b := range resp.Backends {
 			bs.Backends = append(bs.Backends, networkBackend(b))
 		}

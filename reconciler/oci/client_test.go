@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -539,5 +540,38 @@ func TestWorkRequestsReadsEveryPage(t *testing.T) {
 				t.Errorf("listed %d work requests, %v in flight; want %d, %s in flight", len(wrs), oci.InFlight(wrs), ended+1, id)
 			}
 		})
+	}
+}
+
+// An NLB backend set is read even when its listeners cannot be: the last
+// read of them stands in, however old, and with none it says why its
+// protocols are not known rather than failing the read (which would stop
+// removals and drains too).
+func TestBackendSetReadOutlivesItsListeners(t *testing.T) {
+	ctx := context.Background()
+	emu, c := emulatorClient(t, true)
+	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nlb := &seed.NetworkLoadBalancers[0]
+	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("tcp"),
+		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+	fault := emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
+	bs, err := c.GetBackendSet(ctx, nlbID, "tcp")
+	if err != nil || bs.ProtocolsUnread == nil || len(bs.Protocols) > 0 || len(bs.Backends) == 0 {
+		t.Fatalf("listeners unread, none read before: %+v, %v; want the backend set, saying its protocols are unread", bs, err)
+	}
+	emu.RemoveFault(fault)
+	if bs, err = c.GetBackendSet(ctx, nlbID, "tcp"); err != nil || bs.ProtocolsUnread != nil || !slices.Equal(bs.Protocols, []string{"UDP"}) {
+		t.Fatalf("listeners read: %+v, %v; want UDP", bs, err)
+	}
+	oci.AgeListeners(c)
+	emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
+	if bs, err = c.GetBackendSet(ctx, nlbID, "tcp"); err != nil || bs.ProtocolsUnread != nil || !slices.Equal(bs.Protocols, []string{"UDP"}) {
+		t.Fatalf("listeners unread, an old read stands in: %+v, %v; want UDP as read before", bs, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // listenerTTL is how long an NLB's listeners, as read, stand for it:
@@ -39,7 +40,9 @@ func forwarded(p networkloadbalancer.ListenerProtocolsEnum) []string {
 }
 
 // listenerProtocols maps each backend set of an NLB to the protocols its
-// listeners forward there, read at most once per listenerTTL.
+// listeners forward there, read at most once per listenerTTL. When a read
+// fails, the last one stands in, however old: listeners change rarely, and
+// a backend set whose protocols are not known is held (desired.Takes).
 func (c *Client) listenerProtocols(ctx context.Context, loadBalancerID string) (map[string][]string, error) {
 	c.listeners.mu.Lock()
 	r, ok := c.listeners.read[loadBalancerID]
@@ -50,6 +53,10 @@ func (c *Client) listenerProtocols(ctx context.Context, loadBalancerID string) (
 	sdkCtx, cs := call(ctx)
 	resp, err := c.nlb.GetNetworkLoadBalancer(sdkCtx, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: &loadBalancerID})
 	if err := classify(opGetNetworkLoadBalancer, err, cs); err != nil {
+		if ok {
+			log.FromContext(ctx).V(1).Info("reading the NLB's listeners failed; the last read stands in", "loadBalancer", loadBalancerID, "readAt", r.at, "error", err.Error())
+			return r.protocols, nil
+		}
 		return nil, err
 	}
 	protocols := map[string][]string{}
