@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -19,8 +21,15 @@ import (
 // seedBench adds lbs classic load balancers with sets empty backend sets each.
 func (f *fixture) seedBench(lbs, sets int) []string {
 	f.t.Helper()
-	return f.seedBalancers("bench", lbs, sets, false, nil)
+	return f.seedBalancers("bench", lbs, sets, classicOnly, nil)
 }
+
+// Which of the load balancers seedBalancers adds are network load balancers.
+var (
+	classicOnly  = func(int) bool { return false }
+	networkOnly  = func(int) bool { return true }
+	everyOtherLB = func(l int) bool { return l%2 == 1 }
+)
 
 // benchSet is the name of the s-th backend set seedBalancers gives a load
 // balancer; benchTargets registers node port 31000+s into it.
@@ -37,16 +46,16 @@ func benchTargets(sets int) []v1beta1.Target {
 }
 
 // seedBalancers adds lbs load balancers, named after name, with sets backend
-// sets each (benchSet) checked by TCP every 10 s; with mixed, every other
-// one is a network load balancer (not preserving the source, so nodes go in
-// by address). Each backend set holds a backend of weight 1 for every IP in
+// sets each (benchSet) checked by TCP every 10 s; those network says are
+// network load balancers (not preserving the source, so nodes go in by
+// address). Each backend set holds a backend of weight 1 for every IP in
 // ips, at the node port benchTargets gives it.
-func (f *fixture) seedBalancers(name string, lbs, sets int, mixed bool, ips []string) []string {
+func (f *fixture) seedBalancers(name string, lbs, sets int, network func(l int) bool, ips []string) []string {
 	f.t.Helper()
 	var seed ociemu.Seed
 	var ids []string
 	for l := range lbs {
-		network := mixed && l%2 == 1
+		network := network(l)
 		kind := "loadbalancer"
 		if network {
 			kind = "networkloadbalancer"
@@ -124,10 +133,10 @@ func (f *fixture) writes(lbs []string) int {
 // benchRegistrars starts the reconciler and one resource per load balancer,
 // each registering a fixed port into every backend set, and waits for the
 // first registration.
-func (f *fixture) benchRegistrars(lbs []string, sets int) {
+func (f *fixture) benchRegistrars(lbs []string, sets int, o reconciler.Options) {
 	f.t.Helper()
 	f.node(f.ns+"-base", "10.1.0.1")
-	f.startManager(f.options())
+	f.startManager(o)
 	for i, lb := range lbs {
 		f.registrar(fmt.Sprintf("bench-%d", i), lb, benchTargets(sets))
 	}
@@ -135,33 +144,54 @@ func (f *fixture) benchRegistrars(lbs []string, sets int) {
 }
 
 // BenchmarkConvergence measures the time from one node joining until every
-// affected backend set holds it, with work requests taking L = 100 ms, on
-// classic load balancers, whose one ETag moves with every write to any of
-// their backend sets.
-// "one-classic-lb": S backend sets of one load balancer must be written one
-// after the other, so the floor is S x L; x-floor is the measured time over
-// it, and 412s counts the writes refused for a stale ETag.
-// "many-lbs": K load balancers, one backend set each, are written in
-// parallel, so the floor is L whatever K is.
+// affected backend set holds it.
+// "one-classic-lb": S backend sets of one classic load balancer, whose one
+// ETag moves with every write to any of its backend sets, must be written
+// one after the other, so with work requests taking L = 100 ms the floor
+// is S x L; x-floor is the measured time over it, and 412s counts the
+// writes refused for a stale ETag.
+// "many-lbs": K classic load balancers, one backend set each, are written
+// in parallel, so the floor is L whatever K is.
+// "nlbs": K network load balancers of 3 backend sets each, L = 1 s: each
+// writes its sets one after the other (3 x L), all at once, with OCI
+// calls paced and work requests polled as serve does by default.
+// oci-calls is every OCI call the emulator answered from the node's
+// creation until the last backend set held it, per converge; reads,
+// wr-polls and listings are the GetBackendSet, GetWorkRequest and
+// ListWorkRequests among them.
 func BenchmarkConvergence(b *testing.B) {
-	const latency = 100 * time.Millisecond
 	cases := []struct {
 		name      string
 		lbs, sets int
+		network   bool
+		latency   time.Duration
 	}{
-		{"one-classic-lb/baseline", 1, 1},
-		{"one-classic-lb/4-backend-sets", 1, 4},
-		{"one-classic-lb/8-backend-sets", 1, 8},
-		{"many-lbs/baseline", 1, 1},
-		{"many-lbs/4-load-balancers", 4, 1},
-		{"many-lbs/8-load-balancers", 8, 1},
+		{"one-classic-lb/baseline", 1, 1, false, 100 * time.Millisecond},
+		{"one-classic-lb/4-backend-sets", 1, 4, false, 100 * time.Millisecond},
+		{"one-classic-lb/8-backend-sets", 1, 8, false, 100 * time.Millisecond},
+		{"many-lbs/baseline", 1, 1, false, 100 * time.Millisecond},
+		{"many-lbs/4-load-balancers", 4, 1, false, 100 * time.Millisecond},
+		{"many-lbs/8-load-balancers", 8, 1, false, 100 * time.Millisecond},
+		{"nlbs/baseline", 1, 3, true, time.Second},
+		{"nlbs/4-load-balancers", 4, 3, true, time.Second},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			f := newFixture(b, ociemu.Options{WorkRequestLatency: latency})
-			lbs := f.seedBench(tc.lbs, tc.sets)
-			f.benchRegistrars(lbs, tc.sets)
+			f := newFixture(b, ociemu.Options{WorkRequestLatency: tc.latency})
+			kind := classicOnly
+			if tc.network {
+				kind = networkOnly
+			}
+			lbs := f.seedBalancers("bench", tc.lbs, tc.sets, kind, nil)
+			o := f.options()
+			if tc.network {
+				// Paced and polled as serve is by default.
+				def := oci.DefaultOptions()
+				o.OCI.RateLimit, o.OCI.Burst, o.OCI.PollMin, o.OCI.PollMax = def.RateLimit, def.Burst, def.PollMin, def.PollMax
+			}
+			f.benchRegistrars(lbs, tc.sets, o)
 			writes, refused := f.writes(lbs), f.emu.Counters().PreconditionFailed
+			calls := map[string]int{}
 			n := 0
 			var total time.Duration
 			for b.Loop() {
@@ -171,11 +201,21 @@ func BenchmarkConvergence(b *testing.B) {
 				f.node(fmt.Sprintf("%s-n%d", f.ns, n), ip)
 				f.waitHolds(lbs, tc.sets, ip, true)
 				total += time.Since(start)
+				for _, c := range f.emu.Calls() {
+					if !c.Time.Before(start) {
+						calls[""]++
+						calls[c.Operation]++
+					}
+				}
 			}
-			floor := time.Duration(tc.sets) * latency
+			floor := time.Duration(tc.sets) * tc.latency
 			b.ReportMetric(float64(total)/float64(n)/float64(floor), "x-floor")
 			b.ReportMetric(float64(f.writes(lbs)-writes)/float64(n*tc.lbs*tc.sets), "writes/backend-set")
 			b.ReportMetric(float64(f.emu.Counters().PreconditionFailed-refused)/float64(n), "412s")
+			b.ReportMetric(float64(calls[""])/float64(n), "oci-calls")
+			b.ReportMetric(float64(calls["GetBackendSet"])/float64(n), "reads")
+			b.ReportMetric(float64(calls["GetWorkRequest"])/float64(n), "wr-polls")
+			b.ReportMetric(float64(calls["ListWorkRequests"])/float64(n), "listings")
 		})
 	}
 }
@@ -196,7 +236,7 @@ func BenchmarkNodeBurst(b *testing.B) {
 			for i := range tc.events {
 				f.node(fmt.Sprintf("%s-burst-%d", f.ns, i), fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), excluded)
 			}
-			f.benchRegistrars(lbs, 1)
+			f.benchRegistrars(lbs, 1, f.options())
 			last := fmt.Sprintf("10.2.%d.%d", (tc.events-1)/250, (tc.events-1)%250+1)
 			var ops, writes int
 			include := true
@@ -227,7 +267,7 @@ func BenchmarkNoChange(b *testing.B) {
 	b.Run("reconcile/baseline", func(b *testing.B) {
 		f := newFixture(b, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 		lbs := f.seedBench(1, 4)
-		f.benchRegistrars(lbs, 4)
+		f.benchRegistrars(lbs, 4, f.options())
 		var list v1beta1.LBRegistrarList
 		f.must(f.api.List(f.ctx, &list))
 		var obj *v1beta1.LBRegistrar

@@ -22,6 +22,37 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
+// An NLB's ETags are per backend set: one reconcile that writes its three
+// sets reads each once, to plan, and writes them one after the other on
+// those reads, with no 412 (a classic load balancer reads each again
+// before its write: TestClassicLoadBalancerETagIsPerLoadBalancer).
+func TestNetworkLoadBalancerETagIsPerBackendSet(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	nlb := f.seedBalancers("etag", 1, 3, networkOnly, nil)[0]
+	f.node(f.ns+"-a", "10.0.31.1")
+	f.startManager(f.options())
+	obj := f.registrar("etag", nlb, benchTargets(3))
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+	reads, writes := map[string]int{}, 0
+	for _, call := range f.emu.Calls() {
+		if call.LoadBalancerID != nlb || writes == 3 {
+			continue
+		}
+		switch call.Operation {
+		case "GetBackendSet":
+			reads[call.Path[strings.LastIndex(call.Path, "/")+1:]]++
+		case "UpdateBackendSet":
+			writes++
+		}
+	}
+	if want := map[string]int{benchSet(0): 1, benchSet(1): 1, benchSet(2): 1}; writes != 3 || !maps.Equal(reads, want) {
+		t.Errorf("backend sets read %v times before %d writes, want %v before 3", reads, writes, want)
+	}
+	if n := f.emu.Counters().PreconditionFailed; n != 0 {
+		t.Errorf("%d writes refused with 412", n)
+	}
+}
+
 // A classic load balancer has one ETag for everything it holds. A resource
 // changing three of its backend sets writes each once and is never refused
 // with 412 for its own writes: the first write goes out on the read that

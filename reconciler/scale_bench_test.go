@@ -165,7 +165,7 @@ func benchConverge(b *testing.B, lbs int) float64 {
 		b.StopTimer()
 		n++
 		f := newScaleFixture(b, restConfig, k8s)
-		ids := f.seedBalancers("scale", lbs, scaleSets, true, nil)
+		ids := f.seedBalancers("scale", lbs, scaleSets, everyOtherLB, nil)
 		var ips []string
 		for i := range scaleConvergeNodes {
 			ips = append(ips, fmt.Sprintf("10.3.0.%d", i+1))
@@ -453,7 +453,7 @@ func setUpScale(b *testing.B, lbs, nodes int) (f *scaleFixture, ids []string, st
 	for i := range ips {
 		ips[i] = scale.NodeIP(i)
 	}
-	ids = f.seedBalancers("scale", lbs, scaleSets, true, ips)
+	ids = f.seedBalancers("scale", lbs, scaleSets, everyOtherLB, ips)
 	// It may fail to stop in time when node-added gives up.
 	mgr, stop := f.startManagerOn(f.cfg, true, f.scaleOptions(1000, 1000))
 	adopting := time.Now()

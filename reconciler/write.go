@@ -61,12 +61,18 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 	// names, which OCI's health, listing only the backends it has, would
 	// count as OK; and backends being drained or removed are on their way out.
 	var inLine []string
+	// A classic load balancer has one ETag, which every write to it moves,
+	// so a set written after another is read again first; an NLB's ETags
+	// are per backend set, so prepare's reads stay current for the sets not
+	// written yet (docs/oci-emulator.md, "Etags"; should another set's
+	// write move them after all, OCI answers 412 and the set is read again).
+	perSet := oci.IsNetworkLoadBalancer(s.lb)
 	current := true // no write since prepare's reads
 	for _, w := range writes {
 		if r.writeSet(ctx, s, w, current) && (w.job.Mode == plan.Apply || w.job.Mode == plan.Hold) {
 			inLine = append(inLine, w.job.Name)
 		}
-		current = current && !w.changing
+		current = current && (perSet || !w.changing)
 	}
 	switch {
 	case !r.opts.BackendHealth:

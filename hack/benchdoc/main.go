@@ -31,7 +31,7 @@ var goals = map[string]string{
 	"BenchmarkConversionReview":   "1,000 objects in one ConversionReview over TLS within 2x of decoding, converting and encoding them in process",
 	"BenchmarkCacheMemory":        "the controller's trimmed cache at 5,000 nodes and 10,000 EndpointSlices within 150 MiB of heap (heap-MiB; rss-MiB is the whole test process)",
 	"BenchmarkSDKRoundTrip":       "one signed oci-go-sdk call against the emulator, HTTPS beside HTTP",
-	"BenchmarkConvergence":        "S changed backend sets on one classic load balancer (one ETag for all of them) within 1.2 x S x L (x-floor) and no 412; K load balancers changed at once close to one load balancer's time",
+	"BenchmarkConvergence":        "S changed backend sets on one classic load balancer (one ETag for all of them) within 1.2 x S x L (x-floor) and no 412; K load balancers changed at once close to one load balancer's time; K NLBs of 3 sets at serve's pacing and polling (L = 1 s) within 1.3 x 3 x L, with no more oci-calls than one read, one write and its polls per set",
 	"BenchmarkNodeBurst":          "at most 2 writes per affected backend set for a burst of node events during one work request",
 	"BenchmarkNoChange":           "0 writes when nothing changed",
 	"BenchmarkDesiredState":       "desired state for 5,000 nodes and 50 services, cheap next to one OCI call",

@@ -107,9 +107,10 @@ type Request struct {
 	// Prefetched, when set, decides whether anything must be written. A
 	// write follows a read of its own, because a classic load balancer's
 	// ETag changes with every write to any of its backend sets, unless
-	// Current says Prefetched was read on this turn of the lane with no
-	// write to the load balancer since: then its ETag still holds, and a
-	// writer outside this process meanwhile gets a 412 and a fresh read.
+	// Current says Prefetched's ETag still holds as far as this process
+	// knows (read on this turn of the lane with no write since that moves
+	// it): a writer outside this process meanwhile gets a 412 and a fresh
+	// read.
 	Prefetched *oci.BackendSet
 	Current    bool
 	// WaitTimeout bounds the wait for one work request; the wait goes on

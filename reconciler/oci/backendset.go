@@ -75,8 +75,8 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 			bs.IPVersion = string(networkloadbalancer.IpVersionIpv4)
 		}
 		bs.PreservesSource = resp.IsPreserveSource == nil || *resp.IsPreserveSource
-		protocols, err := c.listenerProtocols(ctx, loadBalancerID)
-		bs.Protocols, bs.ProtocolsUnread = protocols[name], err
+		read, err := c.readNLB(ctx, loadBalancerID)
+		bs.Protocols, bs.ProtocolsUnread = read.protocols[name], err
 		for _, b := range resp.Backends {
 			bs.Backends = append(bs.Backends, networkBackend(b))
 		}

@@ -221,7 +221,7 @@ func (f *Factory) clientOf(provider common.ConfigurationProvider, region string)
 	nlb.SetRegion(region)
 	f.configure(&lb.BaseClient, f.opts.LoadBalancerEndpoint)
 	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
-	return &Client{lb: lb, nlb: nlb, polls: f.polls, listeners: &listenerCache{read: map[string]listenersRead{}}}, nil
+	return &Client{lb: lb, nlb: nlb, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}}}, nil
 }
 
 func (f *Factory) configure(c *common.BaseClient, endpoint string) {
@@ -236,10 +236,10 @@ func (f *Factory) configure(c *common.BaseClient, endpoint string) {
 
 // Client calls the LB and NLB APIs with one credential. It is safe for concurrent use.
 type Client struct {
-	lb        loadbalancer.LoadBalancerClient
-	nlb       networkloadbalancer.NetworkLoadBalancerClient
-	polls     map[kind]*estimator
-	listeners *listenerCache
+	lb    loadbalancer.LoadBalancerClient
+	nlb   networkloadbalancer.NetworkLoadBalancerClient
+	polls map[kind]*estimator
+	nlbs  *nlbCache
 }
 
 type kind string

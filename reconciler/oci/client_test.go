@@ -569,9 +569,33 @@ func TestBackendSetReadOutlivesItsListeners(t *testing.T) {
 	if bs, err = c.GetBackendSet(ctx, nlbID, "tcp"); err != nil || bs.ProtocolsUnread != nil || !slices.Equal(bs.Protocols, []string{"UDP"}) {
 		t.Fatalf("listeners read: %+v, %v; want UDP", bs, err)
 	}
-	oci.AgeListeners(c)
+	oci.AgeNLBReads(c)
 	emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
 	if bs, err = c.GetBackendSet(ctx, nlbID, "tcp"); err != nil || bs.ProtocolsUnread != nil || !slices.Equal(bs.Protocols, []string{"UDP"}) {
 		t.Fatalf("listeners unread, an old read stands in: %+v, %v; want UDP as read before", bs, err)
+	}
+}
+
+// One read of an NLB a minute serves its backend set reads (the listeners)
+// and its work request listings (the compartment).
+func TestOneNLBReadServesSetsAndListings(t *testing.T) {
+	ctx := context.Background()
+	emu, c := emulatorClient(t, true)
+	for range 2 {
+		if _, err := c.GetBackendSet(ctx, nlbID, "tcp"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.WorkRequests(ctx, nlbID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := 0
+	for _, call := range emu.Calls() {
+		if call.Operation == "GetNetworkLoadBalancer" {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("%d reads of the NLB for two backend set reads and two listings, want 1", reads)
 	}
 }

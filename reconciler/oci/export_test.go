@@ -1,12 +1,12 @@
 package oci
 
-// AgeListeners makes every NLB's listeners as read older than listenerTTL,
-// so the next backend set read reads them again.
-func AgeListeners(c *Client) {
-	c.listeners.mu.Lock()
-	defer c.listeners.mu.Unlock()
-	for lb, r := range c.listeners.read {
-		r.at = r.at.Add(-2 * listenerTTL)
-		c.listeners.read[lb] = r
+// AgeNLBReads makes every NLB's read older than nlbTTL, so the next
+// backend set read or work request listing reads the NLB again.
+func AgeNLBReads(c *Client) {
+	c.nlbs.mu.Lock()
+	defer c.nlbs.mu.Unlock()
+	for lb, r := range c.nlbs.read {
+		r.at = r.at.Add(-2 * nlbTTL)
+		c.nlbs.read[lb] = r
 	}
 }

@@ -86,14 +86,13 @@ func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]Wor
 		return out, nil
 	}
 	// NLB work requests are listed by compartment: the load balancer's.
-	sdkCtx, cs := call(ctx)
-	nlb, err := c.nlb.GetNetworkLoadBalancer(sdkCtx, networkloadbalancer.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: &loadBalancerID})
-	if err := classify(opGetNetworkLoadBalancer, err, cs); err != nil {
+	nlb, err := c.readNLB(ctx, loadBalancerID)
+	if err != nil {
 		return nil, err
 	}
 	err = eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
 		resp, err := c.nlb.ListWorkRequests(ctx, networkloadbalancer.ListWorkRequestsRequest{
-			CompartmentId: nlb.CompartmentId, Limit: common.Int(workRequestPageSize), Page: page})
+			CompartmentId: nlb.compartment, Limit: common.Int(workRequestPageSize), Page: page})
 		for _, wr := range resp.Items {
 			if !touches(wr, loadBalancerID) {
 				continue
