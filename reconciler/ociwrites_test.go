@@ -368,12 +368,10 @@ func TestIPv6ByExternalIPAsOraclesControllerRegistersIt(t *testing.T) {
 	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
 
-// An NLB listener may be UDP (SDK ListenerProtocolsEnum): the controller
-// reads the listeners and registers, in the backend set a UDP listener
-// uses, the node port of the Service's UDP port, where a Service gives one
-// number to a TCP and a UDP port (DNS).
-func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
-	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+// seedUDPListener adds to the seeded NLB an empty backend set "udp", the
+// default backend set of a UDP listener on port 53.
+func (f *fixture) seedUDPListener() {
+	f.t.Helper()
 	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
 	f.must(err)
 	nlb := &seed.NetworkLoadBalancers[0]
@@ -383,6 +381,15 @@ func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
 	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("udp"),
 		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
 	f.must(f.emu.SeedState(seed))
+}
+
+// An NLB listener may be UDP (SDK ListenerProtocolsEnum): the controller
+// reads the listeners and registers, in the backend set a UDP listener
+// uses, the node port of the Service's UDP port, where a Service gives one
+// number to a TCP and a UDP port (DNS).
+func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	f.seedUDPListener()
 	f.node(f.ns+"-a", "10.0.40.1")
 	svc := f.service("dns", corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP},
 		corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP})
@@ -404,15 +411,7 @@ func TestUDPListenersGetTheServicesUDPPort(t *testing.T) {
 // waits, Degraded saying why, until the listeners are read.
 func TestUnreadListenersHoldOnlyServiceTargets(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
-	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
-	f.must(err)
-	nlb := &seed.NetworkLoadBalancers[0]
-	udp := nlb.BackendSets["tcp"]
-	udp.Backends = nil
-	nlb.BackendSets["udp"] = udp
-	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("udp"),
-		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
-	f.must(f.emu.SeedState(seed))
+	f.seedUDPListener()
 	unread := f.emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
 	f.node(f.ns+"-a", "10.0.42.1")
 	svc := f.service("dns", corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP})

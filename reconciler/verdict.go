@@ -54,7 +54,7 @@ const (
 // alone and carried out by carryOut.
 type verdict struct {
 	kind ending
-	err  error // refused, failed: why
+	err  error // refused, failed, missing: why
 	// inLine only: the plan as the record takes it, its drains counted from
 	// when the write that started them ended; whether a refusal of the
 	// backend set's additions is over; how many backends are wanted there
@@ -160,9 +160,6 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		metrics.BackendsDraining.WithLabelValues(obj.Name, name).Set(float64(len(rec.DrainingBackends())))
 		return
 	}
-	metrics.BackendsRegistered.DeleteLabelValues(obj.Name, name)
-	metrics.BackendsDraining.DeleteLabelValues(obj.Name, name)
-	metrics.BackendsWithheld.DeleteLabelValues(obj.Name, name)
-	metrics.BackendLimitUsed.DeleteLabelValues(obj.Name, name)
+	metrics.ForgetBackendSet(obj.Name, name)
 	r.drains.set(obj.Name, s.lb, name, nil, 0)
 }

@@ -122,6 +122,17 @@ var (
 	}, []string{"event"})
 )
 
+// perBackendSet are the gauges labelled by resource and backend set.
+var perBackendSet = []*prometheus.GaugeVec{BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed}
+
+// ForgetBackendSet deletes the series of a resource's backend set that it
+// no longer has an entry for.
+func ForgetBackendSet(resource, backendSet string) {
+	for _, g := range perBackendSet {
+		g.DeleteLabelValues(resource, backendSet)
+	}
+}
+
 // PerResource drops the series of a resource that is gone.
 var PerResource perResource
 
@@ -129,7 +140,7 @@ type perResource struct{}
 
 // Forget deletes every series labelled with the resource.
 func (perResource) Forget(name string) {
-	for _, g := range []*prometheus.GaugeVec{BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed} {
+	for _, g := range perBackendSet {
 		g.DeletePartialMatch(prometheus.Labels{"lbregistrar": name})
 	}
 }
