@@ -332,6 +332,7 @@ type HealthReader interface {
 // left out, and the failure logged, nothing more.
 func ReadHealth(ctx context.Context, ociClient HealthReader, lb string, names []string) map[string]*oci.BackendSetHealth {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", lb)
+	ctx = oci.Yielding(ctx) // the writes are done; others' come first
 	read := make(map[string]*oci.BackendSetHealth, len(names))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

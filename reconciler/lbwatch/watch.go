@@ -165,7 +165,7 @@ func (w *Watch) Round(ctx context.Context) {
 		if err := w.pace.Wait(ctx); err != nil {
 			return
 		}
-		w.look(ctx, lb)
+		w.look(oci.Yielding(ctx), lb) // unlike Keep's, no reconcile waits on it
 	}
 }
 

@@ -274,6 +274,9 @@ func (d *dispatcher) Do(req *http.Request) (*http.Response, error) {
 	if call != nil {
 		req = req.WithContext(call.ctx)
 	}
+	if err := d.yield(req.Context()); err != nil {
+		return nil, err
+	}
 	if err := d.limiter.Wait(req.Context()); err != nil {
 		return nil, err
 	}
@@ -339,6 +342,42 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 type callKey struct{}
+
+type yieldKey struct{}
+
+// Yielding marks the OCI calls made with ctx as ones no decision waits on
+// (health reads, the watch's periodic listings): when calls queue for the
+// shared rate limit, they let the writes, their reads and their polls go
+// first.
+func Yielding(ctx context.Context) context.Context {
+	return context.WithValue(ctx, yieldKey{}, true)
+}
+
+// yield holds a yielding call until the rate limit's bucket holds half its
+// burst, so that it takes no token a call of the write path is waiting
+// for; but no longer than the bucket takes to fill, so that it never
+// starves behind a write path that keeps the bucket low.
+func (d *dispatcher) yield(ctx context.Context) error {
+	if ctx.Value(yieldKey{}) == nil || d.limiter.Limit() == rate.Inf {
+		return nil
+	}
+	perToken := float64(time.Second) / float64(d.limiter.Limit())
+	deadline := time.Now().Add(time.Duration(float64(d.limiter.Burst()) * perToken))
+	for {
+		lack := float64(d.limiter.Burst())/2 - d.limiter.Tokens()
+		wait := min(time.Duration(lack*perToken), time.Until(deadline))
+		if lack <= 0 || wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
 
 // callState travels with one SDK call to the dispatcher.
 type callState struct {

@@ -21,9 +21,10 @@ import (
 //
 // Polling adapts to how long work requests of this kind have been taking:
 // the first poll comes just before the expected end (or PollMax after the
-// write, and every PollMax until then), later ones at a sixteenth of it,
-// within [PollMin, PollMax], so the wait ends close to the real finish
-// without polling a slow work request every few seconds.
+// write, and every PollMax until then), the next a sixteenth of it after
+// that end, later ones every sixteenth within [PollMin, PollMax], so the
+// wait ends close to the real finish without polling a slow work request
+// every few seconds.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
 	est := c.polls[k]
@@ -173,7 +174,7 @@ type estimator struct {
 
 // delay is how long to wait before polling a work request written elapsed
 // ago: until just before the expected end, as long as PollMax allows; from
-// there, a sixteenth of the expected duration. With no estimate yet, the
+// there, as afterExpected says. With no estimate yet, the
 // wait that is scout (or becomes it, when none is) polls every PollMin, the
 // others as said above; learned is closed when the estimate comes, and is
 // nil once there is one.
@@ -192,7 +193,22 @@ func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, 
 		}
 		return e.clamp(elapsed), e.learned
 	}
-	return e.untilExpected(elapsed, e.clamp(e.avg/16)), nil
+	return e.untilExpected(elapsed, e.afterExpected(elapsed)), nil
+}
+
+// afterExpected is the delay of a poll sent elapsed after the write, past
+// the point just before the expected end: the poll after the one there
+// goes a sixteenth after that end, even when PollMin is longer, so that
+// polls bracket the end by a step on both sides
+// (at serve's PollMin of 500 ms, a 1 s work request found running at
+// 15/16 s was otherwise seen done at 1.44 s, not 1.06 s); later ones
+// every sixteenth, within the bounds. Callers hold e.mu.
+func (e *estimator) afterExpected(elapsed time.Duration) time.Duration {
+	step := e.clamp(e.avg / 16)
+	if elapsed < e.avg { // the poll before the end found it running
+		return min(e.avg*17/16-elapsed, step)
+	}
+	return step
 }
 
 // woken is the delay of a wait woken by the first estimate: none when its
