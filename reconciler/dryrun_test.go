@@ -51,6 +51,10 @@ func (f backendSets) WorkRequests(context.Context, string) ([]oci.WorkRequest, e
 	return nil, nil
 }
 
+func (f backendSets) WorkRequestsSince(context.Context, string, time.Time) ([]oci.WorkRequest, error) {
+	return nil, nil
+}
+
 func (f backendSets) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
 	return &oci.BackendSetHealth{Status: "OK"}, nil
 }

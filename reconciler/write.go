@@ -12,6 +12,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
+	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
@@ -21,6 +22,7 @@ import (
 type ociAPI interface {
 	backendset.API
 	backendset.HealthReader
+	lbwatch.Lister
 }
 
 // setWrite is one backend set's write in a flight: the job decide made,

@@ -72,7 +72,7 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	candidates := make([]*corev1.Node, 0, len(all))
 	ready := 0
 	for _, n := range all {
-		if !Eligible(n) || !sel.Matches(labels.Set(n.Labels)) {
+		if !sel.Matches(labels.Set(n.Labels)) || !Eligible(n) {
 			continue
 		}
 		candidates = append(candidates, n)

@@ -28,10 +28,11 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
-// Lister lists a load balancer's work requests; a resource's OCI client,
+// Lister lists a load balancer's work requests, from a listing started at
+// since or later (oci.Client.WorkRequestsSince); a resource's OCI client,
 // with that resource's credentials.
 type Lister interface {
-	WorkRequests(ctx context.Context, loadBalancerID string) ([]oci.WorkRequest, error)
+	WorkRequestsSince(ctx context.Context, loadBalancerID string, since time.Time) ([]oci.WorkRequest, error)
 }
 
 // Watch lists the work requests of each load balancer a resource keeps,
@@ -90,7 +91,7 @@ func (w *Watch) Keep(ctx context.Context, resource, loadBalancerID string, liste
 	unseen := b.ended == nil
 	w.mu.Unlock()
 	if unseen && w.period > 0 {
-		w.look(ctx, loadBalancerID)
+		w.look(ctx, loadBalancerID, time.Now())
 	}
 }
 
@@ -161,25 +162,27 @@ func (w *Watch) Round(ctx context.Context) {
 	w.mu.Lock()
 	lbs := slices.Sorted(maps.Keys(w.balancers))
 	w.mu.Unlock()
+	// A listing made in this round serves the round (NLBs of a compartment).
+	start := time.Now()
 	for _, lb := range lbs {
 		if err := w.pace.Wait(ctx); err != nil {
 			return
 		}
-		w.look(oci.Yielding(ctx), lb) // unlike Keep's, no reconcile waits on it
+		w.look(oci.Yielding(ctx), lb, start) // unlike Keep's, no reconcile waits on it
 	}
 }
 
-// look lists one load balancer's work requests, with the credentials of the
-// first resource keeping it that may, and wakes its resources on a change.
-func (w *Watch) look(ctx context.Context, lb string) {
+// look lists one load balancer's work requests, from a listing started at
+// since or later, with the credentials of the first resource keeping it
+// that may, and wakes its resources on a change.
+func (w *Watch) look(ctx context.Context, lb string, since time.Time) {
 	w.mu.Lock()
 	_, listers := w.keepers(lb)
 	w.mu.Unlock()
-	start := time.Now()
 	var wrs []oci.WorkRequest
 	var err error
 	for _, l := range listers {
-		if wrs, err = l.WorkRequests(ctx, lb); err == nil {
+		if wrs, err = l.WorkRequestsSince(ctx, lb, since); err == nil {
 			break
 		}
 	}
@@ -189,7 +192,7 @@ func (w *Watch) look(ctx context.Context, lb string) {
 		return
 	}
 	w.mu.Lock()
-	changed := w.compare(lb, start, wrs)
+	changed := w.compare(lb, since, wrs)
 	var wake []string
 	if changed {
 		wake, _ = w.keepers(lb)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // listing is a load balancer's work requests as a fake OCI lists them.
 type listing map[string][]oci.WorkRequest
 
-func (l listing) WorkRequests(_ context.Context, lb string) ([]oci.WorkRequest, error) {
+func (l listing) WorkRequestsSince(_ context.Context, lb string, _ time.Time) ([]oci.WorkRequest, error) {
 	wrs, ok := l[lb]
 	if !ok {
 		return nil, errors.New("not authorized")
@@ -31,13 +32,13 @@ type writing struct {
 	written bool
 }
 
-func (l *writing) WorkRequests(ctx context.Context, lb string) ([]oci.WorkRequest, error) {
+func (l *writing) WorkRequestsSince(ctx context.Context, lb string, since time.Time) ([]oci.WorkRequest, error) {
 	if !l.written {
 		l.written = true
 		l.w.Own(lb, "mine")
 		return nil, nil
 	}
-	return l.rest.WorkRequests(ctx, lb)
+	return l.rest.WorkRequestsSince(ctx, lb, since)
 }
 
 func ended(id string) oci.WorkRequest    { return oci.WorkRequest{ID: id, Ended: true} }
@@ -133,5 +134,38 @@ func TestWatchWakesOnAnotherWritersChange(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sinces records the bound each listing was asked for.
+type sinces struct {
+	mu    sync.Mutex
+	asked []time.Time
+}
+
+func (s *sinces) WorkRequestsSince(_ context.Context, _ string, since time.Time) ([]oci.WorkRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = append(s.asked, since)
+	return nil, nil
+}
+
+// Keep's first listing must be fresh (the caller reads after it); a
+// round's listings may be served by any listing made in the round, so one
+// listing of a compartment serves its NLBs.
+func TestRoundListingsMayShareOneListing(t *testing.T) {
+	w := New(time.Hour, rate.Inf, func(string) {})
+	l := &sinces{}
+	before := time.Now()
+	w.Keep(context.Background(), "a", "lb1", l)
+	w.Keep(context.Background(), "b", "lb2", l)
+	if len(l.asked) != 2 || l.asked[0].Before(before) || l.asked[1].Before(l.asked[0]) {
+		t.Fatalf("Keep's listings asked for %v, want each as fresh as its call", l.asked)
+	}
+	l.asked = nil
+	round := time.Now()
+	w.Round(context.Background())
+	if len(l.asked) != 2 || !l.asked[0].Equal(l.asked[1]) || l.asked[0].Before(round) {
+		t.Errorf("a round's listings asked for %v, want one bound, the round's start", l.asked)
 	}
 }

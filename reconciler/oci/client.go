@@ -13,6 +13,7 @@ package oci
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -192,19 +193,31 @@ func (f *Factory) build(c Credentials) (*Client, error) {
 	// Parse once here so a bad key or passphrase is reported now, in words,
 	// rather than as a signing failure on every call. The SDK's parse error
 	// text carries no key material, but it is replaced anyway.
-	if _, err := common.PrivateKeyFromBytes(c.PrivateKey, pass); err != nil {
+	key, err := common.PrivateKeyFromBytes(c.PrivateKey, pass)
+	if err != nil {
 		if pass == nil && strings.Contains(err.Error(), "encrypted") {
 			return nil, fmt.Errorf("%w: the private key is encrypted and no passphrase is given", ErrInvalidCredentials)
 		}
 		return nil, fmt.Errorf("%w: the private key is not a PEM RSA key or the passphrase is wrong", ErrInvalidCredentials)
 	}
-	provider := common.NewRawConfigurationProvider(c.Tenancy, c.User, c.Region, c.Fingerprint, string(c.PrivateKey), pass)
+	provider := parsedKey{common.NewRawConfigurationProvider(c.Tenancy, c.User, c.Region, c.Fingerprint, string(c.PrivateKey), pass), key}
 	cl, err := f.clientOf(provider, c.Region)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
 	}
 	return cl, nil
 }
+
+// parsedKey is a configuration provider that hands the signer the key
+// parsed once: the SDK's own parses the PEM, and precomputes the RSA
+// values, for every request it signs (a CPU profile of BenchmarkScale
+// found it a tenth of the signing).
+type parsedKey struct {
+	common.ConfigurationProvider
+	key *rsa.PrivateKey
+}
+
+func (p parsedKey) PrivateRSAKey() (*rsa.PrivateKey, error) { return p.key, nil }
 
 // clientOf builds the clients of both services signing with provider, for
 // region (which a session provider's own region need not be).
@@ -221,7 +234,8 @@ func (f *Factory) clientOf(provider common.ConfigurationProvider, region string)
 	nlb.SetRegion(region)
 	f.configure(&lb.BaseClient, f.opts.LoadBalancerEndpoint)
 	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
-	return &Client{lb: lb, nlb: nlb, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}}}, nil
+	return &Client{lb: lb, nlb: nlb, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}},
+		listings: &compartmentListings{by: map[string]compartmentListing{}}}, nil
 }
 
 func (f *Factory) configure(c *common.BaseClient, endpoint string) {
@@ -238,8 +252,9 @@ func (f *Factory) configure(c *common.BaseClient, endpoint string) {
 type Client struct {
 	lb    loadbalancer.LoadBalancerClient
 	nlb   networkloadbalancer.NetworkLoadBalancerClient
-	polls map[kind]*estimator
-	nlbs  *nlbCache
+	polls    map[kind]*estimator
+	nlbs     *nlbCache
+	listings *compartmentListings
 }
 
 type kind string

@@ -599,3 +599,57 @@ func TestOneNLBReadServesSetsAndListings(t *testing.T) {
 		t.Errorf("%d reads of the NLB for two backend set reads and two listings, want 1", reads)
 	}
 }
+
+// One listing of a compartment's NLB work requests serves every NLB of it
+// asking for a listing started no earlier than it: a watch round lists the
+// compartment once, not once per NLB. Each NLB still sees only its own
+// work requests, and a later bound lists again.
+func TestOneCompartmentListingServesItsNLBs(t *testing.T) {
+	ctx := context.Background()
+	emu, c := emulatorClient(t, true)
+	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := seed.NetworkLoadBalancers[0]
+	other.Id = common.String(nlbID + "-other")
+	seed.NetworkLoadBalancers = append(seed.NetworkLoadBalancers, other)
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+	bs, err := c.GetBackendSet(ctx, nlbID, "tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.UpdateBackendSet(ctx, bs, append(bs.Backends, plan.Backend{IP: "10.0.0.9", Port: 30090, Weight: 1}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listings := func() int {
+		n := 0
+		for _, call := range emu.Calls() {
+			if call.Operation == "ListWorkRequests" {
+				n++
+			}
+		}
+		return n
+	}
+	round := time.Now()
+	mine, err := c.WorkRequestsSince(ctx, nlbID, round)
+	if err != nil || len(mine) != 1 || mine[0].ID != id {
+		t.Fatalf("the written NLB's work requests: %v, %v; want %s", mine, err, id)
+	}
+	theirs, err := c.WorkRequestsSince(ctx, *other.Id, round)
+	if err != nil || len(theirs) != 0 {
+		t.Fatalf("the other NLB's: %v, %v; want none", theirs, err)
+	}
+	if n := listings(); n != 1 {
+		t.Errorf("%d listings for two NLBs of one compartment in one round, want 1", n)
+	}
+	if _, err := c.WorkRequestsSince(ctx, *other.Id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := listings(); n != 2 {
+		t.Errorf("%d listings after asking for a newer one, want 2", n)
+	}
+}

@@ -2,6 +2,8 @@ package oci
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
@@ -65,6 +67,15 @@ func eachPage(ctx context.Context, op string, list func(ctx context.Context, pag
 // controller manager looks before it updates a load balancer; those ended
 // since the last look are changes another writer made.
 func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]WorkRequest, error) {
+	return c.WorkRequestsSince(ctx, loadBalancerID, time.Now())
+}
+
+// WorkRequestsSince is WorkRequests from a listing started at since or
+// later. An NLB's work requests are listed by compartment, every page of
+// it, so one listing serves every NLB of the compartment this client reads
+// until since passes it: the watch's rounds list 50 NLBs of one
+// compartment once, not 50 times.
+func (c *Client) WorkRequestsSince(ctx context.Context, loadBalancerID string, since time.Time) ([]WorkRequest, error) {
 	var out []WorkRequest
 	if !IsNetworkLoadBalancer(loadBalancerID) {
 		err := eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
@@ -90,26 +101,63 @@ func (c *Client) WorkRequests(ctx context.Context, loadBalancerID string) ([]Wor
 	if err != nil {
 		return nil, err
 	}
-	err = eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
-		resp, err := c.nlb.ListWorkRequests(ctx, networkloadbalancer.ListWorkRequestsRequest{
-			CompartmentId: nlb.compartment, Limit: common.Int(workRequestPageSize), Page: page})
-		for _, wr := range resp.Items {
-			if !touches(wr, loadBalancerID) {
-				continue
-			}
-			switch wr.Status {
-			case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed, networkloadbalancer.OperationStatusCanceled:
-				out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
-			default: // ACCEPTED, IN_PROGRESS, CANCELING
-				out = append(out, WorkRequest{ID: deref(wr.Id)})
-			}
+	items, err := c.compartmentWorkRequests(ctx, nlb.compartment, since)
+	if err != nil {
+		return nil, err
+	}
+	for _, wr := range items {
+		if !touches(wr, loadBalancerID) {
+			continue
 		}
+		switch wr.Status {
+		case networkloadbalancer.OperationStatusSucceeded, networkloadbalancer.OperationStatusFailed, networkloadbalancer.OperationStatusCanceled:
+			out = append(out, WorkRequest{ID: deref(wr.Id), Ended: true})
+		default: // ACCEPTED, IN_PROGRESS, CANCELING
+			out = append(out, WorkRequest{ID: deref(wr.Id)})
+		}
+	}
+	return out, nil
+}
+
+// compartmentListings keeps each compartment's last NLB work request
+// listing, and when it started.
+type compartmentListings struct {
+	mu sync.Mutex
+	by map[string]compartmentListing
+}
+
+type compartmentListing struct {
+	start time.Time
+	items []networkloadbalancer.WorkRequestSummary
+}
+
+// compartmentWorkRequests lists the NLB work requests of a compartment,
+// or serves the last listing if it started at since or later.
+func (c *Client) compartmentWorkRequests(ctx context.Context, compartment *string, since time.Time) ([]networkloadbalancer.WorkRequestSummary, error) {
+	key := deref(compartment)
+	c.listings.mu.Lock()
+	last, ok := c.listings.by[key]
+	c.listings.mu.Unlock()
+	if ok && !last.start.Before(since) {
+		return last.items, nil
+	}
+	start := time.Now()
+	var items []networkloadbalancer.WorkRequestSummary
+	err := eachPage(ctx, opListWorkRequests, func(ctx context.Context, page *string) (*string, error) {
+		resp, err := c.nlb.ListWorkRequests(ctx, networkloadbalancer.ListWorkRequestsRequest{
+			CompartmentId: compartment, Limit: common.Int(workRequestPageSize), Page: page})
+		items = append(items, resp.Items...)
 		return resp.OpcNextPage, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	c.listings.mu.Lock()
+	defer c.listings.mu.Unlock()
+	if cur, ok := c.listings.by[key]; !ok || cur.start.Before(start) {
+		c.listings.by[key] = compartmentListing{start: start, items: items}
+	}
+	return items, nil
 }
 
 // touches reports whether an NLB work request acts on the load balancer.

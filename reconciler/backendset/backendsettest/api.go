@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -40,6 +41,12 @@ func next(errs *[]error) error {
 	err := (*errs)[0]
 	*errs = (*errs)[1:]
 	return err
+}
+
+// WorkRequestsSince lists as WorkRequests does: the fake has no listing to
+// keep.
+func (s *API) WorkRequestsSince(ctx context.Context, lb string, _ time.Time) ([]oci.WorkRequest, error) {
+	return s.WorkRequests(ctx, lb)
 }
 
 func (s *API) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
