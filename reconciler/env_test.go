@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -249,9 +250,13 @@ func (f *fixture) startManagerOn(cfg *rest.Config, mayFail bool, o reconciler.Op
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil && !mayFail {
-			f.t.Errorf("manager: %v", err)
-		}
+		// Its goroutines carry a profile label, as the emulator's do, for
+		// BenchmarkScale to tell the controller's CPU from the emulator's.
+		pprof.Do(ctx, pprof.Labels(ociemu.ProfileLabel, controllerProfileName), func(ctx context.Context) {
+			if err := mgr.Start(ctx); err != nil && !mayFail {
+				f.t.Errorf("manager: %v", err)
+			}
+		})
 	}()
 	var stopped atomic.Bool
 	stop = func() {
@@ -263,6 +268,10 @@ func (f *fixture) startManagerOn(cfg *rest.Config, mayFail bool, o reconciler.Op
 	f.stop = append(f.stop, stop)
 	return mgr, stop
 }
+
+// controllerProfileName is the value of the profile label ociemu.ProfileLabel
+// on the goroutines of the managers a fixture starts.
+const controllerProfileName = "controller"
 
 // cleanup deletes every LBRegistrar while a manager still runs, so their
 // finalizers complete, then removes the test's nodes and stops the managers.

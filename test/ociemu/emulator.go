@@ -22,6 +22,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"sync"
 	"time"
 )
@@ -158,13 +159,22 @@ func Start(opts Options) (*Emulator, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{ca.serverCert}, MinVersion: tls.VersionTLS12},
 	}
-	go e.server.Serve(e.httpListener)
-	go e.tlsServer.ServeTLS(e.httpsListener, "", "")
+	// Every goroutine the emulator starts descends from these, so all of
+	// them carry its profile label.
+	labels := pprof.Labels(ProfileLabel, ProfileName)
+	go pprof.Do(context.Background(), labels, func(context.Context) { _ = e.server.Serve(e.httpListener) })
+	go pprof.Do(context.Background(), labels, func(context.Context) { _ = e.tlsServer.ServeTLS(e.httpsListener, "", "") })
 	var healthCtx context.Context
 	healthCtx, e.stopHealth = context.WithCancel(context.Background())
-	e.probes.Go(func() { e.runHealthChecks(healthCtx) })
+	e.probes.Go(func() { pprof.Do(healthCtx, labels, e.runHealthChecks) })
 	return e, nil
 }
+
+// ProfileLabel and ProfileName are the CPU profile label every goroutine
+// of the emulator carries, so that a profile of a test that runs it in
+// process (BenchmarkScale) tells the emulator's CPU from the code's under
+// test.
+const ProfileLabel, ProfileName = "process", "ociemu"
 
 func newEmulator(opts Options) *Emulator {
 	return &Emulator{

@@ -1,7 +1,9 @@
 package ociemu
 
 import (
+	"context"
 	"net/http"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -143,13 +145,15 @@ func (e *Emulator) afterLocked(d time.Duration, f func()) {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.closed {
-			return
-		}
-		delete(e.pendingTimers, t)
-		f()
+		pprof.Do(context.Background(), pprof.Labels(ProfileLabel, ProfileName), func(context.Context) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.closed {
+				return
+			}
+			delete(e.pendingTimers, t)
+			f()
+		})
 	})
 	e.pendingTimers[t] = struct{}{}
 }

@@ -35,6 +35,19 @@ func NodeInstance(i int) string {
 	return "ocid1.instance.oc1.ap-tokyo-1.anxhiljr" + fmt.Sprintf("%052d", i)
 }
 
+// PoolLabel names a node's OKE node pool, and NodePools is how many pools
+// the nodes are in, every NodePools-th node in one: 5,000 nodes make pools
+// of at most 148, so that one pool registered into 3 backend sets of a
+// classic load balancer stays within the 512 backends OCI lets it hold
+// in all, below the nine tenths the controller warns at.
+const (
+	PoolLabel = "oke.oraclecloud.com/pool.name"
+	NodePools = 34
+)
+
+// Pool is the pool Node(i) is in.
+func Pool(i int) string { return "pool-" + strconv.Itoa(i%NodePools) }
+
 // Node is a node as a cloud kubelet registers it: a dozen labels, a dozen
 // conditions (kubelet's and a node problem detector's), 50 images, capacity
 // and system info. It is Ready.
@@ -49,7 +62,7 @@ func Node(i int) *corev1.Node {
 				"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 				"node.kubernetes.io/instance-type": "VM.Standard.E4.Flex", "beta.kubernetes.io/instance-type": "VM.Standard.E4.Flex",
 				"topology.kubernetes.io/region": "ap-tokyo-1", "topology.kubernetes.io/zone": zone,
-				"failure-domain.beta.kubernetes.io/zone": zone, "oke.oraclecloud.com/pool.name": "pool-" + strconv.Itoa(i%10),
+				"failure-domain.beta.kubernetes.io/zone": zone, PoolLabel: Pool(i),
 				"node.info/compartment.id_prefix": "ocid1.compartment.oc1",
 			},
 			Annotations: map[string]string{

@@ -1,8 +1,12 @@
 package scale_test
 
 import (
+	"context"
 	"os"
+	"runtime/pprof"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,5 +43,31 @@ func TestProcessCosts(t *testing.T) {
 	}
 	if _, ok := scale.ResidentMiB(-1); ok {
 		t.Error("a process that does not exist has a resident size")
+	}
+}
+
+// TestCPUWindowTellsLabelsApart spins one goroutine labeled "busy" and one
+// without a label, each for a CPU-bound while, and finds both in the window.
+func TestCPUWindowTellsLabelsApart(t *testing.T) {
+	w, err := scale.StartCPUWindow("process")
+	if err != nil {
+		t.Skip(err) // go test -cpuprofile holds the profiler
+	}
+	spin := func() {
+		for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		pprof.Do(context.Background(), pprof.Labels("process", "busy"), func(context.Context) { spin() })
+	})
+	wg.Go(spin)
+	wg.Wait()
+	cpu, err := w.Stop("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu["busy"] < 0.1 || cpu[""] < 0.1 {
+		t.Errorf("CPU seconds by label: %v, want about 0.3 for \"busy\" and for none", cpu)
 	}
 }
