@@ -250,8 +250,8 @@ func (f *Factory) configure(c *common.BaseClient, endpoint string) {
 
 // Client calls the LB and NLB APIs with one credential. It is safe for concurrent use.
 type Client struct {
-	lb    loadbalancer.LoadBalancerClient
-	nlb   networkloadbalancer.NetworkLoadBalancerClient
+	lb       loadbalancer.LoadBalancerClient
+	nlb      networkloadbalancer.NetworkLoadBalancerClient
 	polls    map[kind]*estimator
 	nlbs     *nlbCache
 	listings *compartmentListings
