@@ -12,7 +12,6 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
-	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
@@ -22,7 +21,8 @@ import (
 type ociAPI interface {
 	backendset.API
 	backendset.HealthReader
-	lbwatch.Lister
+	// WorkRequestsSince lists for the watch (an lbwatch.Lister).
+	WorkRequestsSince(ctx context.Context, loadBalancerID string, since time.Time) ([]oci.WorkRequest, error)
 }
 
 // setWrite is one backend set's write in a flight: the job decide made,

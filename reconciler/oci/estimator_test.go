@@ -12,7 +12,8 @@ import (
 // well within it, also after work requests get slower or faster and when
 // PollMin is longer than a step (serve's 500 ms against 1 s); and that a
 // long one is polled every PollMax until just before its expected end, not
-// every step from the first PollMax on.
+// every step from the first PollMax on; and that a work request of a
+// known duration takes one poll, a probe's two aside.
 func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 	const rtt = 3 * time.Millisecond
 	const pollMax = 10 * time.Second
@@ -21,17 +22,17 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 	// it was at t + rtt/2.
 	wait := func(e *estimator, took time.Duration) (time.Duration, int) {
 		var unfinished time.Duration
-		var scout bool
-		sent, _ := e.delay(0, &scout)
+		w := e.begin()
+		sent, _ := e.delay(0, w)
 		polls := 1
 		for sent+rtt/2 < took {
 			unfinished = sent
-			d, _ := e.delay(sent+rtt, &scout)
+			d, _ := e.delay(sent+rtt, w)
 			sent += rtt + d
 			polls++
 		}
-		e.endScouting(&scout)
-		e.observe(unfinished, sent)
+		e.endScouting(w)
+		e.observe(unfinished, sent, w)
 		return sent + rtt, polls
 	}
 	for _, tc := range []struct {
@@ -42,7 +43,7 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 	}{
 		{"steady", 100 * time.Millisecond, 100 * time.Millisecond, 0, 5 * time.Millisecond},
 		{"slower", 100 * time.Millisecond, 2 * time.Second, 5, 5 * time.Millisecond},
-		{"faster", 2 * time.Second, 100 * time.Millisecond, 120, 5 * time.Millisecond},
+		{"faster", 2 * time.Second, 100 * time.Millisecond, 200, 5 * time.Millisecond},
 		{"real OCI", 30 * time.Second, 30 * time.Second, 0, 5 * time.Millisecond},
 		{"PollMin over a step", time.Second, time.Second, 0, 500 * time.Millisecond},
 	} {
@@ -65,8 +66,10 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 			}
 			maxPolls := int(tc.to/pollMax) + 5
 			var total time.Duration
+			allPolls := 0
 			for i := range 20 {
 				seen, polls := wait(e, tc.to)
+				allPolls += polls
 				if late := seen - tc.to; late < 0 || late > bound {
 					t.Fatalf("work request %d of %v: seen finished %v after its end, want at most %v", i, tc.to, late, bound)
 				}
@@ -79,6 +82,12 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 			// first poll just before the end and the second a step after it.
 			if mean := total / 20; mean > meanBound {
 				t.Errorf("seen finished %v after the end on average, want at most %v", mean, meanBound)
+			}
+			// Where the duration holds, one poll a sixteenth after the
+			// expected end finds most finished; every fourth wait probes
+			// before it as well.
+			if mean := float64(allPolls) / 20; tc.from == tc.to && tc.to < pollMax && mean > 1.5 {
+				t.Errorf("%.2f polls a work request on average, want at most 1.5", mean)
 			}
 		})
 	}
@@ -100,20 +109,21 @@ func TestColdEstimatorScouts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &estimator{min: tc.pollMin, max: 10 * time.Second}
-			type wait struct {
+			type waiter struct {
 				next, unfinished, seen time.Duration
-				scout, done            bool
+				done                   bool
+				w                      *wait
 				learned                <-chan struct{}
 			}
-			ws := make([]*wait, waits)
+			ws := make([]*waiter, waits)
 			for i := range ws {
-				w := &wait{}
-				w.next, w.learned = e.delay(0, &w.scout)
+				w := &waiter{w: e.begin()}
+				w.next, w.learned = e.delay(0, w.w)
 				ws[i] = w
 			}
 			polls := 0
 			for {
-				var w *wait // the next poll sent
+				var w *waiter // the next poll sent
 				for _, c := range ws {
 					if !c.done && (w == nil || c.next < w.next) {
 						w = c
@@ -126,12 +136,12 @@ func TestColdEstimatorScouts(t *testing.T) {
 				polls++
 				if now+rtt/2 < tc.took {
 					w.unfinished = now
-					d, learned := e.delay(now+rtt, &w.scout)
+					d, learned := e.delay(now+rtt, w.w)
 					w.next, w.learned = now+rtt+d, learned
 					continue
 				}
-				e.observe(w.unfinished, now)
-				e.endScouting(&w.scout)
+				e.observe(w.unfinished, now, w.w)
+				e.endScouting(w.w)
 				w.done, w.seen = true, now+rtt
 				for _, c := range ws { // woken by the estimate
 					if c.done || c.learned == nil {

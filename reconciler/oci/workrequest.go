@@ -20,19 +20,20 @@ import (
 // write itself was wrong or hit a limit (IsRejected).
 //
 // Polling adapts to how long work requests of this kind have been taking:
-// the first poll comes just before the expected end (or PollMax after the
-// write, and every PollMax until then), the next a sixteenth of it after
-// that end, later ones every sixteenth within [PollMin, PollMax], so the
-// wait ends close to the real finish without polling a slow work request
-// every few seconds.
+// the first poll comes a sixteenth of it after the expected end (or
+// PollMax after the write, and every PollMax until then), later ones every
+// sixteenth within [PollMin, PollMax], so the wait ends close to the real
+// finish without polling a slow work request every few seconds. Every
+// fourth wait probes: it polls a sixteenth before the expected end too, so
+// the two polls bracket it and the estimate stays true.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
 	est := c.polls[k]
 	start := time.Now()
 	var unfinished time.Duration // when the last poll that found it running was sent
-	var scout bool
-	defer est.endScouting(&scout)
-	delay, learned := est.delay(0, &scout)
+	w := est.begin()
+	defer est.endScouting(w)
+	delay, learned := est.delay(0, w)
 	for {
 		t := time.NewTimer(delay)
 		select {
@@ -51,12 +52,12 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			if _, _, retry := Retryable(err); !retry {
 				return err
 			}
-			delay, learned = est.delay(time.Since(start), &scout) // a failed poll is not a failed work request
+			delay, learned = est.delay(time.Since(start), w) // a failed poll is not a failed work request
 			continue
 		}
 		switch wr.state {
 		case "SUCCEEDED":
-			est.observe(unfinished, sent)
+			est.observe(unfinished, sent, w)
 			metrics.WorkRequestDuration.WithLabelValues(string(k), "succeeded").Observe(time.Since(start).Seconds())
 			return nil
 		case "FAILED", "CANCELED":
@@ -64,7 +65,7 @@ func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string)
 			return c.failure(ctx, loadBalancerID, id, wr)
 		}
 		unfinished = sent
-		delay, learned = est.delay(time.Since(start), &scout)
+		delay, learned = est.delay(time.Since(start), w)
 	}
 }
 
@@ -170,15 +171,42 @@ type estimator struct {
 	seen     bool
 	scouting bool          // a wait polls every min until the first end
 	learned  chan struct{} // closed at the first end; nil before any wait asked
+	probeIn  int           // waits until the next probe
+}
+
+// probeEvery is how often a wait probes (polls before the expected end as
+// well as after): a wait that does not, found finished by its one poll,
+// says only that the work request took no longer than expected, which
+// cannot bring the estimate down when work requests get faster.
+const probeEvery = 4
+
+// wait is one wait's part in the estimate.
+type wait struct {
+	scout bool // it polls every min until the first end
+	probe bool // it polls before the expected end as well as after
+}
+
+// begin starts a wait, probing every probeEvery-th.
+func (e *estimator) begin() *wait {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := &wait{probe: e.probeIn == 0}
+	if w.probe {
+		e.probeIn = probeEvery - 1
+	} else {
+		e.probeIn--
+	}
+	return w
 }
 
 // delay is how long to wait before polling a work request written elapsed
-// ago: until just before the expected end, as long as PollMax allows; from
-// there, as afterExpected says. With no estimate yet, the
-// wait that is scout (or becomes it, when none is) polls every PollMin, the
-// others as said above; learned is closed when the estimate comes, and is
-// nil once there is one.
-func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, learned <-chan struct{}) {
+// ago: until a sixteenth after the expected end (a probe: just before it,
+// then as afterExpected says), as long as PollMax allows; from there, a
+// sixteenth of the expected duration. With no estimate yet, the wait that
+// is scout (or becomes it, when none is) polls every PollMin, the others
+// as said above; learned is closed when the estimate comes, and is nil
+// once there is one.
+func (e *estimator) delay(elapsed time.Duration, w *wait) (_ time.Duration, learned <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.seen {
@@ -186,23 +214,29 @@ func (e *estimator) delay(elapsed time.Duration, scout *bool) (_ time.Duration, 
 			e.learned = make(chan struct{})
 		}
 		if !e.scouting {
-			e.scouting, *scout = true, true
+			e.scouting, w.scout = true, true
 		}
-		if *scout {
+		if w.scout {
 			return e.min, e.learned
 		}
 		return e.clamp(elapsed), e.learned
 	}
-	return e.untilExpected(elapsed, e.afterExpected(elapsed)), nil
+	if w.probe {
+		return e.untilExpected(elapsed, e.afterExpected(elapsed)), nil
+	}
+	if due := e.avg*17/16 - elapsed; due > 0 {
+		return e.clamp(due), nil
+	}
+	return e.clamp(e.avg / 16), nil
 }
 
-// afterExpected is the delay of a poll sent elapsed after the write, past
-// the point just before the expected end: the poll after the one there
-// goes a sixteenth after that end, even when PollMin is longer, so that
-// polls bracket the end by a step on both sides
-// (at serve's PollMin of 500 ms, a 1 s work request found running at
-// 15/16 s was otherwise seen done at 1.44 s, not 1.06 s); later ones
-// every sixteenth, within the bounds. Callers hold e.mu.
+// afterExpected is the delay of a probe's poll sent elapsed after the
+// write, past the point just before the expected end: the poll after the
+// one there goes a sixteenth after that end, even when PollMin is longer,
+// so that polls bracket the end by a step on both sides (at serve's
+// PollMin of 500 ms, a 1 s work request found running at 15/16 s was
+// otherwise seen done at 1.44 s, not 1.06 s); later ones every sixteenth,
+// within the bounds. Callers hold e.mu.
 func (e *estimator) afterExpected(elapsed time.Duration) time.Duration {
 	step := e.clamp(e.avg / 16)
 	if elapsed < e.avg { // the poll before the end found it running
@@ -230,28 +264,35 @@ func (e *estimator) untilExpected(elapsed, after time.Duration) time.Duration {
 
 // endScouting hands the scout's role on when its wait ends (its work
 // request failed, or the wait gave up) before an estimate came.
-func (e *estimator) endScouting(scout *bool) {
-	if !*scout {
+func (e *estimator) endScouting(w *wait) {
+	if !w.scout {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.scouting, *scout = false, false
+	e.scouting, w.scout = false, false
 }
 
 // observe records a work request found finished by the poll sent at done,
 // and found running by the one sent at unfinished (zero if none was). It
 // finished in between, so the estimate is the midpoint: taking done alone
 // would count the polls' lateness as the work request's own time and place
-// the next polls later and later. Found finished by its first poll, it ended
-// some time before: half a step is taken off, so the estimate comes down
-// until a first poll finds one running.
-func (e *estimator) observe(unfinished, done time.Duration) {
+// the next polls later and later. Found finished by its first poll, it
+// ended some time before. A probe's first poll came before the expected
+// end: half a step is taken off, so the estimate comes down until a
+// probe's first poll finds one running, and the next wait probes too. A
+// wait that did not probe learns nothing then: it ended by the expected
+// end and a step.
+func (e *estimator) observe(unfinished, done time.Duration, w *wait) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d := done - e.avg/32
 	if unfinished > 0 {
 		d = (unfinished + done) / 2
+	} else if e.seen && !w.probe {
+		return
+	} else if e.seen {
+		e.probeIn = 0
 	}
 	if !e.seen {
 		e.avg, e.seen = d, true
