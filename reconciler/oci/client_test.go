@@ -156,6 +156,19 @@ func TestSessionSignInHoldsNoCaller(t *testing.T) {
 }
 
 // emulatorClient returns a client of a key registered with a fresh emulator.
+// reseed seeds emu again with the test seed as change leaves it.
+func reseed(t *testing.T, emu *ociemu.Emulator, change func(*ociemu.Seed)) {
+	t.Helper()
+	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&seed)
+	if err := emu.SeedState(seed); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func emulatorClient(t *testing.T, register bool) (*ociemu.Emulator, *oci.Client) {
 	t.Helper()
 	return emulatorClientOver(t, register, nil)
@@ -550,16 +563,10 @@ func TestWorkRequestsReadsEveryPage(t *testing.T) {
 func TestBackendSetReadOutlivesItsListeners(t *testing.T) {
 	ctx := context.Background()
 	emu, c := emulatorClient(t, true)
-	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nlb := &seed.NetworkLoadBalancers[0]
-	nlb.Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"), DefaultBackendSetName: common.String("tcp"),
-		Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
+	reseed(t, emu, func(seed *ociemu.Seed) {
+		seed.NetworkLoadBalancers[0].Listeners = map[string]networkloadbalancer.Listener{"dns": {Name: common.String("dns"),
+			DefaultBackendSetName: common.String("tcp"), Port: common.Int(53), Protocol: networkloadbalancer.ListenerProtocolsUdp}}
+	})
 	fault := emu.AddFault(ociemu.Fault{Operation: "GetNetworkLoadBalancer", Status: 500})
 	bs, err := c.GetBackendSet(ctx, nlbID, "tcp")
 	if err != nil || bs.ProtocolsUnread == nil || len(bs.Protocols) > 0 || len(bs.Backends) == 0 {
@@ -607,16 +614,12 @@ func TestOneNLBReadServesSetsAndListings(t *testing.T) {
 func TestOneCompartmentListingServesItsNLBs(t *testing.T) {
 	ctx := context.Background()
 	emu, c := emulatorClient(t, true)
-	seed, err := ociemu.LoadSeedFile("../testdata/seed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := seed.NetworkLoadBalancers[0]
-	other.Id = common.String(nlbID + "-other")
-	seed.NetworkLoadBalancers = append(seed.NetworkLoadBalancers, other)
-	if err := emu.SeedState(seed); err != nil {
-		t.Fatal(err)
-	}
+	other := nlbID + "-other"
+	reseed(t, emu, func(seed *ociemu.Seed) {
+		nlb := seed.NetworkLoadBalancers[0]
+		nlb.Id = common.String(other)
+		seed.NetworkLoadBalancers = append(seed.NetworkLoadBalancers, nlb)
+	})
 	bs, err := c.GetBackendSet(ctx, nlbID, "tcp")
 	if err != nil {
 		t.Fatal(err)
@@ -639,14 +642,14 @@ func TestOneCompartmentListingServesItsNLBs(t *testing.T) {
 	if err != nil || len(mine) != 1 || mine[0].ID != id {
 		t.Fatalf("the written NLB's work requests: %v, %v; want %s", mine, err, id)
 	}
-	theirs, err := c.WorkRequestsSince(ctx, *other.Id, round)
+	theirs, err := c.WorkRequestsSince(ctx, other, round)
 	if err != nil || len(theirs) != 0 {
 		t.Fatalf("the other NLB's: %v, %v; want none", theirs, err)
 	}
 	if n := listings(); n != 1 {
 		t.Errorf("%d listings for two NLBs of one compartment in one round, want 1", n)
 	}
-	if _, err := c.WorkRequestsSince(ctx, *other.Id, time.Now()); err != nil {
+	if _, err := c.WorkRequestsSince(ctx, other, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if n := listings(); n != 2 {

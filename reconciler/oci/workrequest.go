@@ -222,12 +222,9 @@ func (e *estimator) delay(elapsed time.Duration, w *wait) (_ time.Duration, lear
 		return e.clamp(elapsed), e.learned
 	}
 	if w.probe {
-		return e.untilExpected(elapsed, e.afterExpected(elapsed)), nil
+		return e.until(e.avg*15/16, elapsed, e.afterExpected(elapsed)), nil
 	}
-	if due := e.avg*17/16 - elapsed; due > 0 {
-		return e.clamp(due), nil
-	}
-	return e.clamp(e.avg / 16), nil
+	return e.until(e.avg*17/16, elapsed, e.clamp(e.avg/16)), nil
 }
 
 // afterExpected is the delay of a probe's poll sent elapsed after the
@@ -250,13 +247,13 @@ func (e *estimator) afterExpected(elapsed time.Duration) time.Duration {
 func (e *estimator) woken(elapsed time.Duration) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.untilExpected(elapsed, 0)
+	return e.until(e.avg*15/16, elapsed, 0)
 }
 
-// untilExpected is the time from elapsed until just before the expected
-// end, within the bounds; past it, after. Callers hold e.mu.
-func (e *estimator) untilExpected(elapsed, after time.Duration) time.Duration {
-	if due := e.avg*15/16 - elapsed; due > 0 {
+// until is the time from elapsed until point (just before or after the
+// expected end), within the bounds; past it, after. Callers hold e.mu.
+func (e *estimator) until(point, elapsed, after time.Duration) time.Duration {
+	if due := point - elapsed; due > 0 {
 		return e.clamp(due)
 	}
 	return after

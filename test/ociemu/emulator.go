@@ -161,12 +161,11 @@ func Start(opts Options) (*Emulator, error) {
 	}
 	// Every goroutine the emulator starts descends from these, so all of
 	// them carry its profile label.
-	labels := pprof.Labels(ProfileLabel, ProfileName)
-	go pprof.Do(context.Background(), labels, func(context.Context) { _ = e.server.Serve(e.httpListener) })
-	go pprof.Do(context.Background(), labels, func(context.Context) { _ = e.tlsServer.ServeTLS(e.httpsListener, "", "") })
+	go pprof.Do(context.Background(), profileLabels, func(context.Context) { _ = e.server.Serve(e.httpListener) })
+	go pprof.Do(context.Background(), profileLabels, func(context.Context) { _ = e.tlsServer.ServeTLS(e.httpsListener, "", "") })
 	var healthCtx context.Context
 	healthCtx, e.stopHealth = context.WithCancel(context.Background())
-	e.probes.Go(func() { pprof.Do(healthCtx, labels, e.runHealthChecks) })
+	e.probes.Go(func() { pprof.Do(healthCtx, profileLabels, e.runHealthChecks) })
 	return e, nil
 }
 
@@ -175,6 +174,10 @@ func Start(opts Options) (*Emulator, error) {
 // process (BenchmarkScale) tells the emulator's CPU from the code's under
 // test.
 const ProfileLabel, ProfileName = "process", "ociemu"
+
+// profileLabels are that label, for pprof.Do; the work request timers run
+// outside the goroutines the servers start, and carry it too.
+var profileLabels = pprof.Labels(ProfileLabel, ProfileName)
 
 func newEmulator(opts Options) *Emulator {
 	return &Emulator{

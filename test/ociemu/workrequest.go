@@ -145,7 +145,7 @@ func (e *Emulator) afterLocked(d time.Duration, f func()) {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
-		pprof.Do(context.Background(), pprof.Labels(ProfileLabel, ProfileName), func(context.Context) {
+		pprof.Do(context.Background(), profileLabels, func(context.Context) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.closed {
