@@ -36,7 +36,8 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client    client.Client
+	client    client.Client // the cache, through nodes
+	nodes     *nodeViews
 	apiReader client.Reader // uncached reads
 	secrets   *credentials.Secrets
 	events    events.EventRecorder
@@ -76,8 +77,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.Wake)
 	events := mgr.GetEventRecorder("lbregistrar")
 	records := &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey}
+	nodes := newNodeViews(mgr.GetClient())
 	r := &Reconciler{
-		client:    mgr.GetClient(),
+		client:    nodes,
+		nodes:     nodes,
 		apiReader: mgr.GetAPIReader(),
 		secrets:   credentials.NewSecrets(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    events,
@@ -144,7 +147,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(r.claimSiblings),
 			builder.WithPredicates(predicate.Or[client.Object](
 				predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.everyResource),
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeEvent),
 			builder.WithPredicates(nodeChanged())).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).

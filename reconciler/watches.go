@@ -138,7 +138,10 @@ func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []
 	return reqs
 }
 
-func (r *Reconciler) everyResource(ctx context.Context, _ client.Object) []reconcile.Request {
+// nodeEvent is every resource, for a node event the watch's predicate
+// passed; the node views go stale first, so the reconciles see the change.
+func (r *Reconciler) nodeEvent(ctx context.Context, _ client.Object) []reconcile.Request {
+	r.nodes.changed()
 	return r.requests(ctx)
 }
 

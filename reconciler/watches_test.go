@@ -53,12 +53,12 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 			}
 			return c.List(ctx, list, opts...)
 		}})
-	r := &Reconciler{client: c}
+	r := &Reconciler{client: c, nodes: newNodeViews(c)}
 	ctx := context.Background()
 	other := obj.DeepCopy()
 	other.Name = "other"
 	for event, mapped := range map[string]int{
-		"node":          len(r.everyResource(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})),
+		"node":          len(r.nodeEvent(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})),
 		"Service":       len(r.byService(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "gateway"}})),
 		"EndpointSlice": len(r.byEndpointSlice(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "gateway-1", Labels: map[string]string{discoveryv1.LabelServiceName: "gateway"}}})),
 		"Secret":        len(r.bySecret(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}})),
