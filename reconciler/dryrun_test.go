@@ -12,9 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -245,5 +248,61 @@ func TestPlanDeletion(t *testing.T) {
 		if rp.Deletion != why || len(rp.BackendSets) != 0 {
 			t.Errorf("deletion %q with backend sets %+v, want %q and none", rp.Deletion, rp.BackendSets, why)
 		}
+	}
+}
+
+// lbregistrar plan shows a move from node ports to pods in one backend
+// set: the pods added beside the node, then the weights moving.
+func TestPlanShowsAMoveFromNodePortsToPods(t *testing.T) {
+	const lb = "ocid1.loadbalancer.oc1.iad.planmove"
+	key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
+	http := intstr.FromString("http")
+	nodes := v1beta1.Target{Name: "web", Namespace: "shop", Port: &http, BackendSetName: "web", Weight: 100}
+	pods := nodes
+	pods.Weight, pods.TargetType = 1, v1beta1.TargetTypePod
+	obj := &v1beta1.LBRegistrar{
+		ObjectMeta: metav1.ObjectMeta{Name: "move"},
+		Spec:       v1beta1.LBRegistrarSpec{LoadBalancerID: lb, APIKey: key, Services: []v1beta1.Target{nodes, pods}},
+		Status: v1beta1.LBRegistrarStatus{LoadBalancerID: lb, BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 100}})}}},
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}}}}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}, NodeName: ptr.To("node-a")}},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
+	ociClient := backendSets{t, map[string][]plan.Backend{"web": {{IP: "10.0.0.1", Port: 30080, Weight: 100}}}}
+	r := unitReconciler(t, ociClient, obj, svc, slice, node,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "keys", Name: "key"}, Data: map[string][]byte{"pem": []byte("key")}})
+	planner := newPlanner(r.client, r.builders.Key, r.opts, nil)
+
+	rp, err := planner.Plan(context.Background(), obj, []v1beta1.LBRegistrar{*obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []preview.BackendSetChange{{LBRegistrar: "move", LoadBalancerID: lb, BackendSet: "web", Mode: "apply",
+		Added: []preview.BackendWeight{{Backend: "10.1.0.7:8080", Weight: 1}},
+		Kept:  []preview.KeptBackend{{Backend: "10.0.0.1:30080", Weight: 100}}}}
+	if diff := cmp.Diff(want, rp.BackendSets); diff != "" {
+		t.Errorf("pods added (-want +got):\n%s", diff)
+	}
+
+	ociClient.sets["web"] = append(ociClient.sets["web"], plan.Backend{IP: "10.1.0.7", Port: 8080, Weight: 1})
+	moved := obj.DeepCopy()
+	moved.Spec.Services[0].Weight, moved.Spec.Services[1].Weight = 1, 100
+	moved.Status.BackendSets[0].Backends = v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 100}, {IP: "10.1.0.7", Port: 8080, Weight: 1}})
+	rp, err = planner.Plan(context.Background(), moved, []v1beta1.LBRegistrar{*moved})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []preview.BackendSetChange{{LBRegistrar: "move", LoadBalancerID: lb, BackendSet: "web", Mode: "apply",
+		Reweighted: []preview.Reweighted{{Backend: "10.0.0.1:30080", From: 100, To: 1}, {Backend: "10.1.0.7:8080", From: 1, To: 100}}}}
+	if diff := cmp.Diff(want, rp.BackendSets); diff != "" {
+		t.Errorf("weight moved (-want +got):\n%s", diff)
 	}
 }

@@ -43,7 +43,8 @@ type Options struct {
 	DrainPeriod time.Duration
 	// NodeDrainPeriod is how long a backend this resource no longer wants
 	// (its node left, was excluded, or stopped hosting the Service's
-	// endpoints) stays drained before it is removed; 0 removes it at once.
+	// endpoints; its pod is terminating or gone) stays drained before it is
+	// removed; 0 removes it at once.
 	NodeDrainPeriod time.Duration
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
@@ -171,7 +172,7 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
 	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
-		"How long a departing node's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
+		"How long a departing node's or pod's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
 	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained, from the end of the drain's work request, before removal")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")

@@ -149,10 +149,10 @@ func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconci
 	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + obj.GetName()})
 }
 
-// byEndpointSlice maps a slice to the resources whose nodes depend on the
-// Service's endpoints: targets with filterByEndpoints, or any target of a
-// Service with externalTrafficPolicy: Local. Slices change often; the others
-// need not hear about it.
+// byEndpointSlice maps a slice to the resources whose backends depend on
+// the Service's endpoints: Pod targets, targets with filterByEndpoints, or
+// any target of a Service with externalTrafficPolicy: Local. Slices change
+// often; the others need not hear about it.
 func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[discoveryv1.LabelServiceName]
 	if name == "" {
@@ -169,7 +169,7 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		for _, t := range list.Items[i].Spec.Services {
-			if t.Namespace == key.Namespace && t.Name == key.Name && (local || t.FilterByEndpoints) {
+			if t.Namespace == key.Namespace && t.Name == key.Name && (local || t.FilterByEndpoints || t.Pods()) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
 				break
 			}

@@ -103,6 +103,7 @@ func fillTarget(t *v1beta1.Target, c randfill.Continue) {
 		FilterByEndpoints: c.Intn(3) == 0,
 		BackendSetName:    someString(c, "", "ingress", "ingress-http"),
 		Weight:            pick[int32](c, 0, 1, 1, 5, 100),
+		TargetType:        pick[v1beta1.TargetType](c, "", "", v1beta1.TargetTypeNodePort, v1beta1.TargetTypePod),
 	}
 	if c.Intn(3) == 0 {
 		t.NodePort = pick[int32](c, 30080, 30443)

@@ -52,8 +52,8 @@ func NormalizeSpec(in *LBRegistrarSpec) v1beta1.LBRegistrarSpec {
 // DenormalizeSpec is the canonical v1alpha1 form of a v1beta1 spec: the
 // Service targets become the services list; without any, the first fixed port
 // becomes nodePort, so the v1alpha1 view keeps a target. Fields v1alpha1 has
-// no place for (nodeSelector, passphrase, the other fixed ports) are left out;
-// the caller keeps them in an annotation.
+// no place for (nodeSelector, passphrase, the other fixed ports, a target's
+// type) are left out; the caller keeps them in an annotation.
 func DenormalizeSpec(in *v1beta1.LBRegistrarSpec) LBRegistrarSpec {
 	out := LBRegistrarSpec{
 		LoadBalancerID: in.LoadBalancerID,
@@ -166,7 +166,9 @@ func (k *APIKeySpec) keyless() bool {
 // not have meant to remove what it never saw. An identity other than an API
 // key stays while the v1alpha1 apiKey (alphaKey) names no key; one that
 // names a key was written to sign in with it. A hidden fixed port the client
-// wrote again, into the same backend set, is not added a second time.
+// wrote again, into the same backend set, is not added a second time. A
+// Service target keeps its type while it is still the same Service port
+// into the same backend set at the same place in the list.
 func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec, alphaKey *APIKeySpec) {
 	spec.NodeSelector = kept.NodeSelector
 	spec.Suspend, spec.DeletionPolicy = kept.Suspend, kept.DeletionPolicy
@@ -185,6 +187,7 @@ func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec, alphaKey *APIKeySpec) {
 			spec.InstancePrincipal = &v1beta1.InstancePrincipal{Region: alphaKey.Region}
 		}
 	}
+	KeepTargetTypes(spec.Services, kept.Services)
 	for _, t := range alphaViewOf(kept.Services).hidden {
 		if !slices.ContainsFunc(spec.Services, func(u v1beta1.Target) bool {
 			return u.NodePort == t.NodePort && u.BackendSetName == t.BackendSetName
@@ -192,6 +195,31 @@ func restoreHubOnly(spec, kept *v1beta1.LBRegistrarSpec, alphaKey *APIKeySpec) {
 			spec.Services = append(spec.Services, *t)
 		}
 	}
+}
+
+// KeepTargetTypes gives the Service targets of targets, normalized from
+// v1alpha1 fields, the types of the kept v1beta1 targets v1alpha1 showed
+// in their place (the n-th Service target of each), where each is still the
+// same Service port into the same backend set.
+func KeepTargetTypes(targets, kept []v1beta1.Target) {
+	shown := alphaViewOf(kept).services
+	for i, k := 0, 0; i < len(targets) && k < len(shown); i++ {
+		t := &targets[i]
+		if t.NodePort != 0 {
+			continue
+		}
+		if was := shown[k]; sameServicePort(t, was) {
+			t.TargetType = was.TargetType
+		}
+		k++
+	}
+}
+
+// sameServicePort reports whether a and b register the same Service port
+// into the same backend set.
+func sameServicePort(a, b *v1beta1.Target) bool {
+	return a.Namespace == b.Namespace && a.Name == b.Name && a.BackendSetName == b.BackendSetName &&
+		a.Port != nil && b.Port != nil && *a.Port == *b.Port
 }
 
 func positiveOr(v, fallback int) int {

@@ -87,6 +87,43 @@ func TestEditThroughSpokeKeepsHubOnlyFields(t *testing.T) {
 	}
 }
 
+// A target's type, which v1alpha1 cannot show, survives a v1alpha1 client's
+// edit of that target, also with a Service port's node port and endpoints
+// in one backend set during a migration; a target the client replaced by
+// another Service port is that client's, of the default type.
+func TestEditThroughSpokeKeepsTargetTypes(t *testing.T) {
+	https := intstr.FromString("https")
+	hub := &v1beta1.LBRegistrar{Spec: v1beta1.LBRegistrarSpec{
+		LoadBalancerID: lbID,
+		APIKey:         &v1beta1.APIKey{},
+		Services: []v1beta1.Target{
+			{Name: "gw", Namespace: "ns", Port: &https, BackendSetName: "a", Weight: 90},
+			{Name: "gw", Namespace: "ns", Port: &https, BackendSetName: "a", Weight: 10, TargetType: v1beta1.TargetTypePod},
+			{NodePort: 30080, BackendSetName: "fixed", Weight: 1},
+			{Name: "api", Namespace: "ns", Port: &https, BackendSetName: "b", Weight: 1, TargetType: v1beta1.TargetTypePod},
+		},
+	}}
+	var spoke LBRegistrar
+	FromHub(hub, &spoke)
+	if len(spoke.Spec.Services) != 3 {
+		t.Fatalf("v1alpha1 shows %d Service targets, want 3: %+v", len(spoke.Spec.Services), spoke.Spec.Services)
+	}
+	// The weight moves to the pods; the last target becomes another port.
+	spoke.Spec.Services[0].Weight, spoke.Spec.Services[1].Weight = 10, 90
+	spoke.Spec.Services[2].Port = intstr.FromString("grpc")
+
+	var back v1beta1.LBRegistrar
+	ToHub(&spoke, &back)
+	grpc := intstr.FromString("grpc")
+	want := hub.Spec.DeepCopy()
+	want.Services[0].Weight, want.Services[1].Weight = 10, 90
+	want.Services[3].Port, want.Services[3].TargetType = &grpc, ""
+	want.Services = append(want.Services[:2], want.Services[3], want.Services[2]) // hidden fixed ports follow
+	if diff := cmp.Diff(want, &back.Spec, cmpOptions...); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 // v1alpha1 requires apiKey: a resource that signs in without one shows its
 // region there, keeps its identity through an edit by a v1alpha1 client
 // (with the region that client wrote), and signs in with a key once that

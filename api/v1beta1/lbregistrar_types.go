@@ -72,9 +72,12 @@ const (
 )
 
 // Target is one registration: a Service port (name, namespace, port) or a
-// fixed nodePort, registered on every eligible node into backendSetName.
+// fixed nodePort, registered on every eligible node into backendSetName;
+// or, with targetType Pod, a Service port's endpoints.
 // +kubebuilder:validation:XValidation:rule="has(self.nodePort) != (has(self.name) && has(self.port))",message="set either name and port (a Service) or nodePort (a fixed port), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.name) || has(self.__namespace__)",message="namespace is required with name"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetType) || self.targetType != 'Pod' || !has(self.nodePort)",message="targetType Pod registers a Service's endpoints: set name, namespace and port, not nodePort"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetType) || self.targetType != 'Pod' || !has(self.filterByEndpoints) || !self.filterByEndpoints",message="filterByEndpoints chooses nodes; targetType Pod registers the endpoints themselves"
 type Target struct {
 	// Name of the Service.
 	// +optional
@@ -88,6 +91,15 @@ type Target struct {
 	// +kubebuilder:validation:XIntOrString
 	// +optional
 	Port *intstr.IntOrString `json:"port,omitempty"`
+
+	// TargetType is what each backend is: NodePort (the default) registers
+	// every eligible node's address with the Service port's node port; Pod
+	// registers each ready endpoint of the Service port by the address and
+	// port its EndpointSlices give, for pods the load balancer reaches
+	// directly (OKE VCN-native pod networking, virtual nodes).
+	// +kubebuilder:validation:Enum=NodePort;Pod
+	// +optional
+	TargetType TargetType `json:"targetType,omitempty"`
 
 	// NodePort is a fixed port registered on every node, for targets that are not a Service.
 	// +kubebuilder:validation:Minimum=1
@@ -109,6 +121,18 @@ type Target struct {
 	// +kubebuilder:validation:Maximum=100
 	Weight int32 `json:"weight"`
 }
+
+// TargetType is what a target registers: nodes or pods.
+type TargetType string
+
+// Target types; the empty one is NodePort.
+const (
+	TargetTypeNodePort TargetType = "NodePort"
+	TargetTypePod      TargetType = "Pod"
+)
+
+// Pods reports whether t registers a Service's endpoints rather than nodes.
+func (t *Target) Pods() bool { return t.TargetType == TargetTypePod }
 
 // APIKey is an OCI API signing key.
 type APIKey struct {

@@ -59,9 +59,13 @@ const (
 	ReasonInvalidNodeSelector  = "InvalidNodeSelector"
 	ReasonNoEligibleNodes      = "NoEligibleNodes"
 	ReasonNoReadyEndpoints     = "NoReadyEndpoints"
-	ReasonNoReadyNodes         = "NoReadyNodes"
-	ReasonNodeWithoutAddress   = "NodeWithoutAddress"
-	ReasonDuplicateBackend     = "DuplicateBackend"
+	// ReasonPodAddressUnreachable: endpoints of a Pod target have
+	// addresses of their node's pod range (an overlay network), which the
+	// load balancer cannot reach; they are not registered.
+	ReasonPodAddressUnreachable = "PodAddressUnreachable"
+	ReasonNoReadyNodes          = "NoReadyNodes"
+	ReasonNodeWithoutAddress    = "NodeWithoutAddress"
+	ReasonDuplicateBackend      = "DuplicateBackend"
 	// ReasonBackendLimit: a backend set holds, or is wanted to hold, nine
 	// tenths or more of the backends OCI lets it hold.
 	ReasonBackendLimit = "BackendLimit"

@@ -104,11 +104,16 @@ type Alpha struct {
 	Stored  v1beta1.LBRegistrarSpec
 }
 
-// NewAlpha converts obj for validation.
+// NewAlpha converts obj for validation. The visible targets carry the
+// types the conversion annotation keeps for them: a Service port's node
+// port and endpoints in one backend set look alike in v1alpha1, yet are
+// no duplicates.
 func NewAlpha(obj *v1alpha1.LBRegistrar) *Alpha {
 	var hub v1beta1.LBRegistrar
 	v1alpha1.ToHub(obj, &hub)
-	return &Alpha{Object: obj, Visible: v1alpha1.NormalizeSpec(&obj.Spec), Stored: hub.Spec}
+	visible := v1alpha1.NormalizeSpec(&obj.Spec)
+	v1alpha1.KeepTargetTypes(visible.Services, hub.Spec.Services)
+	return &Alpha{Object: obj, Visible: visible, Stored: hub.Spec}
 }
 
 // hidden reports whether the stored spec holds values the v1alpha1 fields do

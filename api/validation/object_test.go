@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 // validAlpha is the seed's single-service v1alpha1 object, as stored (weight
@@ -139,6 +140,29 @@ func TestValidateV1alpha1UpdateKeepsMixedObjectsEditable(t *testing.T) {
 	if !slices.ContainsFunc(warnings, func(w string) bool { return strings.HasPrefix(w, "spec.nodePort: Forbidden") }) {
 		t.Errorf("warnings = %q, want the mixed nodePort as a warning", warnings)
 	}
+}
+
+// A v1alpha1 client may edit a resource moving a Service port from node
+// ports to pods: v1alpha1 shows the two targets alike, but they are no
+// duplicates. Two entries of one type still are, and are reported on the
+// v1alpha1 fields.
+func TestValidateV1alpha1KeepsTargetTypesApart(t *testing.T) {
+	hub := validHub("a")
+	pods := hub.Spec.Services[0]
+	pods.TargetType = v1beta1.TargetTypePod
+	hub.Spec.Services = append(hub.Spec.Services[:2], pods) // no fixed port, which v1alpha1 could not show beside them
+	var old v1alpha1.LBRegistrar
+	v1alpha1.FromHub(hub, &old)
+	obj := old.DeepCopy()
+	obj.Spec.Services[2].Weight = 50 // the pods' entry, third of the Service targets v1alpha1 shows
+
+	errs, _ := ValidateV1alpha1Update(NewAlpha(obj), NewAlpha(&old))
+	if len(errs) != 0 {
+		t.Fatalf("errors = %v", errs)
+	}
+	obj.Spec.Services = append(obj.Spec.Services, obj.Spec.Services[1])
+	errs, _ = ValidateV1alpha1Update(NewAlpha(obj), NewAlpha(&old))
+	checkFailures(t, errs, []failure{{"spec.services[3]", RuleDuplicateTarget}})
 }
 
 func TestValidateUpdate(t *testing.T) {

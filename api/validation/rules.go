@@ -24,13 +24,16 @@ const (
 	RuleTargetRequired          = "target-required"
 	RuleTargetLimit             = "target-limit"
 	RuleTargetKind              = "target-kind"
-	RuleServiceRef              = "service-reference"
-	RulePort                    = "port"
-	RuleWeight                  = "weight"
-	RuleBackendSetName          = "backend-set-name"
-	RuleDuplicateTarget         = "duplicate-target"
-	RuleMixedTargets            = "mixed-targets"
-	RuleImmutable               = "immutable"
+	// RuleTargetType: spec.services[].targetType unknown, or Pod with a
+	// field only nodes have (nodePort, filterByEndpoints).
+	RuleTargetType      = "target-type"
+	RuleServiceRef      = "service-reference"
+	RulePort            = "port"
+	RuleWeight          = "weight"
+	RuleBackendSetName  = "backend-set-name"
+	RuleDuplicateTarget = "duplicate-target"
+	RuleMixedTargets    = "mixed-targets"
+	RuleImmutable       = "immutable"
 	// RuleDeletionPolicy: spec.deletionPolicy other than Delete or Orphan.
 	RuleDeletionPolicy = "deletion-policy"
 	RuleClaimConflict  = "claim-conflict"

@@ -41,6 +41,7 @@ type specPaths struct {
 // targetPaths are the fields one normalized target came from.
 type targetPaths struct {
 	entry, name, namespace, port, nodePort, backendSetName, weight *field.Path
+	targetType, filterByEndpoints                                  *field.Path
 }
 
 func hubPaths(spec *field.Path) specPaths {
@@ -60,6 +61,9 @@ func entryPaths(entry *field.Path) targetPaths {
 		nodePort:       entry.Child("nodePort"),
 		backendSetName: entry.Child("backendSetName"),
 		weight:         entry.Child("weight"),
+
+		targetType:        entry.Child("targetType"),
+		filterByEndpoints: entry.Child("filterByEndpoints"),
 	}
 }
 
@@ -211,10 +215,34 @@ func validateTarget(t *v1beta1.Target, paths specPaths, i int) field.ErrorList {
 	default:
 		errs = append(errs, field.Required(p().entry, "a Service (name, namespace and port) or a fixed nodePort").WithOrigin(RuleTargetKind))
 	}
+	errs = append(errs, validateTargetType(t, p)...)
 	if t.Weight < minWeight || t.Weight > maxWeight {
 		errs = append(errs, field.Invalid(p().weight, t.Weight, utilvalidation.InclusiveRangeError(minWeight, maxWeight)).WithOrigin(RuleWeight))
 	}
 	return append(errs, validateBackendSetName(t.BackendSetName, func() *field.Path { return p().backendSetName })...)
+}
+
+// targetTypes are the values of spec.services[].targetType; empty is NodePort.
+var targetTypes = []string{string(v1beta1.TargetTypeNodePort), string(v1beta1.TargetTypePod)}
+
+// validateTargetType checks targetType, and that a Pod target names a
+// Service port: its backends are the port's endpoints, not nodes.
+func validateTargetType(t *v1beta1.Target, p func() targetPaths) field.ErrorList {
+	switch t.TargetType {
+	case "", v1beta1.TargetTypeNodePort:
+		return nil
+	case v1beta1.TargetTypePod:
+	default:
+		return field.ErrorList{field.NotSupported(p().targetType, t.TargetType, targetTypes).WithOrigin(RuleTargetType)}
+	}
+	var errs field.ErrorList
+	if t.NodePort != 0 {
+		errs = append(errs, field.Invalid(p().nodePort, t.NodePort, "targetType Pod registers a Service's endpoints: set name, namespace and port, not nodePort").WithOrigin(RuleTargetType))
+	}
+	if t.FilterByEndpoints {
+		errs = append(errs, field.Invalid(p().filterByEndpoints, true, "filterByEndpoints chooses nodes; targetType Pod registers the endpoints themselves").WithOrigin(RuleTargetType))
+	}
+	return errs
 }
 
 // validateServicePort checks a Service port given by number or by name.
@@ -279,10 +307,11 @@ type targetKey struct {
 	backendSet, namespace, name string
 	port                        intstr.IntOrString
 	nodePort                    int32
+	pods                        bool // a Service port's endpoints and its node port are different backends
 }
 
 func keyOf(t *v1beta1.Target) targetKey {
-	k := targetKey{backendSet: t.BackendSetName, namespace: t.Namespace, name: t.Name, nodePort: t.NodePort}
+	k := targetKey{backendSet: t.BackendSetName, namespace: t.Namespace, name: t.Name, nodePort: t.NodePort, pods: t.Pods()}
 	if t.Port != nil {
 		k.port = *t.Port
 	}
@@ -295,6 +324,9 @@ func describeTarget(t *v1beta1.Target) string {
 		return fmt.Sprintf("nodePort %d", t.NodePort)
 	}
 	var b strings.Builder
+	if t.Pods() {
+		b.WriteString("the endpoints of ")
+	}
 	fmt.Fprintf(&b, "Service %s/%s", t.Namespace, t.Name)
 	if t.Port != nil {
 		fmt.Fprintf(&b, " port %s", t.Port.String())

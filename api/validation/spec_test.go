@@ -91,6 +91,12 @@ func TestValidateSpec(t *testing.T) {
 			s.APIKey, s.InstancePrincipal = nil, &v1beta1.InstancePrincipal{Region: "us-ashburn-1"}
 		}, nil},
 		{"same backend set from two Services", func(s *v1beta1.LBRegistrarSpec) { s.Services[1].BackendSetName = "ingress" }, nil},
+		{"a Service port's node port and its endpoints in one backend set", func(s *v1beta1.LBRegistrarSpec) {
+			pods := s.Services[0]
+			pods.TargetType = v1beta1.TargetTypePod
+			s.Services = append(s.Services, pods)
+		}, nil},
+		{"targetType NodePort spelled out", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].TargetType = v1beta1.TargetTypeNodePort }, nil},
 		{"same Service port in two backend sets", func(s *v1beta1.LBRegistrarSpec) {
 			s.Services[1].Port = servicePort(intstr.FromString("https"))
 		}, nil},
@@ -168,6 +174,11 @@ func TestValidateSpec(t *testing.T) {
 			[]failure{{"spec.services[2]", RuleTargetKind}}},
 		{"Service and nodePort", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].NodePort = 30000 },
 			[]failure{{"spec.services[0]", RuleTargetKind}}},
+		{"unknown targetType", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].TargetType = "Instance" },
+			[]failure{{"spec.services[0].targetType", RuleTargetType}}},
+		{"Pod target with nodePort and filterByEndpoints", func(s *v1beta1.LBRegistrarSpec) {
+			s.Services[2].TargetType, s.Services[0].TargetType, s.Services[0].FilterByEndpoints = v1beta1.TargetTypePod, v1beta1.TargetTypePod, true
+		}, []failure{{"spec.services[0].filterByEndpoints", RuleTargetType}, {"spec.services[2].nodePort", RuleTargetType}}},
 		{"Service without name and namespace", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].Name, s.Services[0].Namespace = "", "" },
 			[]failure{{"spec.services[0].name", RuleServiceRef}, {"spec.services[0].namespace", RuleServiceRef}}},
 		{"Service name not a DNS label", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].Name = "1gateway" },
@@ -204,6 +215,10 @@ func TestValidateSpec(t *testing.T) {
 			dup := s.Services[0]
 			dup.FilterByEndpoints = true
 			s.Services = append(s.Services, dup)
+		}, []failure{{"spec.services[3]", RuleDuplicateTarget}}},
+		{"duplicate Pod entry", func(s *v1beta1.LBRegistrarSpec) {
+			s.Services[0].TargetType = v1beta1.TargetTypePod
+			s.Services = append(s.Services, s.Services[0])
 		}, []failure{{"spec.services[3]", RuleDuplicateTarget}}},
 		{"one node port with two weights", func(s *v1beta1.LBRegistrarSpec) {
 			dup := s.Services[2]

@@ -40,11 +40,13 @@ var seedYAML []byte
 
 // samples are applied in this order: the original two-resources-on-one-load-
 // balancer example (v1alpha1, network load balancer) and v1beta1 resources
-// (classic load balancer), the last signed in with workload identity.
+// (classic load balancer): node ports, a fixed port, pods, and the last
+// signed in with workload identity.
 var samples = []string{
 	"config/samples/v1alpha1_two_resources_one_lb.yaml",
 	"config/samples/v1beta1_multi_service.yaml",
 	"config/samples/v1beta1_fixed_node_port.yaml",
+	"config/samples/v1beta1_pod_targets.yaml",
 	"config/samples/v1beta1_workload_identity.yaml",
 }
 
@@ -86,7 +88,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	defer cluster.Stop()
 
 	say("starting the OCI emulator")
-	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: latency, Region: "ap-tokyo-1"})
+	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: latency, Region: "ap-tokyo-1", StandIns: podStandIns()})
 	if err != nil {
 		return err
 	}

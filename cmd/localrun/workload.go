@@ -40,9 +40,29 @@ var servicePorts = []corev1.ServicePort{
 	{Name: "http2", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080},
 }
 
+// pod is a Pod of the pod-target sample's Service shop/web, with a
+// VCN-native address, on a node. It answers at a loopback stand-in, which
+// the emulator connects to in its place: Kubernetes keeps EndpointSlice
+// addresses off loopback.
+type pod struct{ name, ip, standIn, node string }
+
+var webPods = []pod{{"web-1", "10.1.0.21", "127.0.1.21", "node-a"}, {"web-2", "10.1.0.22", "127.0.1.22", "node-b"}}
+
+// podStandIns are the emulator's stand-ins for the web pods.
+func podStandIns() map[string]string {
+	m := map[string]string{}
+	for _, p := range webPods {
+		m[p.ip] = p.standIn
+	}
+	return m
+}
+
+// webPort is the pod-target sample Service's port, to the pods' 8080.
+var webPort = corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}
+
 // createWorkload creates what a cluster would have: Nodes with addresses,
-// the Service the samples name, and the EndpointSlice its controller would
-// write (nothing here runs Pods).
+// the Services the samples name, and the EndpointSlices their controller
+// would write (nothing here runs Pods).
 func createWorkload(ctx context.Context, c client.Client) error {
 	for _, n := range nodes {
 		obj := &corev1.Node{
@@ -92,12 +112,45 @@ func createWorkload(ctx context.Context, c client.Client) error {
 	for _, p := range servicePorts {
 		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Port: ptr.To(p.TargetPort.IntVal), Protocol: ptr.To(corev1.ProtocolTCP)})
 	}
+	if err := c.Create(ctx, slice); err != nil {
+		return err
+	}
+	return createWebPods(ctx, c)
+}
+
+// createWebPods creates the pod-target sample's ClusterIP Service and the
+// EndpointSlice of its pods.
+func createWebPods(ctx context.Context, c client.Client) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{webPort}},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		return err
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-pods", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(webPort.Name), Port: ptr.To(webPort.TargetPort.IntVal), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, p := range webPods {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{p.ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true)},
+			NodeName:   ptr.To(p.node),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p.name},
+		})
+	}
 	return c.Create(ctx, slice)
 }
 
 // serveNodes answers on every node address and NodePort, as kube-proxy and
-// the gateway would, so a connection through a load balancer shows where it
-// arrived.
+// the gateway would, and on every web pod's address and port, so a
+// connection through a load balancer shows where it arrived, and the
+// emulator's health checks find them up.
 func serveNodes() (stop func(), err error) {
 	var servers []*http.Server
 	stop = func() {
@@ -105,21 +158,31 @@ func serveNodes() (stop func(), err error) {
 			s.Close()
 		}
 	}
+	serve := func(name, addr string) error {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		s := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "served by %s at %s\n", name, addr)
+		})}
+		servers = append(servers, s)
+		go s.Serve(l)
+		return nil
+	}
 	for _, n := range nodes {
 		// The fixed-port sample registers 30443 too, the https NodePort.
 		for _, p := range servicePorts {
-			addr := net.JoinHostPort(n.ip, strconv.Itoa(int(p.NodePort)))
-			l, err := net.Listen("tcp", addr)
-			if err != nil {
+			if err := serve(n.name, net.JoinHostPort(n.ip, strconv.Itoa(int(p.NodePort)))); err != nil {
 				stop()
 				return nil, err
 			}
-			name := n.name
-			s := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprintf(w, "served by %s at %s\n", name, addr)
-			})}
-			servers = append(servers, s)
-			go s.Serve(l)
+		}
+	}
+	for _, p := range webPods {
+		if err := serve("pod "+p.name, net.JoinHostPort(p.standIn, strconv.Itoa(int(webPort.TargetPort.IntVal)))); err != nil {
+			stop()
+			return nil, err
 		}
 	}
 	return stop, nil

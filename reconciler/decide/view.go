@@ -2,6 +2,7 @@ package decide
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,9 +22,12 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 	// Only the nodes the selector matches, filtered before they are copied
 	// out of the cache: at 5,000 nodes, copying and scanning them all took
 	// most of a reconcile's CPU besides OCI's. An invalid selector lists
-	// them all, for desired.Compute to report it.
+	// them all, for desired.Compute to report it. Pod targets need every
+	// node, by name: an endpoint's node says whether its address is
+	// reachable.
 	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
-	if obj.Spec.NodeSelector != nil {
+	pods := slices.ContainsFunc(obj.Spec.Services, func(t v1beta1.Target) bool { return t.Pods() })
+	if obj.Spec.NodeSelector != nil && !pods {
 		if sel, err := metav1.LabelSelectorAsSelector(obj.Spec.NodeSelector); err == nil {
 			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 		}
@@ -34,6 +38,12 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 	c.Nodes = make([]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		c.Nodes[i] = &nodes.Items[i]
+	}
+	if pods {
+		c.NodesByName = make(map[string]*corev1.Node, len(c.Nodes))
+		for _, n := range c.Nodes {
+			c.NodesByName[n.Name] = n
+		}
 	}
 	c.Services = map[types.NamespacedName]*corev1.Service{}
 	c.EndpointSlices = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
@@ -54,13 +64,13 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 			continue
 		}
 		c.Services[key] = &svc
-		var slices discoveryv1.EndpointSliceList
-		if err := reader.List(ctx, &slices, client.InNamespace(key.Namespace),
+		var endpointSlices discoveryv1.EndpointSliceList
+		if err := reader.List(ctx, &endpointSlices, client.InNamespace(key.Namespace),
 			client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return c, err
 		}
-		for j := range slices.Items {
-			c.EndpointSlices[key] = append(c.EndpointSlices[key], &slices.Items[j])
+		for j := range endpointSlices.Items {
+			c.EndpointSlices[key] = append(c.EndpointSlices[key], &endpointSlices.Items[j])
 		}
 	}
 	return c, nil

@@ -96,6 +96,10 @@ type Cluster struct {
 	Services map[types.NamespacedName]*corev1.Service
 	// EndpointSlices holds each Service's slices, keyed by the Service.
 	EndpointSlices map[types.NamespacedName][]*discoveryv1.EndpointSlice
+	// NodesByName holds every node, by name, for Pod targets (nil when
+	// the spec has none): an endpoint's node tells whether its address is
+	// one the load balancer can reach (PodEndpoints).
+	NodesByName map[string]*corev1.Node
 }
 
 // Issue is something a user can act on; it makes the resource Degraded.
@@ -122,8 +126,12 @@ type Result struct {
 // Compute returns the desired backends of every backend set in spec.
 func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	var r Result
-	nodes, issues := eligibleNodes(spec.NodeSelector, c.Nodes, o)
-	r.Issues = append(r.Issues, issues...)
+	var nodes []node
+	if slices.ContainsFunc(spec.Services, func(t v1beta1.Target) bool { return !t.Pods() }) {
+		var issues []Issue
+		nodes, issues = eligibleNodes(spec.NodeSelector, c.Nodes, o)
+		r.Issues = append(r.Issues, issues...)
+	}
 
 	type key struct {
 		ip   string
@@ -148,7 +156,18 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
-		backends, noAddress, issue := targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
+		var backends []Backend
+		var noAddress []string
+		var issue *Issue
+		if t.Pods() {
+			var unreachable *Issue
+			backends, unreachable, issue = podBackends(i, t, c, o.BackendSets[t.BackendSetName])
+			if unreachable != nil {
+				r.Issues = append(r.Issues, *unreachable)
+			}
+		} else {
+			backends, noAddress, issue = targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
+		}
 		a.noAddress = addNames(a.noAddress, noAddress)
 		if issue != nil {
 			r.Issues = append(r.Issues, *issue)

@@ -116,14 +116,7 @@ func TestCompute(t *testing.T) {
 		corev1.ServicePort{Name: "http", Port: 80, NodePort: 30080})
 	threeNodes := []*corev1.Node{mkNode("a", "10.0.0.1"), mkNode("b", "10.0.0.2"), mkNode("c", "10.0.0.3")}
 
-	tests := []struct {
-		name       string
-		spec       v1beta1.LBRegistrarSpec
-		cluster    Cluster
-		opts       Options
-		want       []BackendSet
-		wantIssues []string // reasons
-	}{
+	runComputeCases(t, []computeCase{
 		{
 			name:    "service port by name on every node",
 			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{svcTarget(intstr.FromString("https"), "bs", 2)}},
@@ -461,7 +454,21 @@ func TestCompute(t *testing.T) {
 			},
 			wantIssues: []string{v1beta1.ReasonServiceNotFound},
 		},
-	}
+	})
+}
+
+// computeCase is a row of a Compute table test.
+type computeCase struct {
+	name       string
+	spec       v1beta1.LBRegistrarSpec
+	cluster    Cluster
+	opts       Options
+	want       []BackendSet // of Held, only the reason is compared
+	wantIssues []string     // reasons
+}
+
+func runComputeCases(t *testing.T, tests []computeCase) {
+	t.Helper()
 	onlyReason := cmp.Comparer(func(a, b *Issue) bool {
 		if a == nil || b == nil {
 			return a == b

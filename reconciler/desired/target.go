@@ -21,23 +21,9 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 	onlyNodes := map[string]bool(nil)
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
-		svc := c.Services[key]
-		if svc == nil {
-			return nil, nil, &Issue{v1beta1.ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
-		}
-		if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			return nil, nil, &Issue{v1beta1.ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
-		}
-		if takes.ProtocolsUnread != "" {
-			return nil, nil, &Issue{v1beta1.ReasonListenersUnread, fmt.Sprintf("services[%d]: the listeners of backend set %q could not be read (%s), so which protocol's node port of Service %s it takes is not known; it keeps its registered backends", i, t.BackendSetName, takes.ProtocolsUnread, key)}
-		}
-		carried := takes.forwarded()
-		sp, other := servicePort(svc, t, carried)
-		if sp == nil && other != "" {
-			return nil, nil, &Issue{v1beta1.ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol, or give the node port as nodePort", i, t.Port.String(), key, other, t.BackendSetName, carried)}
-		}
-		if sp == nil {
-			return nil, nil, &Issue{v1beta1.ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+		svc, sp, issue := resolveServicePort(i, t, c, takes)
+		if issue != nil {
+			return nil, nil, issue
 		}
 		if sp.NodePort == 0 {
 			return nil, nil, &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
@@ -82,6 +68,38 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
 	return out, noAddress, nil
+}
+
+// resolveServicePort finds the Service port target i names, in a protocol
+// its backend set's listeners forward, or the issue that holds the set: the
+// Service missing or of a type the target cannot register, the listeners
+// unread, no such port.
+func resolveServicePort(i int, t *v1beta1.Target, c Cluster, takes Takes) (*corev1.Service, *corev1.ServicePort, *Issue) {
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	svc := c.Services[key]
+	switch {
+	case svc == nil:
+		return nil, nil, &Issue{v1beta1.ReasonServiceNotFound, fmt.Sprintf("services[%d]: Service %s not found; backend set %q keeps its registered backends", i, key, t.BackendSetName)}
+	case t.Pods() && svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return nil, nil, &Issue{v1beta1.ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type ExternalName, which has no endpoints to register", i, key)}
+	case !t.Pods() && svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
+		return nil, nil, &Issue{v1beta1.ReasonServiceTypeUnsupported, fmt.Sprintf("services[%d]: Service %s is of type %s; only NodePort and LoadBalancer Services have node ports", i, key, svc.Spec.Type)}
+	case takes.ProtocolsUnread != "":
+		return nil, nil, &Issue{v1beta1.ReasonListenersUnread, fmt.Sprintf("services[%d]: the listeners of backend set %q could not be read (%s), so which protocol's port of Service %s it takes is not known; it keeps its registered backends", i, t.BackendSetName, takes.ProtocolsUnread, key)}
+	}
+	carried := takes.forwarded()
+	sp, other := servicePort(svc, t, carried)
+	if sp == nil && other != "" {
+		hint := ""
+		if !t.Pods() {
+			hint = ", or give the node port as nodePort"
+		}
+		return nil, nil, &Issue{v1beta1.ReasonServicePortProtocol, fmt.Sprintf("services[%d]: port %s of Service %s is %s, but backend set %q's listeners forward %v (a classic load balancer, or a backend set no listener uses, TCP); name a port of that protocol%s", i, t.Port.String(), key, other, t.BackendSetName, carried, hint)}
+	}
+	if sp == nil {
+		return nil, nil, &Issue{v1beta1.ReasonServicePortNotFound, fmt.Sprintf("services[%d]: Service %s has no port %s", i, key, t.Port.String())}
+	}
+	return svc, sp, nil
 }
 
 // answersOn reports whether kube-proxy answers svc's node port on node

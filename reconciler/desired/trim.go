@@ -7,7 +7,7 @@ import (
 )
 
 // The Trim functions drop, from objects the controller caches, everything
-// the desired state (Compute, NodeChanged, ServingNodes) never reads. A
+// the desired state (Compute, NodeChanged, ServingNodes, PodEndpoints) never reads. A
 // cluster of thousands of nodes keeps each node's images, capacity, system
 // info and a dozen conditions, and every object its managed fields and
 // annotations, which would otherwise dominate the controller's memory.
@@ -34,11 +34,12 @@ func TrimNode(n *corev1.Node) *corev1.Node {
 
 // TrimEndpointSlice keeps a slice's Service label, address type, ports
 // (name, number, protocol: which Service port it serves) and, per
-// endpoint, its node and conditions.
+// endpoint, its node, conditions and first address (the one kube-proxy
+// and Pod targets use).
 func TrimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	trimMeta(&s.ObjectMeta)
 	for i, ep := range s.Endpoints {
-		s.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
+		s.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(1, len(ep.Addresses))], NodeName: ep.NodeName, Conditions: ep.Conditions}
 	}
 	for i, p := range s.Ports {
 		s.Ports[i] = discoveryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol}

@@ -53,17 +53,21 @@ func TestTrimKeepsWhatDesiredStateReads(t *testing.T) {
 		discoveryv1.Endpoint{Addresses: []string{"10.244.0.2"}, NodeName: ptr.To("e"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
 	)
 	slice.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}
-	full := Cluster{Nodes: nodes, Services: map[types.NamespacedName]*corev1.Service{gwKey: svc}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice}}}
+	nodes[0].Spec.PodCIDRs = []string{"10.244.0.0/24"} // pod-a's address is an overlay's
+	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0.3", "10.1.0.4"}, NodeName: ptr.To("b")})
+	full := Cluster{Nodes: nodes, NodesByName: byName(nodes...), Services: map[types.NamespacedName]*corev1.Service{gwKey: svc}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice}}}
 
 	trimmed := Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: TrimService(svc.DeepCopy())},
 		EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {TrimEndpointSlice(slice.DeepCopy())}}}
 	for _, n := range nodes {
 		trimmed.Nodes = append(trimmed.Nodes, TrimNode(n.DeepCopy()))
 	}
+	trimmed.NodesByName = byName(trimmed.Nodes...)
 	http := intstr.FromString("http")
 	for _, spec := range []v1beta1.LBRegistrarSpec{
 		{Services: []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &http, BackendSetName: "bs", Weight: 1}}},
 		{Services: []v1beta1.Target{{NodePort: 31000, BackendSetName: "every", Weight: 1}}},
+		{Services: []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &http, BackendSetName: "pods", Weight: 1, TargetType: v1beta1.TargetTypePod}}},
 		{Services: []v1beta1.Target{{NodePort: 30443, BackendSetName: "fixed", Weight: 2}}, NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "edge"}}},
 	} {
 		for _, o := range []Options{{}, {RequireReady: true}} {
@@ -71,6 +75,10 @@ func TestTrimKeepsWhatDesiredStateReads(t *testing.T) {
 				t.Errorf("desired state from trimmed objects differs (-full +trimmed):\n%s", diff)
 			}
 		}
+	}
+	pods := v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{{Name: "gw", Namespace: "ns", Port: &http, BackendSetName: "pods", Weight: 1, TargetType: v1beta1.TargetTypePod}}}
+	if got := Compute(&pods, trimmed, Options{}); len(got.BackendSets) != 1 || len(got.BackendSets[0].Backends) != 1 || got.BackendSets[0].Backends[0].IP != "10.1.0.3" {
+		t.Errorf("the pods' backend set from trimmed objects: %+v, want 10.1.0.3 alone", got)
 	}
 	for i := range nodes {
 		for j := range nodes {

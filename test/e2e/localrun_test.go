@@ -14,8 +14,9 @@ import (
 )
 
 // TestLocalRun runs make run's program to the point where every sample is
-// registered in the emulated load balancers and a request has gone through
-// one of them to a registered node address, then lets it stop.
+// registered in the emulated load balancers (the pod-target one by its
+// pods' addresses) and a request has gone through one of them to a
+// registered node address, then lets it stop.
 func TestLocalRun(t *testing.T) {
 	t.Parallel()
 	root, err := kube.FindRoot()
@@ -33,6 +34,8 @@ func TestLocalRun(t *testing.T) {
 		"Warning: nodes.peppy-ratio.dev/v1alpha1 LBRegistrar is deprecated",
 		"lbregistrar-ingress-https   True",
 		"edge-fixed-port             True",
+		"shop-web-pods               True",
+		"10.1.0.21:8080 w1, 10.1.0.22:8080 w1",
 		"-> served by node-",
 		`GET /debug/lanes: {"time":`,
 		`"leader":true`,

@@ -45,6 +45,28 @@ func TestWebhookDown(t *testing.T) {
 	}
 }
 
+// The CRD's enum and CEL rules on targetType need no webhook either.
+func TestWebhookDownTargetType(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{})
+	if err := c.Webhooks.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	fp := "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
+	entry := "    backendSetName: ingress\n"
+	for _, tt := range []struct{ name, fields, want string }{
+		{"down-type", "    targetType: Instance\n", `Unsupported value: "Instance"`},
+		{"down-pod-filter", "    targetType: Pod\n    filterByEndpoints: true\n", "filterByEndpoints chooses nodes; targetType Pod registers the endpoints themselves"},
+	} {
+		manifest := strings.Replace(betaManifest(tt.name, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaa"+strings.ReplaceAll(tt.name, "-", ""), fp), entry, entry+tt.fields, 1)
+		_, stderr, err := c.Kubectl(ctx, manifest, "apply", "-f", "-")
+		if err == nil || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: want the schema's rejection %q; err=%v stderr:\n%s", tt.name, tt.want, err, stderr)
+		}
+	}
+}
+
 func betaManifest(name, loadBalancerID, fingerprint string) string {
 	return `apiVersion: nodes.peppy-ratio.dev/v1beta1
 kind: LBRegistrar

@@ -65,6 +65,12 @@ type Options struct {
 	// a net.Dialer's. It is only ever asked for loopback addresses: a
 	// backend anywhere else is not connected to (see dialBackend).
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// StandIns are loopback addresses connected to in place of backends'
+	// own, by the backend's address: pods, whose EndpointSlice addresses
+	// Kubernetes keeps off loopback, answer at a stand-in. A stand-in that
+	// is not loopback is not connected to either.
+	StandIns map[string]string
 }
 
 func (o Options) withDefaults() Options {

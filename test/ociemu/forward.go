@@ -12,7 +12,8 @@ import (
 // connection goes to the next registered backend of one backend set that is
 // neither drained nor offline (backup backends only when no other is left),
 // so an end-to-end test can prove traffic reaches a registered address.
-// Backends at addresses other than loopback are passed over, never dialed.
+// Backends at addresses other than loopback, and without a loopback stand-in
+// (Options.StandIns), are passed over, never dialed.
 type forwarder struct {
 	e              *Emulator
 	listener       net.Listener
@@ -73,7 +74,7 @@ func (f *forwarder) target() (ip string, port int, ok bool) {
 	}
 	var primary, backup []Backend
 	for _, b := range backends {
-		if b.Drain || b.Offline || !isLoopback(b.IPAddress) {
+		if b.IPAddress = connectAddress(b.IPAddress, f.e.opts.StandIns); b.Drain || b.Offline || b.IPAddress == "" {
 			continue
 		}
 		if b.Backup {

@@ -46,10 +46,23 @@ func isLoopback(ip string) bool {
 	return err == nil && addr.Unmap().IsLoopback()
 }
 
-// dialBackend connects to a backend for a health check or a forwarder. The
-// emulator runs on developer machines and in CI next to real networks, so a
-// backend registered at any other address is never connected to: it may
-// name a real host.
+// connectAddress is the address the emulator connects to for a backend at
+// ip: its stand-in (Options.StandIns) or its own, or "" when that is not
+// loopback. The emulator runs on developer machines and in CI next to real
+// networks, so a backend registered at any other address is never
+// connected to: it may name a real host.
+func connectAddress(ip string, standIns map[string]string) string {
+	if s, ok := standIns[ip]; ok {
+		ip = s
+	}
+	if !isLoopback(ip) {
+		return ""
+	}
+	return ip
+}
+
+// dialBackend connects to a backend at ip (a connectAddress) for a health
+// check or a forwarder.
 func (e *Emulator) dialBackend(ctx context.Context, ip string, port int) (net.Conn, error) {
 	if !isLoopback(ip) {
 		return nil, errNotLoopback
@@ -100,7 +113,7 @@ func newChecker(protocol string, port, retries, timeout, interval *int, urlPath 
 // another port.
 type probeTarget struct {
 	key     healthKey
-	ip      string
+	ip      string // the connectAddress of the backend's, "" for none
 	port    int
 	checker checker
 }
@@ -122,10 +135,10 @@ type backendHealth struct {
 
 // setProbeTargets lists the backends of one backend set of b that the
 // prober checks, each with the set's checker; callers hold e.mu.
-func setProbeTargets(b *balancer, name string) []probeTarget {
+func setProbeTargets(b *balancer, name string, standIns map[string]string) []probeTarget {
 	var out []probeTarget
 	add := func(c checker, backendName, ip *string, port *int) {
-		t := probeTarget{key: healthKey{b.id(), name, deref(backendName)}, ip: deref(ip), port: deref(port), checker: c}
+		t := probeTarget{key: healthKey{b.id(), name, deref(backendName)}, ip: connectAddress(deref(ip), standIns), port: deref(port), checker: c}
 		if t.probes() {
 			out = append(out, t)
 		}
@@ -189,7 +202,7 @@ func (p *probeList) targets(e *Emulator) []probeTarget {
 			k := probeSet{b, name}
 			l := p.sets[k]
 			if l == nil || l.generation != b.setGeneration[name] {
-				l = &listedSet{generation: b.setGeneration[name], checked: setProbeTargets(b, name)}
+				l = &listedSet{generation: b.setGeneration[name], checked: setProbeTargets(b, name, e.opts.StandIns)}
 				p.sets[k] = l
 				p.lists++
 			}
@@ -202,10 +215,11 @@ func (p *probeList) targets(e *Emulator) []probeTarget {
 }
 
 // probes reports whether t is ever checked: a backend given by instance
-// alone, at an address other than loopback, or under a health check
-// protocol the emulator does not model (HTTPS, UDP, DNS) stays UNKNOWN.
+// alone, at an address other than loopback (and without a loopback
+// stand-in), or under a health check protocol the emulator does not model
+// (HTTPS, UDP, DNS) stays UNKNOWN.
 func (t probeTarget) probes() bool {
-	return isLoopback(t.ip) && (t.checker.protocol == "TCP" || t.checker.protocol == "HTTP")
+	return t.ip != "" && (t.checker.protocol == "TCP" || t.checker.protocol == "HTTP")
 }
 
 // runHealthChecks checks every backend it may check on its backend set's

@@ -234,3 +234,44 @@ func TestNoDialLeavesLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A backend at a pod's address with a loopback stand-in is checked and
+// forwarded to there; one whose stand-in is not loopback is not connected
+// to at all.
+func TestStandInsAnswerForPods(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, address)
+		mu.Unlock()
+		return (&net.Dialer{}).DialContext(ctx, network, address)
+	}
+	f := newFixture(t, ociemu.Options{Dial: dial, StandIns: map[string]string{"10.1.0.21": "127.0.0.1", "10.1.0.22": "10.0.0.99"}}, false)
+	blue := greeter(t, "blue")
+	seedHealth(t, f, nil, []networkloadbalancer.Backend{
+		{IpAddress: common.String("10.1.0.21"), Port: common.Int(blue), Weight: common.Int(1)},
+		{IpAddress: common.String("10.1.0.22"), Port: common.Int(blue), Weight: common.Int(1)},
+	})
+	tcp, err := f.emu.Forward(healthNetworkID, "tcp")
+	must(t, err)
+	for range 2 {
+		if got := dialRead(t, tcp); got != "blue" {
+			t.Errorf("forwarder answered %q, want blue from the stand-in", got)
+		}
+	}
+	eventually.Passes(t, 10*time.Second, 20*time.Millisecond, func() error {
+		h := networkHealth(t, f)
+		if h.Status != networkloadbalancer.BackendSetHealthStatusWarning || !slices.Equal(h.UnknownStateBackendNames, []string{"10.1.0.22:" + strconv.Itoa(blue)}) {
+			return fmt.Errorf("network health %v, want 10.1.0.21 OK at its stand-in, 10.1.0.22 UNKNOWN", h)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, addr := range dialed {
+		if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
+			t.Errorf("dialed %s, outside loopback", addr)
+		}
+	}
+}

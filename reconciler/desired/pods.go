@@ -1,0 +1,123 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// podBackends resolves a Pod target (spec.services[i], targetType Pod)
+// into its backends: each ready endpoint of the Service port, by the
+// address and port its EndpointSlices give, or the issue that holds its
+// backend set. Endpoints whose address the load balancer cannot reach are
+// left out, and reported (unreachable).
+func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend, unreachable, hold *Issue) {
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	_, sp, hold := resolveServicePort(i, t, c, takes)
+	if hold != nil {
+		return nil, nil, hold
+	}
+	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName)
+	for j := range backends {
+		backends[j].Weight = t.Weight
+	}
+	if len(left) > 0 {
+		unreachable = &Issue{v1beta1.ReasonPodAddressUnreachable, fmt.Sprintf(
+			"services[%d]: endpoints of Service %s have addresses of their node's pod range (spec.podCIDRs: an overlay network), which the load balancer cannot reach, and are not registered in backend set %q: %s; use VCN-native pod networking, or targetType NodePort",
+			i, key, t.BackendSetName, summarize(left))}
+	}
+	if len(backends) == 0 {
+		return nil, unreachable, &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
+			"services[%d]: Service %s has no ready %s endpoint of port %s the load balancer can reach; backend set %q keeps its registered backends", i, key, takes.Family, t.Port.String(), t.BackendSetName)}
+	}
+	return backends, unreachable, nil
+}
+
+// PodEndpoints are the ready endpoints of the Service's port, of family
+// f, as backends (without weight) sorted by address and port, and the
+// endpoints left out as unreachable (address on node), sorted.
+//
+// An endpoint is read as kube-proxy reads it (pkg/proxy/endpointslicecache.go):
+// its first address, ready unset meaning ready, in slices of this Service
+// (by the kubernetes.io/service-name label, in its namespace) whose ports
+// list the Service port by name and protocol, that slice's number being
+// the port to register (the Service's targetPort, resolved per pod). A
+// terminating endpoint is not ready (Kubernetes 1.26 on), so its backend
+// is drained like any other that goes.
+//
+// An address in its node's spec.podCIDRs came from the node's pod range,
+// which overlay networks (flannel, OKE's other CNI) give pods and the VCN
+// does not route; OKE's VCN-native pod networking gives pods addresses of
+// a VCN subnet, and virtual nodes have no pod range. Nodes are looked up
+// in nodes; an endpoint whose node is not there is taken as reachable.
+func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node) (backends []Backend, unreachable []string) {
+	addressType := discoveryv1.AddressTypeIPv4
+	if f == IPv6 {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, s := range endpointSlices {
+		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name || s.AddressType != addressType {
+			continue
+		}
+		number := slicePort(s, port)
+		if number == 0 {
+			continue
+		}
+		for j := range s.Endpoints {
+			ep := &s.Endpoints[j]
+			if ready, _ := conditions(ep.Conditions); !ready || len(ep.Addresses) == 0 {
+				continue
+			}
+			addr, err := netip.ParseAddr(ep.Addresses[0])
+			if err != nil {
+				continue
+			}
+			addr = addr.Unmap()
+			ap := netip.AddrPortFrom(addr, uint16(number))
+			if seen[ap] {
+				continue // one endpoint in two slices, as the EndpointSlice controller may briefly have it
+			}
+			seen[ap] = true
+			if ep.NodeName != nil && inPodRange(addr, nodes[*ep.NodeName]) {
+				unreachable = append(unreachable, addr.String()+" on "+*ep.NodeName)
+				continue
+			}
+			backends = append(backends, Backend{IP: addr.String(), Port: number})
+		}
+	}
+	slices.SortFunc(backends, CompareBackends)
+	slices.Sort(unreachable)
+	return backends, unreachable
+}
+
+// slicePort is the number slice gives the Service port (by name and
+// protocol), or 0.
+func slicePort(slice *discoveryv1.EndpointSlice, port *corev1.ServicePort) int32 {
+	for _, p := range slice.Ports {
+		if p.Name != nil && *p.Name == port.Name && p.Port != nil && *p.Port > 0 && *p.Port <= 65535 && protocol(p.Protocol) == protocol(&port.Protocol) {
+			return *p.Port
+		}
+	}
+	return 0
+}
+
+// inPodRange reports whether addr lies in one of node's spec.podCIDRs.
+func inPodRange(addr netip.Addr, node *corev1.Node) bool {
+	if node == nil {
+		return false
+	}
+	for _, cidr := range append([]string{node.Spec.PodCIDR}, node.Spec.PodCIDRs...) {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err == nil && p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package desired
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// podTarget is a Pod target of the Service gwKey.
+func podTarget(port intstr.IntOrString, set string, weight int32) v1beta1.Target {
+	t := svcTarget(port, set, weight)
+	t.TargetType = v1beta1.TargetTypePod
+	return t
+}
+
+// pod is an endpoint of a pod at ip on node, ready unless ready says.
+func pod(ip, node string, ready ...bool) discoveryv1.Endpoint {
+	ep := discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node)}
+	if len(ready) > 0 {
+		ep.Conditions.Ready = ptr.To(ready[0])
+	}
+	return ep
+}
+
+// terminating is a pod being deleted, still serving, as the EndpointSlice
+// controller shows it (Kubernetes 1.26 on).
+func terminating(ip, node string) discoveryv1.Endpoint {
+	ep := pod(ip, node, false)
+	ep.Conditions.Serving, ep.Conditions.Terminating = ptr.To(true), ptr.To(true)
+	return ep
+}
+
+func podCIDR(cidr string) nodeOpt {
+	return func(n *corev1.Node) { n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr} }
+}
+
+func byName(nodes ...*corev1.Node) map[string]*corev1.Node {
+	m := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		m[n.Name] = n
+	}
+	return m
+}
+
+func TestComputePodTargets(t *testing.T) {
+	// A ClusterIP Service: pods are reached without a node port.
+	gw := mkService("ns", "gw", corev1.ServiceTypeClusterIP,
+		corev1.ServicePort{Name: "https", Port: 443, TargetPort: intstr.FromString("https")},
+		corev1.ServicePort{Name: "http", Port: 80},
+		corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP})
+	services := map[types.NamespacedName]*corev1.Service{gwKey: gw}
+	slicesOf := func(s ...*discoveryv1.EndpointSlice) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
+		return map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: s}
+	}
+	// flannel: each node's pods in its podCIDR, which the VCN does not route.
+	overlayNodes := byName(mkNode("a", "10.0.0.1", podCIDR("10.244.0.0/24")), mkNode("b", "10.0.0.2", podCIDR("10.244.1.0/24")))
+
+	runComputeCases(t, []computeCase{
+		{
+			name: "ready endpoints by address and the slice's port; not ready and terminating ones are not",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 3)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(gwSlice(
+				pod("10.1.0.12", "a"), pod("10.1.0.11", "a", true), pod("10.1.0.13", "b", false), terminating("10.1.0.14", "b")))},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 3, ""}, {"10.1.0.12", 8443, 3, ""}}}},
+		},
+		{
+			name: "each slice gives its pods' port: a named targetPort resolved per pod",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromInt32(443), "bs", 1)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(
+				gwSlice(pod("10.1.0.11", "a")),
+				withPorts(gwSlice(pod("10.1.0.21", "b")), discoveryv1.EndpointPort{Name: ptr.To("https"), Port: ptr.To[int32](9443)}),
+				// A slice without the port: its pods do not serve it.
+				withPorts(gwSlice(pod("10.1.0.31", "b")), discoveryv1.EndpointPort{Name: ptr.To("http"), Port: ptr.To[int32](8080)}),
+				// One endpoint in two slices, as the controller may briefly have it.
+				gwSlice(pod("10.1.0.11", "a")),
+			)},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}, {"10.1.0.21", 9443, 1, ""}}}},
+		},
+		{
+			name: "a UDP listener's backend set takes the UDP port's endpoints",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("dns"), "bs", 1)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(withPorts(gwSlice(pod("10.1.0.11", "a")),
+				discoveryv1.EndpointPort{Name: ptr.To("dns"), Port: ptr.To[int32](5353), Protocol: ptr.To(corev1.ProtocolUDP)}))},
+			opts: Options{BackendSets: map[string]Takes{"bs": {Protocols: []corev1.Protocol{corev1.ProtocolUDP}}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 5353, 1, ""}}}},
+		},
+		{
+			name: "an IPv6 backend set takes the IPv6 slices' endpoints, in canonical form",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "v6", 1), podTarget(intstr.FromString("https"), "v4", 1)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(
+				gwSlice(pod("10.1.0.11", "a")),
+				withPorts(sliceOf("ns", "gw", discoveryv1.AddressTypeIPv6, pod("FD00:0::11", "a")), gwSlice().Ports...))},
+			opts: Options{BackendSets: map[string]Takes{"v6": {Family: IPv6}}},
+			want: []BackendSet{
+				{Name: "v4", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}}},
+				{Name: "v6", Backends: []Backend{{"fd00::11", 8443, 1, ""}}},
+			},
+		},
+		{
+			name:       "no ready endpoint holds the backend set",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster:    Cluster{Services: services, EndpointSlices: slicesOf(gwSlice(terminating("10.1.0.11", "a")))},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNoReadyEndpoints}}},
+			wantIssues: []string{v1beta1.ReasonNoReadyEndpoints},
+		},
+		{
+			name:       "a missing Service holds the backend set",
+			spec:       v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster:    Cluster{},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServiceNotFound}}},
+			wantIssues: []string{v1beta1.ReasonServiceNotFound},
+		},
+		{
+			name: "an ExternalName Service has no endpoints",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeExternalName,
+				corev1.ServicePort{Name: "https", Port: 443})}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonServiceTypeUnsupported}}},
+			wantIssues: []string{v1beta1.ReasonServiceTypeUnsupported},
+		},
+		{
+			name: "overlay addresses (in the node's podCIDR) are not registered; host-network pods and nodes without a pod range are",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, NodesByName: byName(
+				mkNode("a", "10.0.0.1", podCIDR("10.244.0.0/24")), mkNode("virtual", "10.0.0.9")),
+				EndpointSlices: slicesOf(gwSlice(pod("10.244.0.5", "a"), pod("10.0.0.1", "a"), pod("10.1.0.40", "virtual"), pod("10.1.0.41", "unknown")))},
+			want:       []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 8443, 1, ""}, {"10.1.0.40", 8443, 1, ""}, {"10.1.0.41", 8443, 1, ""}}}},
+			wantIssues: []string{v1beta1.ReasonPodAddressUnreachable},
+		},
+		{
+			name: "only overlay addresses: the backend set is held",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, NodesByName: overlayNodes,
+				EndpointSlices: slicesOf(gwSlice(pod("10.244.0.5", "a"), pod("10.244.1.7", "b")))},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNoReadyEndpoints}}},
+			wantIssues: []string{v1beta1.ReasonPodAddressUnreachable, v1beta1.ReasonNoReadyEndpoints},
+		},
+		{
+			name: "a Service port's node port and endpoints in one backend set, each with its weight",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+				svcTarget(intstr.FromString("https"), "bs", 90), podTarget(intstr.FromString("https"), "bs", 10)}},
+			cluster: Cluster{
+				Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")},
+				Services: map[types.NamespacedName]*corev1.Service{gwKey: mkService("ns", "gw", corev1.ServiceTypeNodePort,
+					corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443})},
+				EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a"))),
+			},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{{"10.0.0.1", 30443, 90, ""}, {"10.1.0.11", 8443, 10, ""}}}},
+		},
+		{
+			name:    "pods only: no node is needed, and none is reported missing",
+			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "gone")))},
+			opts:    Options{RequireReady: true},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}}}},
+		},
+		{
+			name:    "a source-preserving backend set takes pods by address: they have no instance",
+			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a")))},
+			opts:    Options{BackendSets: map[string]Takes{"bs": {Instance: true}}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}}}},
+		},
+	})
+}

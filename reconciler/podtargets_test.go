@@ -1,0 +1,149 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// podSlice replaces the Service's EndpointSlice with endpoints at addresses,
+// each with the conditions given, serving its port "http" on 8080.
+func (f *fixture) podSlice(service string, eps ...discoveryv1.Endpoint) {
+	f.t.Helper()
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-pods"}}
+	_, err := ctrl.CreateOrUpdate(f.ctx, f.api, s, func() error {
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
+		s.AddressType = discoveryv1.AddressTypeIPv4
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}}
+		s.Endpoints = eps
+		return nil
+	})
+	f.must(err)
+}
+
+// podAt is an endpoint at ip on node: ready, or terminating and still
+// serving as the EndpointSlice controller shows a pod being deleted.
+func podAt(ip, node string, ready bool) discoveryv1.Endpoint {
+	c := discoveryv1.EndpointConditions{Ready: ptr.To(ready)}
+	if !ready {
+		c.Serving, c.Terminating = ptr.To(true), ptr.To(true)
+	}
+	return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node), Conditions: c}
+}
+
+// clusterIPService creates a ClusterIP Service with port http (80 to the
+// pods' 8080): pod targets need no node port.
+func (f *fixture) clusterIPService(name string) {
+	f.t.Helper()
+	f.must(f.api.Create(f.ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}))
+}
+
+func (f *fixture) expectDegraded(o *v1beta1.LBRegistrar, reason string, mentions ...string) {
+	f.t.Helper()
+	f.eventually(20*time.Second, func() error {
+		c := meta.FindStatusCondition(f.get(o).Status.Conditions, v1beta1.ConditionDegraded)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+			return fmt.Errorf("degraded: %+v, want %s", c, reason)
+		}
+		for _, m := range mentions {
+			if !strings.Contains(c.Message, m) {
+				return fmt.Errorf("degraded message %q does not mention %q", c.Message, m)
+			}
+		}
+		return nil
+	})
+}
+
+func podTargetOf(namespace, service, set string, weight int32) v1beta1.Target {
+	http := intstr.FromString("http")
+	return v1beta1.Target{Namespace: namespace, Name: service, Port: &http, BackendSetName: set, Weight: weight, TargetType: v1beta1.TargetTypePod}
+}
+
+// Pod targets register each ready endpoint by the address and port its
+// EndpointSlice gives, through the real SDK: a pod being deleted is
+// drained for the drain period, a new one added, and a moment with no
+// ready pod (all replaced at once) keeps what is registered rather than
+// emptying the backend set.
+func TestPodTargetsRegisterReadyEndpoints(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "10.0.50.1")
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.1.50.11", node, true), podAt("10.1.50.12", node, true), podAt("10.1.50.13", node, false))
+	o := f.options()
+	o.NodeDrainPeriod = time.Hour
+	f.startManager(o)
+	obj := f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 2)})
+	f.expectBackends(classicLB, "api", "10.1.50.11:8080/2", "10.1.50.12:8080/2")
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+
+	// A rolling update: .11 terminates, .14 is ready.
+	f.podSlice("web", podAt("10.1.50.11", node, false), podAt("10.1.50.12", node, true), podAt("10.1.50.14", node, true))
+	f.expectBackends(classicLB, "api", "10.1.50.11:8080/2,drain", "10.1.50.12:8080/2", "10.1.50.14:8080/2")
+
+	// No pod ready for a moment: the backend set keeps what it holds.
+	writes := f.writesTo(classicLB, "api")
+	f.podSlice("web", podAt("10.1.50.12", node, false), podAt("10.1.50.14", node, false))
+	f.expectDegraded(obj, v1beta1.ReasonNoReadyEndpoints, "services[0]")
+	f.expectBackends(classicLB, "api", "10.1.50.11:8080/2,drain", "10.1.50.12:8080/2", "10.1.50.14:8080/2")
+	if n := f.writesTo(classicLB, "api"); n != writes {
+		t.Errorf("%d writes with no ready pod, want none", n-writes)
+	}
+}
+
+// During a migration one backend set holds a Service port's node port and
+// its pods, and the weight moves from one to the other, each step one
+// write of the whole set, the pods' backend in every one; then the
+// node-port target goes, and its backend with it.
+func TestNodePortToPodMigrationInOneBackendSet(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "10.0.51.1")
+	svc := f.service("web", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)})
+	port := svc.Spec.Ports[0].NodePort
+	f.podSlice("web", podAt("10.1.51.11", node, true))
+	f.startManager(f.options())
+	http := intstr.FromString("http")
+	nodes := v1beta1.Target{Name: "web", Namespace: f.ns, Port: &http, BackendSetName: "api", Weight: 100}
+	obj := f.registrar("migrate", classicLB, []v1beta1.Target{nodes, podTargetOf(f.ns, "web", "api", 1)})
+	onNode := fmt.Sprintf("10.0.51.1:%d", port)
+	f.expectBackends(classicLB, "api", onNode+"/100", "10.1.51.11:8080/1")
+
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].Weight, o.Spec.Services[1].Weight = 1, 100 })
+	f.expectBackends(classicLB, "api", onNode+"/1", "10.1.51.11:8080/100")
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services = o.Spec.Services[1:] })
+	f.expectBackends(classicLB, "api", "10.1.51.11:8080/100")
+}
+
+// On an overlay network (flannel: a pod's address in its node's podCIDR)
+// the load balancer cannot reach pods: lbregistrar says so rather than
+// registering addresses that can never answer, and still registers the
+// pods it can reach (host-network pods, those on virtual nodes).
+func TestPodTargetsOnAnOverlayAreReported(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	overlay, virtual := f.ns+"-flannel", f.ns+"-virtual"
+	f.node(overlay, "10.0.52.1", func(n *corev1.Node) { n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.52.0/24", []string{"10.244.52.0/24"} })
+	f.node(virtual, "10.0.52.2")
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.244.52.7", overlay, true), podAt("10.1.52.11", virtual, true))
+	f.startManager(f.options())
+	obj := f.registrar("overlay", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.expectBackends(classicLB, "api", "10.1.52.11:8080/1")
+	f.expectDegraded(obj, v1beta1.ReasonPodAddressUnreachable, "10.244.52.7 on "+overlay)
+}
