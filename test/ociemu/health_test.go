@@ -173,14 +173,7 @@ func TestNetworkHealthFollowsListener(t *testing.T) {
 // Neither health checks nor forwarders connect anywhere but loopback, while
 // backends at private addresses are registered beside loopback ones.
 func TestNoDialLeavesLoopback(t *testing.T) {
-	var mu sync.Mutex
-	var dialed []string
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		mu.Lock()
-		dialed = append(dialed, address)
-		mu.Unlock()
-		return (&net.Dialer{}).DialContext(ctx, network, address)
-	}
+	dial, dialed := recordDials()
 	f := newFixture(t, ociemu.Options{Dial: dial}, false)
 	blue := greeter(t, "blue")
 	seedHealth(t, f,
@@ -222,14 +215,34 @@ func TestNoDialLeavesLoopback(t *testing.T) {
 	if h := classicHealth(t, f); h.Status != loadbalancer.BackendSetHealthStatusUnknown || len(h.UnknownStateBackendNames) != 2 {
 		t.Errorf("classic health %v, want both UNKNOWN", h)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	expectLoopbackDials(t, dialed())
+}
+
+// recordDials is an Options.Dial that records each address it connects to.
+func recordDials() (dial func(ctx context.Context, network, address string) (net.Conn, error), dialed func() []string) {
+	var mu sync.Mutex
+	var addrs []string
+	dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		mu.Lock()
+		addrs = append(addrs, address)
+		mu.Unlock()
+		return (&net.Dialer{}).DialContext(ctx, network, address)
+	}
+	return dial, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(addrs)
+	}
+}
+
+// expectLoopbackDials fails unless something was dialed, all of it on loopback.
+func expectLoopbackDials(t *testing.T, dialed []string) {
+	t.Helper()
 	if len(dialed) == 0 {
 		t.Fatal("nothing was dialed")
 	}
 	for _, addr := range dialed {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil || !ap.Addr().IsLoopback() {
+		if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
 			t.Errorf("dialed %s, outside loopback", addr)
 		}
 	}
@@ -239,14 +252,7 @@ func TestNoDialLeavesLoopback(t *testing.T) {
 // forwarded to there; one whose stand-in is not loopback is not connected
 // to at all.
 func TestStandInsAnswerForPods(t *testing.T) {
-	var mu sync.Mutex
-	var dialed []string
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		mu.Lock()
-		dialed = append(dialed, address)
-		mu.Unlock()
-		return (&net.Dialer{}).DialContext(ctx, network, address)
-	}
+	dial, dialed := recordDials()
 	f := newFixture(t, ociemu.Options{Dial: dial, StandIns: map[string]string{"10.1.0.21": "127.0.0.1", "10.1.0.22": "10.0.0.99"}}, false)
 	blue := greeter(t, "blue")
 	seedHealth(t, f, nil, []networkloadbalancer.Backend{
@@ -267,11 +273,5 @@ func TestStandInsAnswerForPods(t *testing.T) {
 		}
 		return nil
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	for _, addr := range dialed {
-		if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
-			t.Errorf("dialed %s, outside loopback", addr)
-		}
-	}
+	expectLoopbackDials(t, dialed())
 }
