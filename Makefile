@@ -4,8 +4,8 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 BIN := $(CURDIR)/bin
 
-# kube-apiserver, etcd and kubectl for the tests, built from source at the
-# versions test/assets/go.mod pins.
+# kube-apiserver, kube-controller-manager, etcd and kubectl for the tests,
+# built from source at the versions test/assets/go.mod pins.
 export KUBEBUILDER_ASSETS := $(BIN)
 
 CONTROLLER_GEN := $(GO) tool controller-gen
@@ -69,7 +69,7 @@ verify: manifests ## Fail when generated files, formatting or go.mod are stale.
 	cd test/manifests && $(GO) vet ./...
 
 .PHONY: test-assets
-test-assets: ## Build kube-apiserver, etcd and kubectl from source into bin/ (skipped when present).
+test-assets: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from source into bin/ (skipped when present).
 	@hack/test-assets.sh "$(BIN)"
 
 .PHONY: test

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver, etcd and kubectl the tests run against, from
-# the pinned tools module in test/assets, and the helm the docs' commands run
-# with, from test/manifests (which renders the chart with the same version).
+# Builds the real kube-apiserver, kube-controller-manager, etcd and kubectl
+# the tests run against, from the pinned tools module in test/assets, and the
+# helm the docs' commands run with, from test/manifests (which renders the
+# chart with the same version).
 # Each binary is rebuilt only when it is missing or reports another version.
 set -euo pipefail
 bin=$1
@@ -18,6 +19,7 @@ has() { [ -x "$bin/$1" ] && "$bin/$1" "${@:2}" 2>/dev/null | grep -- "$want" >/d
 
 want=$kube
 has kube-apiserver --version || { echo "building kube-apiserver $kube"; go build -ldflags "$ldflags" -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver; }
+has kube-controller-manager --version || { echo "building kube-controller-manager $kube"; go build -ldflags "$ldflags" -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager; }
 has kubectl version --client || { echo "building kubectl $kube"; go build -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl; }
 want=${etcd#v}
 has etcd --version || { echo "building etcd $etcd"; go build -o "$bin/etcd" go.etcd.io/etcd/server/v3; }

@@ -3,10 +3,12 @@ package reconciler
 import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
@@ -23,9 +25,14 @@ func CacheOptions() cache.Options {
 			&corev1.Node{}:               {Transform: trimming(desired.TrimNode)},
 			&corev1.Service{}:            {Transform: trimming(desired.TrimService)},
 			&discoveryv1.EndpointSlice{}: {Transform: trimming(desired.TrimEndpointSlice)},
+			// Only the pods that carry lbregistrar's readiness gate.
+			&corev1.Pod{}: {Label: gatedPods, Transform: trimming(desired.TrimPod)},
 		},
 	}
 }
+
+// gatedPods selects the pods the admission webhook gave the readiness gate.
+var gatedPods = labels.SelectorFromSet(labels.Set{v1beta1.ReadinessGateLabel: ""})
 
 // trimming applies trim to the objects of its type; anything else (a
 // deletion tombstone) passes unchanged.

@@ -30,6 +30,7 @@ var wiring = []string{
 	"cache.go",   // the manager's cache options
 	"debug.go",   // the lanes view on the metrics server
 	"planner.go", // lbregistrar plan's entry: decides as the flow does, writes nothing
+	"gates.go",   // the readiness gates' controller, beside the flow
 }
 
 // The flow file calls into at most flowFileLimit of the reconciler's

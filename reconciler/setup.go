@@ -28,6 +28,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
+	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -49,6 +50,7 @@ type Reconciler struct {
 	pending   *preview.Pending    // held back by DryRun
 	refusals  backendset.Refusals // additions OCI refused, held back until their retry
 	drains    drains
+	seen      readiness.Store // what the writes saw, for the readiness gates
 	status    *status.Writers
 	keys      *ownership.KeyStore
 	elected   <-chan struct{} // closed once this replica leads
@@ -140,6 +142,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	if err := r.setupGates(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("lbregistrar").
 		For(&v1beta1.LBRegistrar{}, builder.WithPredicates(predicate.Or[client.Object](
@@ -152,6 +157,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.byGatedPod), builder.WithPredicates(gatedPodChanged())).
 		WatchesRawSource(secretEvents).
 		WatchesRawSource(r.wakeups).
 		WithOptions(controller.Options{

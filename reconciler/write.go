@@ -32,6 +32,7 @@ type setWrite struct {
 	read     *oci.BackendSet // as read on this turn; nil when its read failed
 	noAdds   bool            // OCI refused its additions: written without them
 	changing bool            // planned to be written
+	after    []plan.Backend  // the set once in line: as written, or as read
 }
 
 // input is the plan input of w's backend set holding current.
@@ -76,6 +77,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		}
 		current = current && (perSet || !w.changing)
 	}
+	var health map[string]*oci.BackendSetHealth
 	switch {
 	case !r.opts.BackendHealth:
 		status.SetHealth(s.obj, nil, &s.out) // nothing read; health an earlier run recorded is cleared
@@ -85,7 +87,13 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		// now, and the status keeps what was read before until then.
 		status.KeepHealth(s.obj, &s.out)
 	default:
-		status.SetHealth(s.obj, backendset.ReadHealth(ctx, s.oci, s.lb, inLine), &s.out)
+		health = backendset.ReadHealth(ctx, s.oci, s.lb, inLine)
+		status.SetHealth(s.obj, health, &s.out)
+	}
+	for _, w := range writes {
+		if w.after != nil {
+			r.seen.Put(s.lb, w.job.Name, w.after, health[w.job.Name])
+		}
 	}
 }
 
@@ -155,6 +163,9 @@ func (r *Reconciler) writeSet(ctx context.Context, s *scope, w *setWrite, curren
 		res, err := backendset.Sync(ctx, s.oci, r.opts.Backoff, r.syncRequest(ctx, s, w, current))
 		v := judge(w, s.deleting, res, err)
 		r.carryOut(ctx, s, w, &res, v)
+		if v.kind == inLine {
+			w.after = res.Plan.Backends
+		}
 		if v.kind != refused {
 			return v.kind == inLine
 		}

@@ -1,7 +1,8 @@
-// Package webhook serves LBRegistrar admission (both validating webhooks)
-// and the webhook server they and the conversion webhook (package
-// conversion) run on. The handlers are thin: the rules are package
-// validation, the claim lookup is package claims.
+// Package webhook serves LBRegistrar admission (both validating webhooks),
+// the readiness gates' mutating webhook for pods, and the webhook server
+// they and the conversion webhook (package conversion) run on. The
+// handlers are thin: the rules are package validation (and, for the gates,
+// desired.GatesPods), the claim lookup is package claims.
 package webhook
 
 import (
@@ -19,7 +20,8 @@ const (
 	ValidateV1beta1Path  = "/validate-nodes-peppy-ratio-dev-v1beta1-lbregistrar"
 )
 
-// Register adds both validating webhooks to the manager's webhook server.
+// Register adds both validating webhooks and the readiness gates'
+// mutating one to the manager's webhook server.
 // They find other claimants through the manager's cache, with the index
 // claims.AddIndex registers, and check what a write makes lbregistrar sign
 // in with by identities (its Namespaces and AllowControllerIdentity, as
@@ -31,6 +33,7 @@ func Register(mgr manager.Manager, identities IdentityPolicy, controller string)
 	identities.Reviewer, identities.Grants = mgr.GetClient(), NewGrantCache(GrantTTL)
 	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), identities, controller))
 	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), identities, controller))
+	mgr.GetWebhookServer().Register(MutatePodPath, NewPodGate(mgr.GetCache()))
 }
 
 // WhoAmI asks the API server which username c writes as (a

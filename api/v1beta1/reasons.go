@@ -78,6 +78,12 @@ const (
 	ReasonBackendsUnhealthy = "BackendsUnhealthy"
 )
 
+// Reasons of the readiness gate's pod condition (ReadinessGate).
+const (
+	ReasonLoadBalancerReady   = "LoadBalancerReady"
+	ReasonLoadBalancerPending = "LoadBalancerPending"
+)
+
 // ReasonClaimed is the reason of the Conflict condition (and of Ready)
 // when another resource keeps a backend set this one names.
 const ReasonClaimed = "BackendSetClaimed"

@@ -72,6 +72,7 @@ type serveOptions struct {
 	certSecret     string
 	certificate    string
 	validatingName string
+	mutatingName   string
 	crdName        string
 
 	reconciler reconciler.Options
@@ -130,6 +131,7 @@ See docs/certificates.md.`,
 	f.StringVar(&o.certSecret, "cert-secret", "lbregistrar-webhook-tls", "Secret holding the serving certificate")
 	f.StringVar(&o.certificate, "certificate", "lbregistrar-webhook", "cert-manager Certificate of the webhook (cert-manager mode)")
 	f.StringVar(&o.validatingName, "validating-webhook-configuration", "lbregistrar-validating", "ValidatingWebhookConfiguration whose caBundle the built-in mode keeps current")
+	f.StringVar(&o.mutatingName, "mutating-webhook-configuration", "lbregistrar-mutating", "MutatingWebhookConfiguration (readiness gates) whose caBundle the built-in mode keeps current")
 	f.StringVar(&o.crdName, "crd", reconciler.CRDName, "CRD whose conversion caBundle the built-in mode keeps current")
 	o.reconciler.BindFlags(f)
 	return cmd
@@ -270,6 +272,7 @@ func (o *serveOptions) certSource(cfg *rest.Config) (certs.Source, error) {
 				fmt.Sprintf("%s.%s.svc.cluster.local", o.serviceName, o.namespace),
 			}, o.extraHosts...),
 			ValidatingWebhookConfigurations: []string{o.validatingName},
+			MutatingWebhookConfigurations:   []string{o.mutatingName},
 			CRDs:                            []string{o.crdName},
 		})
 	case certModeCertManager:

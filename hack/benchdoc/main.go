@@ -29,7 +29,7 @@ var goals = map[string]string{
 	"BenchmarkAdmission":          "within 1.5x of the admit-everything floor, and no growth from 100 to 10,000 existing resources",
 	"BenchmarkAPIServerAdmission": "our validating handler adds at most 1 ms to a server-side dry-run create's p99 beside an admit-everything handler behind the same webhook configuration: one-client/alternating's added-p99-ms, from 1,000 creates through each, alternating, so both see the same load (dry-run-create: eight clients, each handler in its own run; handler-p99-ms is the time inside the handler)",
 	"BenchmarkConversionReview":   "1,000 objects in one ConversionReview over TLS within 2x of decoding, converting and encoding them in process",
-	"BenchmarkCacheMemory":        "the controller's trimmed cache at 5,000 nodes and 10,000 EndpointSlices within 150 MiB of heap (heap-MiB; rss-MiB is the whole test process)",
+	"BenchmarkCacheMemory":        "the controller's trimmed cache at 5,000 nodes, 10,000 EndpointSlices and 10,000 pods (half with the readiness gate: pods-cached) within 150 MiB of heap (heap-MiB; rss-MiB is the whole test process)",
 	"BenchmarkSDKRoundTrip":       "one signed oci-go-sdk call against the emulator, HTTPS beside HTTP",
 	"BenchmarkConvergence":        "S changed backend sets on one classic load balancer (one ETag for all of them) within 1.2 x S x L (x-floor) and no 412; K load balancers changed at once close to one load balancer's time; K NLBs of 3 sets at serve's pacing and polling (L = 1 s) within 1.3 x 3 x L, with no more oci-calls than one read, one write and its polls per set",
 	"BenchmarkNodeBurst":          "at most 2 writes per affected backend set for a burst of node events during one work request",

@@ -71,7 +71,39 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 		}
 		for j := range endpointSlices.Items {
 			c.EndpointSlices[key] = append(c.EndpointSlices[key], &endpointSlices.Items[j])
+			if err := readGated(ctx, reader, &endpointSlices.Items[j], &c); err != nil {
+				return c, err
+			}
 		}
 	}
 	return c, nil
+}
+
+// readGated adds to c.Gated the pods of slice's endpoints that are not
+// ready and may wait for lbregistrar's readiness gate: only the pods that
+// carry it are cached, so the others are not found.
+func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, c *desired.Cluster) error {
+	for k := range slice.Endpoints {
+		ep := &slice.Endpoints[k]
+		ref := ep.TargetRef
+		if ref == nil || ref.Kind != "Pod" || ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+			continue
+		}
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if _, done := c.Gated[key]; done {
+			continue
+		}
+		var pod corev1.Pod
+		if err := reader.Get(ctx, key, &pod, client.UnsafeDisableDeepCopy); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		if c.Gated == nil {
+			c.Gated = desired.GatedPods{}
+		}
+		c.Gated[key] = &pod
+	}
+	return nil
 }

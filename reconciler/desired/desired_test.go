@@ -616,7 +616,7 @@ func TestServingNodes(t *testing.T) {
 				if w, differs := local[tt.name]; readyOnly && differs {
 					want = w
 				}
-				got := slices.Sorted(maps.Keys(ServingNodes(gwKey, https, tt.slices, readyOnly)))
+				got := slices.Sorted(maps.Keys(ServingNodes(gwKey, https, tt.slices, nil, readyOnly)))
 				if !slices.Equal(got, want) {
 					t.Errorf("ServingNodes (ready only %t) = %q, want %q", readyOnly, got, want)
 				}

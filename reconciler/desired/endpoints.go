@@ -33,7 +33,10 @@ import (
 // no number (pkg/proxy/endpointslicecache.go), and slices hold endpoints
 // that share one set of ports, so a pod without the port is in a slice
 // without it, and its node does not serve that port.
-func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, readyOnly bool) map[string]bool {
+//
+// An endpoint whose pod waits only for lbregistrar's readiness gate counts
+// as ready (GatedPods).
+func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, gated GatedPods, readyOnly bool) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range slices {
 		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name ||
@@ -46,7 +49,7 @@ func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices
 			if ep.NodeName == nil || *ep.NodeName == "" {
 				continue
 			}
-			if ready, terminatingServing := conditions(ep.Conditions); ready || terminatingServing && !readyOnly {
+			if ready, terminatingServing := conditions(ep.Conditions); ready || gated.awaiting(ep) || terminatingServing && !readyOnly {
 				out[*ep.NodeName] = true
 			}
 		}

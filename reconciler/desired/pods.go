@@ -24,7 +24,7 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend,
 	if hold != nil {
 		return nil, nil, hold
 	}
-	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName)
+	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
 	for j := range backends {
 		backends[j].Weight = t.Weight
 	}
@@ -50,14 +50,15 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend,
 // list the Service port by name and protocol, that slice's number being
 // the port to register (the Service's targetPort, resolved per pod). A
 // terminating endpoint is not ready (Kubernetes 1.26 on), so its backend
-// is drained like any other that goes.
+// is drained like any other that goes. An endpoint whose pod waits only
+// for lbregistrar's readiness gate counts as ready (GatedPods).
 //
 // An address in its node's spec.podCIDRs came from the node's pod range,
 // which overlay networks (flannel, OKE's other CNI) give pods and the VCN
 // does not route; OKE's VCN-native pod networking gives pods addresses of
 // a VCN subnet, and virtual nodes have no pod range. Nodes are looked up
 // in nodes; an endpoint whose node is not there is taken as reachable.
-func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node) (backends []Backend, unreachable []string) {
+func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node, gated GatedPods) (backends []Backend, unreachable []string) {
 	addressType := discoveryv1.AddressTypeIPv4
 	if f == IPv6 {
 		addressType = discoveryv1.AddressTypeIPv6
@@ -73,7 +74,7 @@ func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpoi
 		}
 		for j := range s.Endpoints {
 			ep := &s.Endpoints[j]
-			if ready, _ := conditions(ep.Conditions); !ready || len(ep.Addresses) == 0 {
+			if ready, _ := conditions(ep.Conditions); !ready && !gated.awaiting(ep) || len(ep.Addresses) == 0 {
 				continue
 			}
 			addr, err := netip.ParseAddr(ep.Addresses[0])

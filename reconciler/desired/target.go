@@ -33,7 +33,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 			return nil, nil, &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
 		}
 		if local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal; t.FilterByEndpoints || local {
-			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], local)
+			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], c.Gated, local)
 			if len(onlyNodes) == 0 {
 				return nil, nil, &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
 			}

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 // The Trim functions drop, from objects the controller caches, everything
@@ -34,17 +36,37 @@ func TrimNode(n *corev1.Node) *corev1.Node {
 
 // TrimEndpointSlice keeps a slice's Service label, address type, ports
 // (name, number, protocol: which Service port it serves) and, per
-// endpoint, its node, conditions and first address (the one kube-proxy
-// and Pod targets use).
+// endpoint, its node, conditions, first address (the one kube-proxy and
+// Pod targets use) and which pod it is.
 func TrimEndpointSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	trimMeta(&s.ObjectMeta)
 	for i, ep := range s.Endpoints {
-		s.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(1, len(ep.Addresses))], NodeName: ep.NodeName, Conditions: ep.Conditions}
+		var pod *corev1.ObjectReference
+		if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+			pod = &corev1.ObjectReference{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+		}
+		s.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(1, len(ep.Addresses))], NodeName: ep.NodeName, Conditions: ep.Conditions, TargetRef: pod}
 	}
 	for i, p := range s.Ports {
 		s.Ports[i] = discoveryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol}
 	}
 	return s
+}
+
+// TrimPod keeps, of a pod that carries lbregistrar's readiness gate, its
+// name, labels, UID, deletion mark, readiness gates, node, addresses and
+// the conditions the gate depends on (ContainersReady, Ready, the gate's).
+func TrimPod(p *corev1.Pod) *corev1.Pod {
+	trimMeta(&p.ObjectMeta)
+	p.Spec = corev1.PodSpec{ReadinessGates: p.Spec.ReadinessGates, NodeName: p.Spec.NodeName}
+	var kept []corev1.PodCondition
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.ContainersReady || c.Type == corev1.PodReady || c.Type == v1beta1.ReadinessGate {
+			kept = append(kept, c)
+		}
+	}
+	p.Status = corev1.PodStatus{Conditions: kept, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs}
+	return p
 }
 
 // TrimService keeps a Service's spec (type, ports, traffic policy).

@@ -2,9 +2,13 @@ package oci
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
 // BackendSetHealth is what OCI's health checks say of one backend set: its
@@ -13,6 +17,32 @@ import (
 type BackendSetHealth struct {
 	Status                     string
 	Warning, Critical, Unknown []string
+}
+
+// NotOK is the state (WARNING, CRITICAL, UNKNOWN) of each backend OCI
+// lists, by its plan.Key; a backend not in it is OK.
+func (h *BackendSetHealth) NotOK() map[string]string {
+	state := map[string]string{}
+	for status, names := range map[string][]string{"WARNING": h.Warning, "CRITICAL": h.Critical, "UNKNOWN": h.Unknown} {
+		for _, n := range names {
+			state[nameKey(n)] = status
+		}
+	}
+	return state
+}
+
+// nameKey is the plan key of a backend name OCI reports, ip:port; an IPv6
+// address may come without brackets, so the port follows the last colon.
+func nameKey(name string) string {
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return name
+	}
+	port, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil {
+		return name
+	}
+	return plan.Key(strings.Trim(name[:i], "[]"), int32(port))
 }
 
 // GetBackendSetHealth reads the health of one backend set.

@@ -3,7 +3,6 @@ package status
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -44,12 +43,7 @@ func KeepHealth(obj *v1beta1.LBRegistrar, out *Outcome) {
 // list is OK; names in OCI's lists that are not owned are someone else's
 // and not counted.
 func summarizeHealth(owned []v1beta1.Backend, h *oci.BackendSetHealth) *v1beta1.BackendSetHealth {
-	state := map[string]string{}
-	for status, names := range map[string][]string{"WARNING": h.Warning, "CRITICAL": h.Critical, "UNKNOWN": h.Unknown} {
-		for _, n := range names {
-			state[nameKey(n)] = status
-		}
-	}
+	state := h.NotOK()
 	out := &v1beta1.BackendSetHealth{Status: h.Status}
 	var critical, warning []string
 	for _, b := range owned {
@@ -73,20 +67,6 @@ func summarizeHealth(owned []v1beta1.Backend, h *oci.BackendSetHealth) *v1beta1.
 		out.Unhealthy = named[:min(len(named), v1beta1.MaxUnhealthyNamed)]
 	}
 	return out
-}
-
-// nameKey is the plan key of a backend name OCI reports, ip:port; an IPv6
-// address may come without brackets, so the port follows the last colon.
-func nameKey(name string) string {
-	i := strings.LastIndexByte(name, ':')
-	if i < 0 {
-		return name
-	}
-	port, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil {
-		return name
-	}
-	return plan.Key(strings.Trim(name[:i], "[]"), int32(port))
 }
 
 // unhealthyMessage names a backend set's unhealthy own backends for Degraded.

@@ -73,7 +73,7 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 		t.Errorf("no write was answered 409: the clusters did not write at once, so nothing was waited out")
 	}
 	everyone := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443"}
-	waitBackends(t, emu, time.Minute, everyone...)
+	waitBackends(t, emu, "ingress", time.Minute, everyone...)
 
 	out, status := runPlan(t, "--kubeconfig", green.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
 	for _, want := range []string{"backend set ingress: no change", "ingress 10.0.0.1:30443 weight 1", "ingress 10.0.0.99:30443 weight 1"} {
@@ -98,10 +98,10 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 	kubectl(t, blue, "", "delete", "lbregistrar", "legit", "--wait=false")
 	// Blue drains its own; green serves the shared address again before
 	// blue's drain period ends.
-	waitBackends(t, emu, 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443,drain", "10.0.0.99:30443", "10.0.1.1:30443")
-	waitBackends(t, emu, 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
+	waitBackends(t, emu, "ingress", 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443,drain", "10.0.0.99:30443", "10.0.1.1:30443")
+	waitBackends(t, emu, "ingress", 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
 	kubectl(t, blue, "", "wait", "--for=delete", "lbregistrar/legit", "--timeout=3m")
-	waitBackends(t, emu, time.Minute, "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
+	waitBackends(t, emu, "ingress", time.Minute, "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
 	waitAllReady(t, green, 1, time.Minute)
 	close(stop)
 	<-watched
@@ -168,13 +168,13 @@ func (u *untruth) watch(t *testing.T, emu *ociemu.Emulator, green *kube.Cluster,
 	}
 }
 
-// waitBackends waits until the ingress backend set of the classic load
-// balancer holds exactly want (ip:port, ",drain" when drained) within the time given.
-func waitBackends(t *testing.T, emu *ociemu.Emulator, within time.Duration, want ...string) {
+// waitBackends waits until backend set set of the classic load balancer
+// holds exactly want (ip:port, ",drain" when drained) within the time given.
+func waitBackends(t *testing.T, emu *ociemu.Emulator, set string, within time.Duration, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	eventually.Passes(t, within, 50*time.Millisecond, func() error {
-		backends, err := emu.Backends(classicIngress, "ingress")
+		backends, err := emu.Backends(classicIngress, set)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func waitBackends(t *testing.T, emu *ociemu.Emulator, within time.Duration, want
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
-			return fmt.Errorf("ingress holds %v, want %v", got, want)
+			return fmt.Errorf("%s holds %v, want %v", set, got, want)
 		}
 		return nil
 	})

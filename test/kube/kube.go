@@ -43,6 +43,7 @@ const (
 	Namespace         = "lbregistrar-system"
 	CRDName           = "lbregistrars.nodes.peppy-ratio.dev"
 	ValidatingWebhook = "lbregistrar-validating"
+	MutatingWebhook   = "lbregistrar-mutating"
 	CertSecret        = "lbregistrar-webhook-tls"
 )
 

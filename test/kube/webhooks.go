@@ -131,6 +131,7 @@ func newRotator(cfg *rest.Config, opts certs.Options) (*certs.Rotator, error) {
 	opts.Secret = types.NamespacedName{Namespace: Namespace, Name: CertSecret}
 	opts.Hosts = []string{"127.0.0.1", "localhost"}
 	opts.ValidatingWebhookConfigurations = []string{ValidatingWebhook}
+	opts.MutatingWebhookConfigurations = []string{MutatingWebhook}
 	opts.CRDs = []string{CRDName}
 	if opts.SyncInterval == 0 {
 		opts.SyncInterval = 250 * time.Millisecond
@@ -175,15 +176,46 @@ func (w *Webhooks) Stop() error {
 // once it has.
 const UnreachableURL = "https://127.0.0.1:0"
 
-// PointWebhooksAt installs config/webhook's validating webhook configuration
-// and the CRD with its conversion webhook, every webhook pointed at url and
-// trusting caBundle; none keeps the bundle already there, which lbregistrar
-// serve publishes (it may have before they are pointed at it).
+// PointWebhooksAt installs config/webhook's validating and mutating webhook
+// configurations and the CRD with its conversion webhook, every webhook
+// pointed at url and trusting caBundle; none keeps the bundle already
+// there, which lbregistrar serve publishes (it may have before they are
+// pointed at it).
 func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []byte) error {
 	if err := c.InstallValidatingWebhook(ctx, url, caBundle); err != nil {
 		return err
 	}
+	if err := c.installMutatingWebhook(ctx, url, caBundle); err != nil {
+		return err
+	}
 	return c.InstallCRD(ctx, url, caBundle)
+}
+
+// installMutatingWebhook creates or replaces config/webhook's mutating
+// webhook configuration (readiness gates) pointed at url, trusting
+// caBundle (none: the bundle already there).
+func (c *Cluster) installMutatingWebhook(ctx context.Context, url string, caBundle []byte) error {
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := readYAML(c.Root+"/config/webhook/mutating.yaml", mwc); err != nil {
+		return err
+	}
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url + *mwc.Webhooks[i].ClientConfig.Service.Path), CABundle: caBundle}
+	}
+	err := createOrReplace(ctx, c.Client, mwc, &admissionregistrationv1.MutatingWebhookConfiguration{}, func(existing *admissionregistrationv1.MutatingWebhookConfiguration) {
+		for i := range mwc.Webhooks {
+			for _, e := range existing.Webhooks {
+				if caBundle == nil && e.Name == mwc.Webhooks[i].Name {
+					mwc.Webhooks[i].ClientConfig.CABundle = e.ClientConfig.CABundle
+				}
+			}
+		}
+		existing.Webhooks = mwc.Webhooks
+	})
+	if err != nil {
+		return fmt.Errorf("installing the mutating webhook: %w", err)
+	}
+	return nil
 }
 
 // InstallValidatingWebhook creates or replaces config/webhook's validating

@@ -1,0 +1,21 @@
+package v1beta1
+
+// Readiness gates: a pod of a Service an LBRegistrar registers is Ready
+// only once the load balancer has it (docs/operations.md, "Readiness
+// gates"), so a rolling update does not outrun the load balancer.
+const (
+	// ReadinessGate is the condition type of the readiness gate the
+	// admission webhook adds to such pods, in namespaces that opt in; the
+	// controller sets it True once each backend set registering the pod
+	// holds its backend (the pod's, or its node's) serving and OCI reports
+	// it OK, or, for a node whose health check needs this very pod ready,
+	// once it holds the node serving.
+	ReadinessGate = "nodes.peppy-ratio.dev/load-balancer-ready"
+	// ReadinessGateLabel marks the pods given the gate, so the controller
+	// watches those pods only.
+	ReadinessGateLabel = "nodes.peppy-ratio.dev/readiness-gate"
+	// ReadinessGatesNamespaceLabel set to ReadinessGatesEnabled on a
+	// namespace opts its pods in; the webhook is called for no other.
+	ReadinessGatesNamespaceLabel = "nodes.peppy-ratio.dev/readiness-gates"
+	ReadinessGatesEnabled        = "enabled"
+)

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// webPodsRegistrar registers the pods of Service shop/web into the classic
+// load balancer's backend set "web-pods" (cmd/localrun/seed.yaml: HTTP
+// health checks on each backend's own port, every second).
+const webPodsRegistrar = `apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata:
+  name: shop-web
+spec:
+  loadBalancerId: ` + classicIngress + `
+  services:
+  - {name: web, namespace: shop, port: http, targetType: Pod, backendSetName: web-pods, weight: 1}
+` + apiKeySpec
+
+// Pods of a Service an LBRegistrar registers, created in a namespace that
+// opted in, are given the readiness gate by the admission webhook; the
+// controller registers such a pod once its containers are ready (it is
+// not Ready yet, the gate holding it) and sets the gate True once OCI's
+// health check of its backend passes: a pod whose port answers goes
+// through, one whose port does not stays held. Pods elsewhere are left
+// alone.
+func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
+	t.Parallel()
+	// The pods answer at loopback stand-ins of their addresses; only
+	// web-1's port has a server behind it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	port := int32(l.Addr().(*net.TCPAddr).Port)
+	emu := ociemu.StartSeeded(t, mustRoot(t)+"/cmd/localrun/seed.yaml", ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: 200 * time.Millisecond,
+		StandIns: map[string]string{"10.1.70.11": "127.0.0.1", "10.1.70.12": "127.0.0.2"}})
+	c := kube.Start(t, kube.Options{Bare: true})
+	kubectl(t, c, "", "create", "namespace", kube.Namespace)
+	addNode(t, c, "node-a", "10.0.70.1")
+	serveAdmitting(t, c, emu)
+	ctx := testContext(t)
+
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1beta1.ReadinessGatesNamespaceLabel: v1beta1.ReadinessGatesEnabled}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}},
+	} {
+		if err := c.Client.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"shop", "elsewhere"} {
+		if err := c.Client.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(port)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubectl(t, c, apiKeyFor(t, c, emu, webPodsRegistrar), "apply", "-f", "-")
+
+	pod := func(ns, name string, labels map[string]string) *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
+		if err := c.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gated := func(p *corev1.Pod) bool {
+		return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == v1beta1.ReadinessGate })
+	}
+	web := map[string]string{"app": "web"}
+	web1, web2 := pod("shop", "web-1", web), pod("shop", "web-2", web)
+	for _, p := range []*corev1.Pod{web1, web2} {
+		if _, labelled := p.Labels[v1beta1.ReadinessGateLabel]; !gated(p) || !labelled {
+			t.Fatalf("pod %s was not given the readiness gate and its label: %v %v", p.Name, p.Spec.ReadinessGates, p.Labels)
+		}
+	}
+	for _, p := range []*corev1.Pod{pod("elsewhere", "web-1", web), pod("shop", "batch", map[string]string{"app": "batch"})} {
+		if gated(p) {
+			t.Errorf("pod %s/%s was given the readiness gate", p.Namespace, p.Name)
+		}
+	}
+
+	// As a kubelet would have it: containers ready, the pod not Ready
+	// while its gate is not True; and the EndpointSlice controller's view.
+	endpoints := make([]discoveryv1.Endpoint, 0, 2)
+	for p, ip := range map[*corev1.Pod]string{web1: "10.1.70.11", web2: "10.1.70.12"} {
+		// The controller may have written the gate's condition meanwhile.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
+			p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
+			p.Status.Conditions = append(p.Status.Conditions,
+				corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+			return c.Client.Status().Update(ctx, p)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		endpoints = append(endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-a"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p.Name, UID: p.UID}})
+	}
+	if err := c.Client.Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-x1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints,
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	p := strconv.Itoa(int(port))
+	waitBackends(t, emu, "web-pods", time.Minute, "10.1.70.11:"+p, "10.1.70.12:"+p)
+	gate := func(name string) corev1.PodCondition {
+		var cur corev1.Pod
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range cur.Status.Conditions {
+			if cond.Type == v1beta1.ReadinessGate {
+				return cond
+			}
+		}
+		return corev1.PodCondition{}
+	}
+	eventually.Passes(t, time.Minute, 250*time.Millisecond, func() error {
+		if g := gate("web-1"); g.Status != corev1.ConditionTrue {
+			return fmt.Errorf("web-1's gate: %+v", g)
+		}
+		return nil
+	})
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
+		if g := gate("web-2"); g.Status != corev1.ConditionFalse || !strings.Contains(g.Message, "CRITICAL") {
+			return fmt.Errorf("web-2's gate: %+v, want False, its backend CRITICAL", g)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+)
+
+// A pod gets the gate when a Service selecting it is registered for its
+// pods: by a Pod target, or a node target following its endpoints
+// (filterByEndpoints, externalTrafficPolicy Local); not for a node target
+// registering every node, nor when no registered Service selects it.
+func TestPodGate(t *testing.T) {
+	https := intstr.FromString("https")
+	service := func(name string, local bool) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}}}
+		if local {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+		return s
+	}
+	target := func(svc string, mutate func(*v1beta1.Target)) v1beta1.Target {
+		t := v1beta1.Target{Namespace: "shop", Name: svc, Port: &https, BackendSetName: svc, Weight: 1}
+		mutate(&t)
+		return t
+	}
+	registrar := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "shop"}, Spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+		target("pods", func(t *v1beta1.Target) { t.TargetType = v1beta1.TargetTypePod }),
+		target("filtered", func(t *v1beta1.Target) { t.FilterByEndpoints = true }),
+		target("local", func(*v1beta1.Target) {}),
+		target("every-node", func(*v1beta1.Target) {}),
+	}}}
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = v1beta1.AddToScheme(scheme)
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(registrar,
+		service("pods", false), service("filtered", false), service("local", true), service("every-node", false), service("unregistered", false)).Build()
+	gate := NewPodGate(reader)
+
+	for app, want := range map[string]bool{"pods": true, "filtered": true, "local": true, "every-node": false, "unregistered": false, "none": false} {
+		pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: app + "-", Labels: map[string]string{"app": app}}}
+		raw, _ := json.Marshal(pod)
+		resp := gate.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "shop", Object: runtime.RawExtension{Raw: raw}}})
+		if !resp.Allowed {
+			t.Errorf("%s: refused: %v", app, resp.Result)
+			continue
+		}
+		if got := len(resp.Patches) > 0; got != want {
+			t.Errorf("%s: gated %t, want %t (patches %v)", app, got, want, resp.Patches)
+		}
+		if want {
+			paths := map[string]bool{}
+			for _, p := range resp.Patches {
+				paths[p.Path] = true
+			}
+			if !paths["/spec/readinessGates"] || !paths["/metadata/labels/nodes.peppy-ratio.dev~1readiness-gate"] {
+				t.Errorf("%s: patches %v, want the gate and its label", app, resp.Patches)
+			}
+		}
+	}
+}
