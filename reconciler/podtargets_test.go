@@ -2,6 +2,8 @@ package reconciler_test
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +24,17 @@ import (
 // each with the conditions given, serving its port "http" on 8080.
 func (f *fixture) podSlice(service string, eps ...discoveryv1.Endpoint) {
 	f.t.Helper()
+	f.podSliceOn(service, 8080, eps...)
+}
+
+// podSliceOn is podSlice with the pods serving port "http" on port.
+func (f *fixture) podSliceOn(service string, port int32, eps ...discoveryv1.Endpoint) {
+	f.t.Helper()
 	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: service + "-pods"}}
 	_, err := ctrl.CreateOrUpdate(f.ctx, f.api, s, func() error {
 		s.Labels = map[string]string{discoveryv1.LabelServiceName: service}
 		s.AddressType = discoveryv1.AddressTypeIPv4
-		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}}
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}}
 		s.Endpoints = eps
 		return nil
 	})
@@ -146,4 +154,64 @@ func TestPodTargetsOnAnOverlayAreReported(t *testing.T) {
 	obj := f.registrar("overlay", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
 	f.expectBackends(classicLB, "api", "10.1.52.11:8080/1")
 	f.expectDegraded(obj, v1beta1.ReasonPodAddressUnreachable, "10.244.52.7 on "+overlay)
+}
+
+// OCI's health checks of a Pod target's backends show in the status as a
+// node target's do: a pod whose port answers (at its loopback stand-in) is
+// OK, one whose port does not is CRITICAL and named in Degraded.
+func TestPodHealthInStatus(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := int32(probe.Addr().(*net.TCPAddr).Port)
+	probe.Close()
+	listen(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	f := newFixture(t, ociemu.Options{StandIns: map[string]string{"10.1.54.11": "127.0.0.1", "10.1.54.12": "127.0.0.2"}})
+	node := f.ns + "-a"
+	f.node(node, "10.0.54.1")
+	f.clusterIPService("web")
+	f.podSliceOn("web", port, podAt("10.1.54.11", node, true), podAt("10.1.54.12", node, true))
+	o := f.options()
+	o.Resync = 100 * time.Millisecond // health is read on each resync
+	f.startManager(o)
+	obj := f.registrar("pod-health", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "health", 1)})
+	down := "10.1.54.12:" + strconv.Itoa(int(port))
+	f.waitReady(obj, v1beta1.ReasonRegistered, func(cur *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if cur.Status.Healthy != "1/2" {
+			return fmt.Errorf("healthy %q, want 1/2", cur.Status.Healthy)
+		}
+		if d := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionDegraded); d == nil || d.Reason != v1beta1.ReasonBackendsUnhealthy || !strings.Contains(d.Message, down) {
+			return fmt.Errorf("Degraded: %+v, want BackendsUnhealthy naming %s", d, down)
+		}
+		return nil
+	})
+}
+
+// OCI's backend limit holds for pods as for nodes: pods that do not fit are
+// withheld (Ready says so) while removals go through, and are added once
+// the pods they replace are gone.
+func TestPodsThatDoNotFitWaitForThoseTheyReplace(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond, BackendsPerBackendSet: 3})
+	node := f.ns + "-a"
+	f.node(node, "10.0.55.1")
+	f.clusterIPService("web")
+	pod := func(i int, ready bool) discoveryv1.Endpoint { return podAt(fmt.Sprintf("10.1.55.%d", i), node, ready) }
+	f.podSlice("web", pod(1, true), pod(2, true), pod(3, true))
+	f.startManager(f.options())
+	obj := f.registrar("pods-limited", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.expectBackends(classicLB, "api", "10.1.55.1:8080/1", "10.1.55.2:8080/1", "10.1.55.3:8080/1")
+
+	// A rollout's surge: two new pods ready before the old ones go.
+	f.podSlice("web", pod(1, true), pod(2, true), pod(3, true), pod(4, true), pod(5, true))
+	f.eventually(20*time.Second, func() error {
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "OCI refused adding 2 backends") {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+	f.podSlice("web", pod(1, true), pod(2, false), pod(3, false), pod(4, true), pod(5, true))
+	f.expectBackends(classicLB, "api", "10.1.55.1:8080/1", "10.1.55.4:8080/1", "10.1.55.5:8080/1")
+	f.waitReady(obj, v1beta1.ReasonRegistered)
 }
