@@ -162,3 +162,48 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		return nil
 	})
 }
+
+// Two clusters register their pods into one backend set, as they do their
+// nodes: each keeps the other's pods, records only its own, and a deletion
+// in one removes only its own.
+func TestTwoClustersShareABackendSetOfPods(t *testing.T) {
+	t.Parallel()
+	emu := seededEmulator(t, mustRoot(t)+"/cmd/localrun/seed.yaml", 200*time.Millisecond)
+	clusters := map[string]*kube.Cluster{}
+	for name, ip := range map[string]string{"blue": "10.1.71.11", "green": "10.1.72.11"} {
+		c := kube.Start(t, kube.Options{Bare: true})
+		clusters[name] = c
+		kubectl(t, c, "", "create", "namespace", kube.Namespace)
+		serveAdmitting(t, c, emu, "--drain-period=0s")
+		ctx := testContext(t)
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-x1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		kubectl(t, c, apiKeyFor(t, c, emu, webPodsRegistrar), "apply", "-f", "-")
+	}
+	waitBackends(t, emu, "web-pods", time.Minute, "10.1.71.11:8080", "10.1.72.11:8080")
+	for name, c := range clusters {
+		waitAllReady(t, c, 1, time.Minute)
+		var reg v1beta1.LBRegistrar
+		if err := c.Client.Get(testContext(t), client.ObjectKey{Name: "shop-web"}, &reg); err != nil {
+			t.Fatal(err)
+		}
+		if len(reg.Status.BackendSets) != 1 || len(reg.Status.BackendSets[0].Owned()) != 1 {
+			t.Errorf("%s records %+v, want its own pod alone", name, reg.Status.BackendSets)
+		}
+	}
+	kubectl(t, clusters["blue"], "", "delete", "lbregistrar", "shop-web", "--timeout=2m")
+	waitBackends(t, emu, "web-pods", time.Minute, "10.1.72.11:8080")
+}
