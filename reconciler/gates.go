@@ -62,6 +62,12 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 	if pod.DeletionTimestamp != nil || !desired.HasGate(&pod) {
 		return reconcile.Result{}, nil
 	}
+	if r.opts.DryRun {
+		// Nothing is registered, so nothing is waited for: a dry run must
+		// not hold every rollout of the namespaces that opted in.
+		_, err := r.setGate(ctx, &pod, true, "serve --dry-run writes nothing to OCI, so the pod does not wait for it")
+		return reconcile.Result{}, err
+	}
 	expected, registrars, err := r.expectations(ctx, &pod)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -214,4 +215,29 @@ func TestPodsThatDoNotFitWaitForThoseTheyReplace(t *testing.T) {
 	f.podSlice("web", pod(1, true), pod(2, false), pod(3, false), pod(4, true), pod(5, true))
 	f.expectBackends(classicLB, "api", "10.1.55.1:8080/1", "10.1.55.4:8080/1", "10.1.55.5:8080/1")
 	f.waitReady(obj, v1beta1.ReasonRegistered)
+}
+
+// serve --dry-run writes nothing, so a pod waiting for its readiness gate
+// would wait forever: the gate goes True at once instead.
+func TestDryRunHoldsNoRollout(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.clusterIPService("web")
+	o := f.options()
+	o.DryRun = true
+	f.startManager(o)
+	f.registrar("dry", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web-1",
+		Labels: map[string]string{"app": "web", v1beta1.ReadinessGateLabel: ""}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1beta1.ReadinessGate}}}}
+	f.must(f.api.Create(f.ctx, pod))
+	f.eventually(20*time.Second, func() error {
+		f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(pod), pod))
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1beta1.ReadinessGate && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "--dry-run") {
+				return nil
+			}
+		}
+		return fmt.Errorf("the gate's condition: %+v", pod.Status.Conditions)
+	})
 }
