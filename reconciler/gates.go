@@ -38,8 +38,9 @@ func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(r.reconcileGate))
 }
 
-// gatedPodsOf maps a slice to the pods of its endpoints; those without the
-// gate are not in the cache and are passed over.
+// gatedPodsOf maps a slice to the pods of its endpoints that are not ready,
+// the only ones a gate may hold; those without the gate are not in the
+// cache and are passed over.
 func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
@@ -47,7 +48,7 @@ func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	var reqs []reconcile.Request
 	for _, ep := range s.Endpoints {
-		if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+		if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" && ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}})
 		}
 	}
