@@ -60,7 +60,11 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if pod.DeletionTimestamp != nil || !desired.HasGate(&pod) {
+	// A gate once True stays so: the gate holds a pod's first Ready, and
+	// turning it False on a failed health check would take the pod out of
+	// every Service's endpoints, in the cluster too, for the load
+	// balancer's sake.
+	if pod.DeletionTimestamp != nil || !desired.HasGate(&pod) || desired.GateTrue(&pod) {
 		return reconcile.Result{}, nil
 	}
 	if r.opts.DryRun {

@@ -52,19 +52,19 @@ func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool {
 // gate: it has the gate, which is not True, its containers are ready, and
 // it is not being deleted.
 func AwaitsGate(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || !HasGate(pod) {
-		return false
-	}
-	containersReady, gate := false, false
+	return pod.DeletionTimestamp == nil && HasGate(pod) && conditionTrue(pod, corev1.ContainersReady) && !GateTrue(pod)
+}
+
+// GateTrue reports whether pod's lbregistrar readiness gate condition is True.
+func GateTrue(pod *corev1.Pod) bool { return conditionTrue(pod, v1beta1.ReadinessGate) }
+
+func conditionTrue(pod *corev1.Pod, typ corev1.PodConditionType) bool {
 	for _, c := range pod.Status.Conditions {
-		switch c.Type {
-		case corev1.ContainersReady:
-			containersReady = c.Status == corev1.ConditionTrue
-		case v1beta1.ReadinessGate:
-			gate = c.Status == corev1.ConditionTrue
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return containersReady && !gate
+	return false
 }
 
 // HasGate reports whether pod carries lbregistrar's readiness gate.
