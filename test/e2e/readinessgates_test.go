@@ -64,14 +64,13 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 	serveAdmitting(t, c, emu)
 	ctx := testContext(t)
 
-	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1beta1.ReadinessGatesNamespaceLabel: v1beta1.ReadinessGatesEnabled}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}},
-	} {
-		if err := c.Client.Create(ctx, ns); err != nil {
+	for _, ns := range []string{"shop", "elsewhere"} {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	sh := newDocShell(t, c)
+	sh.run(t, "docs/operations.md", "readiness-gates-opt-in")
 	for _, ns := range []string{"shop", "elsewhere"} {
 		if err := c.Client.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
@@ -161,6 +160,9 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		}
 		return nil
 	})
+	if why := sh.run(t, "docs/operations.md", "readiness-gate-why", "web-7d4f9", "web-2"); !strings.Contains(why, "OCI reports it CRITICAL") {
+		t.Errorf("the documented command says %q of web-2", why)
+	}
 }
 
 // Two clusters register their pods into one backend set, as they do their
