@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
 )
@@ -38,18 +39,18 @@ func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(r.reconcileGate))
 }
 
-// gatedPodsOf maps a slice to the pods of its endpoints that are not ready,
-// the only ones a gate may hold; those without the gate are not in the
-// cache and are passed over.
+// gatedPodsOf maps a slice to the pods of its endpoints a gate may be
+// holding (desired.HeldPod); those without the gate are not in the cache
+// and are passed over.
 func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, ep := range s.Endpoints {
-		if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" && ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}})
+	for k := range s.Endpoints {
+		if key, held := desired.HeldPod(&s.Endpoints[k]); held {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
 	return reqs
@@ -117,7 +118,14 @@ func (r *Reconciler) expectations(ctx context.Context, pod *corev1.Pod) ([]readi
 		if err := r.client.List(ctx, &registrars, client.MatchingFields{serviceIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, err
 		}
-		var endpointSlices []*discoveryv1.EndpointSlice
+		if len(registrars.Items) == 0 {
+			continue
+		}
+		endpointSlices, err := decide.EndpointSlicesOf(ctx, r.client, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		nodeHealthWaits := desired.HealthWaitsFor(pod, svc, endpointSlices)
 		for _, reg := range registrars.Items {
 			if reg.DeletionTimestamp != nil || reg.Spec.Suspend {
 				continue
@@ -126,17 +134,12 @@ func (r *Reconciler) expectations(ctx context.Context, pod *corev1.Pod) ([]readi
 				if t.Namespace != key.Namespace || t.Name != key.Name || !desired.GatesPods(&t, svc) {
 					continue
 				}
-				if endpointSlices == nil {
-					if endpointSlices, err = r.endpointSlicesOf(ctx, key); err != nil {
-						return nil, nil, err
-					}
-				}
 				backends, listed := desired.BackendsOf(pod, &t, svc, endpointSlices, node)
 				if listed && len(backends) == 0 {
 					continue // listed without the target's port: not registered for it
 				}
 				expected = append(expected, readiness.Expectation{LBRegistrar: reg.Name, LoadBalancerID: reg.Spec.LoadBalancerID,
-					BackendSet: t.BackendSetName, Backends: backends, Healthy: t.Pods() || !desired.HealthWaitsFor(pod, svc, endpointSlices)})
+					BackendSet: t.BackendSetName, Backends: backends, Healthy: t.Pods() || !nodeHealthWaits})
 				names = append(names, reg.Name)
 			}
 		}
@@ -155,19 +158,6 @@ func (r *Reconciler) servicesSelecting(ctx context.Context, pod *corev1.Pod) ([]
 		if desired.Selects(&list.Items[i], pod) {
 			out = append(out, &list.Items[i])
 		}
-	}
-	return out, nil
-}
-
-// endpointSlicesOf are a Service's EndpointSlices, as the cache holds them.
-func (r *Reconciler) endpointSlicesOf(ctx context.Context, service types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &list, client.InNamespace(service.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

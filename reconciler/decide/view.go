@@ -64,14 +64,13 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 			continue
 		}
 		c.Services[key] = &svc
-		var endpointSlices discoveryv1.EndpointSliceList
-		if err := reader.List(ctx, &endpointSlices, client.InNamespace(key.Namespace),
-			client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		endpointSlices, err := EndpointSlicesOf(ctx, reader, key)
+		if err != nil {
 			return c, err
 		}
-		for j := range endpointSlices.Items {
-			c.EndpointSlices[key] = append(c.EndpointSlices[key], &endpointSlices.Items[j])
-			if err := readGated(ctx, reader, &endpointSlices.Items[j], &c); err != nil {
+		c.EndpointSlices[key] = endpointSlices
+		for _, s := range endpointSlices {
+			if err := readGated(ctx, reader, s, &c); err != nil {
 				return c, err
 			}
 		}
@@ -79,18 +78,28 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 	return c, nil
 }
 
-// readGated adds to c.Gated the pods of slice's endpoints that are not
-// ready and may wait for lbregistrar's readiness gate: only the pods that
-// carry it are cached, so the others are not found.
+// EndpointSlicesOf are the EndpointSlices of a Service, read in place (as
+// the cache holds them: never to be changed).
+func EndpointSlicesOf(ctx context.Context, reader client.Reader, service types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := reader.List(ctx, &list, client.InNamespace(service.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: service.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// readGated adds to c.Gated the pods of slice's endpoints that a readiness
+// gate may be holding (desired.HeldPod): only the pods that carry
+// lbregistrar's are cached, so the others are not found.
 func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, c *desired.Cluster) error {
 	for k := range slice.Endpoints {
-		ep := &slice.Endpoints[k]
-		ref := ep.TargetRef
-		if ref == nil || ref.Kind != "Pod" || ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-			continue
-		}
-		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if _, done := c.Gated[key]; done {
+		key, held := desired.HeldPod(&slice.Endpoints[k])
+		if _, done := c.Gated[key]; !held || done {
 			continue
 		}
 		var pod corev1.Pod

@@ -40,12 +40,23 @@ type GatedPods map[types.NamespacedName]*corev1.Pod
 // True only once the load balancer has the pod, so waiting for the pod to
 // be Ready first would wait forever.
 func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool {
-	ref := ep.TargetRef
-	if ref == nil || ref.Kind != "Pod" || ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+	key, ok := HeldPod(ep)
+	if !ok {
 		return false
 	}
-	pod := g[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}]
-	return pod != nil && pod.UID == ref.UID && AwaitsGate(pod)
+	pod := g[key]
+	return pod != nil && pod.UID == ep.TargetRef.UID && AwaitsGate(pod)
+}
+
+// HeldPod is the pod of ep when a readiness gate may be holding it: the
+// endpoint is a pod's, not ready (as kube-proxy reads it: unset is ready)
+// and not terminating.
+func HeldPod(ep *discoveryv1.Endpoint) (types.NamespacedName, bool) {
+	ref := ep.TargetRef
+	if ready, _ := conditions(ep.Conditions); ready || ref == nil || ref.Kind != "Pod" || ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, true
 }
 
 // AwaitsGate reports whether pod waits only for lbregistrar's readiness
