@@ -64,32 +64,32 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 	sdkCtx, cs := call(ctx)
 	bs := &BackendSet{LoadBalancerID: loadBalancerID, Name: name}
 	if IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.nlb.GetBackendSet(sdkCtx, networkloadbalancer.GetBackendSetRequest{
-			NetworkLoadBalancerId: &loadBalancerID, BackendSetName: &name,
-		})
+		var read networkloadbalancer.BackendSet
+		etag, err := readOne(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "GetBackendSet",
+			"/networkLoadBalancers/"+loadBalancerID+"/backendSets/"+name, &read)
 		if err := classify("GetBackendSet", err, cs); err != nil {
 			return nil, err
 		}
-		bs.nlb, bs.ETag, bs.IPVersion = &resp.BackendSet, deref(resp.Etag), string(resp.IpVersion)
+		bs.nlb, bs.ETag, bs.IPVersion = &read, etag, string(read.IpVersion)
 		if bs.IPVersion == "" {
 			bs.IPVersion = string(networkloadbalancer.IpVersionIpv4)
 		}
-		bs.PreservesSource = resp.IsPreserveSource == nil || *resp.IsPreserveSource
-		read, err := c.readNLB(ctx, loadBalancerID)
-		bs.Protocols, bs.ProtocolsUnread = read.protocols[name], err
-		for _, b := range resp.Backends {
+		bs.PreservesSource = read.IsPreserveSource == nil || *read.IsPreserveSource
+		nlb, err := c.readNLB(ctx, loadBalancerID)
+		bs.Protocols, bs.ProtocolsUnread = nlb.protocols[name], err
+		for _, b := range read.Backends {
 			bs.Backends = append(bs.Backends, networkBackend(b))
 		}
 		return bs, nil
 	}
-	resp, err := c.lb.GetBackendSet(sdkCtx, loadbalancer.GetBackendSetRequest{
-		LoadBalancerId: &loadBalancerID, BackendSetName: &name,
-	})
+	var read loadbalancer.BackendSet
+	etag, err := readOne(sdkCtx, &c.lb.BaseClient, "loadBalancer", "GetBackendSet",
+		"/loadBalancers/"+loadBalancerID+"/backendSets/"+name, &read)
 	if err := classify("GetBackendSet", err, cs); err != nil {
 		return nil, err
 	}
-	bs.lb, bs.ETag = &resp.BackendSet, deref(resp.ETag)
-	for _, b := range resp.Backends {
+	bs.lb, bs.ETag = &read, etag
+	for _, b := range read.Backends {
 		bs.Backends = append(bs.Backends, plan.Backend{
 			IP: deref(b.IpAddress), Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
 			Backup: derefBool(b.Backup), Drain: derefBool(b.Drain), Offline: derefBool(b.Offline),

@@ -3,7 +3,6 @@ package oci_test
 import (
 	"context"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -27,17 +26,8 @@ import (
 
 const lbID = "ocid1.loadbalancer.oc1.iad.ingress"
 
-func newKey(t *testing.T) (*rsa.PrivateKey, []byte) {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
-}
-
 func TestFactoryChecksKeysWithoutRevealingThem(t *testing.T) {
-	k, plain := newKey(t)
+	k, plain := oci.NewKey(t)
 	//nolint:staticcheck // legacy encrypted PEM is what `openssl genrsa -aes256` writes and the SDK reads
 	block, err := x509.EncryptPEMBlock(rand.Reader, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(k), []byte("s3cret"), x509.PEMCipherAES256)
 	if err != nil {
@@ -87,7 +77,7 @@ func TestFactoryChecksKeysWithoutRevealingThem(t *testing.T) {
 }
 
 func TestFactoryCachesOneClientPerCredential(t *testing.T) {
-	_, keyPEM := newKey(t)
+	_, keyPEM := oci.NewKey(t)
 	f := oci.NewFactory(oci.Options{})
 	c := oci.Credentials{Tenancy: "t", User: "u", Fingerprint: "f", Region: "us-ashburn-1", PrivateKey: keyPEM}
 	a, err := f.Client(c)
@@ -106,7 +96,7 @@ func TestFactoryCachesOneClientPerCredential(t *testing.T) {
 // none of its callers past SignInWait and runs once however many ask; its
 // failure reaches the next caller, and the one after signs in afresh.
 func TestSessionSignInHoldsNoCaller(t *testing.T) {
-	_, keyPEM := newKey(t)
+	_, keyPEM := oci.NewKey(t)
 	f := oci.NewFactory(oci.Options{SignInWait: 20 * time.Millisecond})
 	refused := errors.New("refused")
 	var builds atomic.Int32
@@ -180,7 +170,7 @@ func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ocie
 	t.Helper()
 	emu := ociemu.StartSeeded(t, "../testdata/seed.yaml", ociemu.Options{WorkRequestLatency: 20 * time.Millisecond})
 	var err error
-	k, keyPEM := newKey(t)
+	k, keyPEM := oci.NewKey(t)
 	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	user := ociemu.User{Tenancy: "ocid1.tenancy.oc1..t", User: "ocid1.user.oc1..u"}
 	if register {

@@ -49,23 +49,21 @@ func nameKey(name string) string {
 func (c *Client) GetBackendSetHealth(ctx context.Context, loadBalancerID, name string) (*BackendSetHealth, error) {
 	sdkCtx, cs := call(ctx)
 	if IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.nlb.GetBackendSetHealth(sdkCtx, networkloadbalancer.GetBackendSetHealthRequest{
-			NetworkLoadBalancerId: &loadBalancerID, BackendSetName: &name,
-		})
+		var h networkloadbalancer.BackendSetHealth
+		_, err := readOne(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "GetBackendSetHealth",
+			"/networkLoadBalancers/"+loadBalancerID+"/backendSets/"+name+"/health", &h)
 		if err := classify("GetBackendSetHealth", err, cs); err != nil {
 			return nil, err
 		}
-		h := resp.BackendSetHealth
 		return &BackendSetHealth{Status: string(h.Status), Warning: h.WarningStateBackendNames,
 			Critical: h.CriticalStateBackendNames, Unknown: h.UnknownStateBackendNames}, nil
 	}
-	resp, err := c.lb.GetBackendSetHealth(sdkCtx, loadbalancer.GetBackendSetHealthRequest{
-		LoadBalancerId: &loadBalancerID, BackendSetName: &name,
-	})
+	var h loadbalancer.BackendSetHealth
+	_, err := readOne(sdkCtx, &c.lb.BaseClient, "loadBalancer", "GetBackendSetHealth",
+		"/loadBalancers/"+loadBalancerID+"/backendSets/"+name+"/health", &h)
 	if err := classify("GetBackendSetHealth", err, cs); err != nil {
 		return nil, err
 	}
-	h := resp.BackendSetHealth
 	return &BackendSetHealth{Status: string(h.Status), Warning: h.WarningStateBackendNames,
 		Critical: h.CriticalStateBackendNames, Unknown: h.UnknownStateBackendNames}, nil
 }

@@ -87,18 +87,20 @@ type workRequestError struct{ code, message string }
 func (c *Client) workRequest(ctx context.Context, loadBalancerID, id string) (workRequestState, error) {
 	sdkCtx, cs := call(ctx)
 	if IsNetworkLoadBalancer(loadBalancerID) {
-		resp, err := c.nlb.GetWorkRequest(sdkCtx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
+		var read networkloadbalancer.WorkRequest
+		_, err := readOne(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", opGetWorkRequest, "/workRequests/"+id, &read)
 		if err := classify(opGetWorkRequest, err, cs); err != nil {
 			return workRequestState{}, err
 		}
-		return workRequestState{state: string(resp.Status), compartment: deref(resp.CompartmentId)}, nil
+		return workRequestState{state: string(read.Status), compartment: deref(read.CompartmentId)}, nil
 	}
-	resp, err := c.lb.GetWorkRequest(sdkCtx, loadbalancer.GetWorkRequestRequest{WorkRequestId: &id})
+	var read loadbalancer.WorkRequest
+	_, err := readOne(sdkCtx, &c.lb.BaseClient, "loadBalancer", opGetWorkRequest, "/loadBalancerWorkRequests/"+id, &read)
 	if err := classify(opGetWorkRequest, err, cs); err != nil {
 		return workRequestState{}, err
 	}
-	wr := workRequestState{state: string(resp.LifecycleState)}
-	for _, e := range resp.ErrorDetails {
+	wr := workRequestState{state: string(read.LifecycleState)}
+	for _, e := range read.ErrorDetails {
 		wr.errors = append(wr.errors, workRequestError{code: string(e.ErrorCode), message: deref(e.Message)})
 	}
 	return wr, nil
