@@ -84,10 +84,11 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 				t.Errorf("seen finished %v after the end on average, want at most %v", mean, meanBound)
 			}
 			// Where the duration holds, one poll a sixteenth after the
-			// expected end finds most finished; every fourth wait probes
-			// before it as well.
-			if mean := float64(allPolls) / 20; tc.from == tc.to && tc.to < pollMax && mean > 1.5 {
-				t.Errorf("%.2f polls a work request on average, want at most 1.5", mean)
+			// expected end finds most finished; every probeEvery-th wait
+			// probes before it as well.
+			want := 1 + 1.5/probeEvery
+			if mean := float64(allPolls) / 20; tc.from == tc.to && tc.to < pollMax && mean > want {
+				t.Errorf("%.2f polls a work request on average, want at most %.2f", mean, want)
 			}
 		})
 	}

@@ -24,7 +24,7 @@ import (
 // PollMax after the write, and every PollMax until then), later ones every
 // sixteenth within [PollMin, PollMax], so the wait ends close to the real
 // finish without polling a slow work request every few seconds. Every
-// fourth wait probes: it polls a sixteenth before the expected end too, so
+// eighth wait probes: it polls a sixteenth before the expected end too, so
 // the two polls bracket it and the estimate stays true.
 func (c *Client) WaitWorkRequest(ctx context.Context, loadBalancerID, id string) error {
 	k := kindOf(loadBalancerID)
@@ -180,7 +180,7 @@ type estimator struct {
 // well as after): a wait that does not, found finished by its one poll,
 // says only that the work request took no longer than expected, which
 // cannot bring the estimate down when work requests get faster.
-const probeEvery = 4
+const probeEvery = 8
 
 // wait is one wait's part in the estimate.
 type wait struct {
