@@ -66,12 +66,15 @@ func Key(ip string, port int32) string {
 	if err != nil {
 		return net.JoinHostPort(ip, strconv.Itoa(int(port)))
 	}
-	addr = addr.Unmap()
-	buf := make([]byte, 0, 48)
-	if addr.Is6() {
+	var arr [64]byte
+	buf := arr[:0]
+	switch {
+	case addr.Is4():
+		buf = append(buf, ip...) // ParseAddr takes dotted quads in canonical form only
+	case addr.Is4In6():
+		buf = addr.Unmap().AppendTo(buf)
+	default:
 		buf = append(addr.AppendTo(append(buf, '[')), ']')
-	} else {
-		buf = addr.AppendTo(buf)
 	}
 	return string(strconv.AppendInt(append(buf, ':'), int64(port), 10))
 }
@@ -210,8 +213,10 @@ func Compute(in Input) Plan {
 			wantedInstances[instanceKey(d.TargetID, d.Port)] = true
 		}
 	}
-	for _, cur := range in.Current {
+	currentKeys := make([]string, len(in.Current))
+	for i, cur := range in.Current {
 		k := cur.Key()
+		currentKeys[i] = k
 		_, mine := owned[k]
 		if _, wanted := want[k]; mine && !wanted && !in.Protected[k] && cur.TargetID != "" && wantedInstances[instanceKey(cur.TargetID, cur.Port)] {
 			readdressed[k] = true
@@ -221,8 +226,8 @@ func Compute(in Input) Plan {
 	var p Plan
 	present := make(map[string]bool, len(in.Current))
 	p.Backends = make([]Backend, 0, len(in.Current)+len(want))
-	for _, cur := range in.Current {
-		k := cur.Key()
+	for i, cur := range in.Current {
+		k := currentKeys[i]
 		present[k] = true
 		_, mine := owned[k]
 		since, draining := in.Draining[k]

@@ -240,7 +240,9 @@ func TestKeyIsTheCanonicalHostPort(t *testing.T) {
 		want string
 	}{
 		{"10.0.0.1", 30080, "10.0.0.1:30080"},
+		{"010.0.0.1", 30080, "010.0.0.1:30080"}, // not an address ParseAddr takes
 		{"::ffff:10.0.0.1", 30080, "10.0.0.1:30080"},
+		{"255.255.255.255", 65535, "255.255.255.255:65535"},
 		{"FD00:0::1", 31000, "[fd00::1]:31000"},
 		{"fe80::1%eth0", 1, "[fe80::1%eth0]:1"},
 		{"not-an-address", 80, "not-an-address:80"},
