@@ -3,7 +3,7 @@
 // (test/e2e's BenchmarkCacheMemory, reconciler's BenchmarkScale): nodes as
 // kubelets register them, and Create, which writes any such objects into an
 // API server the way those components do; and what a process costs
-// (ResidentMiB, CPUSeconds).
+// (ResidentMiB, CPUSeconds) and how busy the machine is (MachineBusy).
 package scale
 
 import (
@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,4 +236,42 @@ func procFile(pid int, name string) string {
 		return "/proc/self/" + name
 	}
 	return "/proc/" + strconv.Itoa(pid) + "/" + name
+}
+
+// MachineBusy is how many of the machine's cores were busy, on average,
+// over the window: 0 idle, up to runtime.NumCPU(). ok is false where
+// /proc/stat is not there.
+func MachineBusy(window time.Duration) (busy float64, ok bool) {
+	idle0, total0, ok0 := machineTicks()
+	time.Sleep(window)
+	idle1, total1, ok1 := machineTicks()
+	if !ok0 || !ok1 || total1 <= total0 {
+		return 0, false
+	}
+	return float64(runtime.NumCPU()) * (1 - (idle1-idle0)/(total1-total0)), true
+}
+
+// machineTicks are the idle (idle and iowait) and all clock ticks of the
+// machine's cores so far, from /proc/stat's cpu line.
+func machineTicks() (idle, total float64, ok bool) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:8] { // user nice system idle iowait irq softirq
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += v
+		if i == 3 || i == 4 {
+			idle += v
+		}
+	}
+	return idle, total, true
 }
