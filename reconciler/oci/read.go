@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
@@ -32,7 +33,11 @@ func readOne(ctx context.Context, client *common.BaseClient, service, operation,
 	if err != nil {
 		return "", err
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	body, err := io.ReadAll(resp.Body) // bounded by the dispatcher
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
 		return "", fmt.Errorf("%s answer: %w", operation, err)
 	}
 	return resp.Header.Get("etag"), nil

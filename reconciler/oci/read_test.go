@@ -57,7 +57,8 @@ func readFixture(t testing.TB, n int) (loadbalancer.LoadBalancerClient, *answeri
 
 // TestReadIsTheSDKs checks that readOne sends the request the SDK's
 // generated method sends (the same method, URL and headers, signed over the
-// same ones) and reads the same backend set and ETag from its answer.
+// same ones), reads the same backend set and ETag from its answer, and
+// refuses an answer the SDK refuses.
 func TestReadIsTheSDKs(t *testing.T) {
 	client, a := readFixture(t, 3)
 	ctx := context.Background()
@@ -101,6 +102,14 @@ func TestReadIsTheSDKs(t *testing.T) {
 	}
 	if etag != *resp.ETag {
 		t.Errorf("ETag %q, the SDK read %q", etag, *resp.ETag)
+	}
+
+	a.body = append(a.body, `{}`...) // a second value after the backend set
+	if _, err := client.GetBackendSet(ctx, loadbalancer.GetBackendSetRequest{LoadBalancerId: common.String("ocid1.loadbalancer.oc1..a"), BackendSetName: common.String("bs-0")}); err == nil {
+		t.Error("the SDK read an answer with data after its JSON")
+	}
+	if _, err := readOne(ctx, &client.BaseClient, "loadBalancer", "GetBackendSet", "/loadBalancers/ocid1.loadbalancer.oc1..a/backendSets/bs-0", &got); err == nil {
+		t.Error("readOne read an answer with data after its JSON")
 	}
 }
 
