@@ -32,7 +32,7 @@ var goals = map[string]string{
 	"BenchmarkCacheMemory":        "the controller's trimmed cache at 5,000 nodes, 10,000 EndpointSlices and 10,000 pods (half with the readiness gate: pods-cached) within 150 MiB of heap (heap-MiB; rss-MiB is the whole test process)",
 	"BenchmarkSDKRoundTrip":       "one signed oci-go-sdk call against the emulator, HTTPS beside HTTP",
 	"BenchmarkConvergence":        "S changed backend sets on one classic load balancer (one ETag for all of them) within 1.2 x S x L (x-floor) and no 412; K load balancers changed at once close to one load balancer's time; K NLBs of 3 sets at serve's pacing and polling (L = 1 s) within 1.3 x 3 x L, with no more oci-calls than one read, one write and its polls per set",
-	"BenchmarkNodeBurst":          "at most 2 writes per affected backend set for a burst of node events during one work request",
+	"BenchmarkNodeBurst":          "at most 2 writes per affected backend set for a burst of node events during one work request (L = 1 s; burst-s: how long the burst, patched eight at a time, took)",
 	"BenchmarkNoChange":           "0 writes when nothing changed",
 	"BenchmarkDesiredState":       "desired state for 5,000 nodes and 50 services, cheap next to one OCI call",
 	"BenchmarkRead":               "one read of a backend set of 148 backends, signed and decoded, answered in memory: the adapter's readOne (read-one) against the SDK's generated GetBackendSet (baseline), which builds the request and reads the answer by reflection and formats and redacts a debug line for every field, logging on or off",
