@@ -290,9 +290,22 @@ func failedID(wr *v1beta1.WorkRequest) string {
 
 func write(ctx context.Context, ociClient API, bs *oci.BackendSet, req Request, res *Result) error {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
+	if err := ctx.Err(); err != nil {
+		return err // shutting down: a write not begun is left to the next leader
+	}
+	// A write begun outlives ctx by ShutdownWait: OCI may have accepted it
+	// before its answer arrives, so the answer is read and its work request
+	// waited for, and the outcome recorded rather than lost or repeated.
+	inFlight, land := context.WithCancel(context.WithoutCancel(ctx))
+	defer land()
+	stopGrace := context.AfterFunc(ctx, func() {
+		logger.Info("shutting down; still finishing the write under way", "atMost", req.ShutdownWait)
+		time.AfterFunc(req.ShutdownWait, land)
+	})
+	defer stopGrace()
 	req.Turn.Step(lanes.Writing, req.Name, "")
 	start := time.Now()
-	id, err := ociClient.UpdateBackendSet(ctx, bs, res.Plan.Backends, failedID(res.WorkRequest))
+	id, err := ociClient.UpdateBackendSet(inFlight, bs, res.Plan.Backends, failedID(res.WorkRequest))
 	if err != nil {
 		return err
 	}
@@ -300,13 +313,8 @@ func write(ctx context.Context, ociClient API, bs *oci.BackendSet, req Request, 
 	logger.V(1).Info("write accepted; waiting for its work request", "workRequest", id)
 	res.Written = true
 	res.WorkRequest = &v1beta1.WorkRequest{ID: id, Status: WorkRequestAccepted, Time: metav1.Now()}
-	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.WaitTimeout)
+	waitCtx, cancel := context.WithTimeout(inFlight, req.WaitTimeout)
 	defer cancel()
-	stopGrace := context.AfterFunc(ctx, func() {
-		logger.Info("shutting down; still waiting for the accepted write", "workRequest", id, "atMost", req.ShutdownWait)
-		time.AfterFunc(req.ShutdownWait, cancel)
-	})
-	defer stopGrace()
 	if err := ociClient.WaitWorkRequest(waitCtx, bs.LoadBalancerID, id); err != nil {
 		if oci.IsWorkRequestFailed(err) {
 			res.WorkRequest.Status, res.WorkRequest.Time = WorkRequestFailed, metav1.Now()

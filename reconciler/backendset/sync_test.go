@@ -272,3 +272,57 @@ func TestSyncReportsOnLaneAndLog(t *testing.T) {
 		t.Fatalf("no completion line with work request and duration in %v", lines)
 	}
 }
+
+// interruptedAPI is shut down while its write is on the wire, the moment
+// OCI may have accepted it and not yet answered.
+type interruptedAPI struct {
+	backendsettest.API
+	shutdown context.CancelFunc
+}
+
+func (a *interruptedAPI) UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
+	a.shutdown()
+	if err := ctx.Err(); err != nil {
+		return "", err // the answer lost: OCI's work request runs unrecorded
+	}
+	return a.API.UpdateBackendSet(ctx, bs, backends, failed)
+}
+
+func (a *interruptedAPI) WaitWorkRequest(ctx context.Context, lb, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return a.API.WaitWorkRequest(ctx, lb, id)
+}
+
+// Shutdown during a write neither loses its answer nor stops the wait for
+// its work request, so the outcome is recorded; a write not yet begun when
+// shutdown comes is not sent.
+func TestShutdownFinishesTheWriteUnderWay(t *testing.T) {
+	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
+	sync := func(ctx context.Context, ociClient API, recordIntent func([]v1beta1.Backend) error) (Result, error) {
+		return Sync(ctx, ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, Request{
+			LoadBalancerID: "lb", Name: "bs", WaitTimeout: time.Second, ShutdownWait: time.Minute,
+			Input:        func(cur []plan.Backend) plan.Input { return plan.Input{Current: cur, Desired: want} },
+			RecordIntent: recordIntent,
+		})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ociClient := &interruptedAPI{shutdown: cancel}
+	res, err := sync(ctx, ociClient, func([]v1beta1.Backend) error { return nil })
+	if err != nil || !res.Written || res.WorkRequest == nil || res.WorkRequest.Status != WorkRequestSucceeded {
+		t.Fatalf("shutdown during the write: %+v, %v", res, err)
+	}
+	if got := strings.Join(ociClient.Calls, "; "); got != "GetBackendSet bs; UpdateBackendSet bs [10.0.0.1:30080/1]; WaitWorkRequest wr-1" {
+		t.Errorf("calls: %s", got)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	idle := &backendsettest.API{}
+	res, err = sync(ctx, idle, func([]v1beta1.Backend) error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) || res.Written || idle.Writes != 0 {
+		t.Errorf("shutdown before the write: wrote %d, %+v, %v", idle.Writes, res, err)
+	}
+}
