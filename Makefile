@@ -93,6 +93,10 @@ soak: test-assets ## Run the ownership model-based test over thousands of sequen
 bench: ## Run the benchmarks and rewrite docs/benchmarks.md.
 	$(GO) run ./hack/benchdoc -out docs/benchmarks.md
 
+.PHONY: bench-compare
+bench-compare: test-assets ## Compare the quick benchmarks with those of git revision BASE (benchstat).
+	hack/bench-compare.sh $(BASE)
+
 .PHONY: fuzz
 fuzz: ## Run each native fuzz target for a while.
 	$(GO) test ./api/v1alpha1 -run '^$$' -fuzz FuzzConvert -fuzztime 60s

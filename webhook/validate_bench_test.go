@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peppy-ratio/lbregistrar/api"
@@ -28,6 +30,9 @@ import (
 // n LBRegistrars in a real controller-runtime informer cache (its list and
 // watch served from memory), beside a handler that admits without looking.
 func BenchmarkAdmission(b *testing.B) {
+	// Without a logger, controller-runtime says so in the middle of a
+	// result line, which benchstat then cannot read.
+	logf.SetLogger(logr.Discard())
 	for _, n := range []int{100, 10000} {
 		scheme := api.NewScheme()
 		informers := filledCache(b, scheme, n)
