@@ -160,9 +160,12 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", in.Mode)
 		return in, false
 	}
+	// current is a read still current, planned already into res.Plan from in.
 	var current *oci.BackendSet
+	var in plan.Input
 	if req.Prefetched != nil {
-		if _, changed := changes(req.Prefetched); !changed {
+		var changed bool
+		if in, changed = changes(req.Prefetched); !changed {
 			return res, nil
 		}
 		if req.Current {
@@ -173,13 +176,14 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 		bs, err := current, error(nil)
 		if current = nil; bs == nil {
 			req.Turn.Step(lanes.Reading, req.Name, "")
-			bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name)
+			if bs, err = ociClient.GetBackendSet(ctx, req.LoadBalancerID, req.Name); err == nil {
+				var changed bool
+				if in, changed = changes(bs); !changed {
+					return res, nil
+				}
+			}
 		}
 		if err == nil {
-			in, changed := changes(bs)
-			if !changed {
-				return res, nil
-			}
 			if len(res.Plan.Added) > 0 {
 				if err := req.RecordIntent(plan.Intent(in.Owned, &res.Plan)); err != nil {
 					return res, err

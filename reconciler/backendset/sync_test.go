@@ -326,3 +326,29 @@ func TestShutdownFinishesTheWriteUnderWay(t *testing.T) {
 		t.Errorf("shutdown before the write: wrote %d, %+v, %v", idle.Writes, res, err)
 	}
 }
+
+// A read still current is planned once, not again before its write; a
+// read that is not is read and planned again.
+func TestSyncPlansEachReadOnce(t *testing.T) {
+	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
+	for _, tc := range []struct {
+		current      bool
+		plans, reads int
+	}{{true, 1, 0}, {false, 2, 1}} {
+		var plans int
+		ociClient := &backendsettest.API{}
+		_, err := Sync(context.Background(), ociClient, Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 3}, Request{
+			LoadBalancerID: "lb", Name: "bs", WaitTimeout: time.Second,
+			Prefetched: &oci.BackendSet{LoadBalancerID: "lb", Name: "bs"}, Current: tc.current,
+			Input: func(cur []plan.Backend) plan.Input {
+				plans++
+				return plan.Input{Current: cur, Desired: want}
+			},
+			RecordIntent: func([]v1beta1.Backend) error { return nil },
+		})
+		if err != nil || plans != tc.plans || ociClient.Reads != tc.reads || ociClient.Writes != 1 {
+			t.Errorf("current %t: planned %d times, read %d, wrote %d, err %v; want %d plans, %d reads, 1 write",
+				tc.current, plans, ociClient.Reads, ociClient.Writes, err, tc.plans, tc.reads)
+		}
+	}
+}
