@@ -321,6 +321,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 	b.ReportMetric(apiPeak, "apiserver-MiB")
 	byProcess.report(b, n)
 	byProcess.againstFloor(b, "write", writes, floor.write())
+	byProcess.perSignature(b, calls, floor)
 }
 
 // benchSteadyState runs "steady-state" with lbs load balancers.
@@ -328,7 +329,7 @@ func benchSteadyState(b *testing.B, lbs int) {
 	var took time.Duration
 	var patches, apiCPU, apiPeak, processCPU float64
 	var byProcess cpuByProcess
-	var setResyncs int
+	var setResyncs, signatures int
 	floor := scaleFloor(b)
 	counts := map[string]int{}
 	n := 0
@@ -369,8 +370,11 @@ func benchSteadyState(b *testing.B, lbs int) {
 		windowEnd := time.Now()
 		byProcess.add(window.stop(b))
 		for _, c := range f.callLog() { // one read of each backend set per resync
-			if readOf(c.Operation) == "read" && c.Time.After(windowStart) && c.Time.Before(windowEnd) {
-				setResyncs++
+			if c.Time.After(windowStart) && c.Time.Before(windowEnd) {
+				signatures++
+				if readOf(c.Operation) == "read" {
+					setResyncs++
+				}
 			}
 		}
 		took += time.Since(start)
@@ -409,6 +413,7 @@ func benchSteadyState(b *testing.B, lbs int) {
 	b.ReportMetric(apiPeak, "apiserver-MiB")
 	byProcess.report(b, n)
 	byProcess.againstFloor(b, "resync", setResyncs, floor.resync())
+	byProcess.perSignature(b, signatures, floor)
 }
 
 // benchWatchAtRest runs "watch-at-rest" with lbs load balancers.
@@ -475,12 +480,14 @@ func benchWatchAtRest(b *testing.B, lbs int) {
 // profile label: the controller's goroutines, the emulator's, and those
 // of neither (the garbage collector, which works for both, and the
 // benchmark's own checks).
-type cpuByProcess struct{ controller, emulator, unlabeled float64 }
+// signing is the controller's part spent in RSA signatures.
+type cpuByProcess struct{ controller, signing, emulator, unlabeled float64 }
 
-func (c *cpuByProcess) add(by map[string]float64) {
-	c.controller += by[controllerProfileName]
-	c.emulator += by[ociemu.ProfileName]
-	c.unlabeled += by[""]
+func (c *cpuByProcess) add(by map[string]scale.Sampled) {
+	c.controller += by[controllerProfileName].All
+	c.signing += by[controllerProfileName].Inside
+	c.emulator += by[ociemu.ProfileName].All
+	c.unlabeled += by[""].All
 }
 
 // report reports the CPU seconds per run of a case; none when the
@@ -506,6 +513,17 @@ func (c *cpuByProcess) againstFloor(b *testing.B, what string, count int, floor 
 	b.ReportMetric(per/floor, "x-"+what+"-floor")
 }
 
+// perSignature reports what one of the controller's signatures cost, of
+// signatures (one an OCI request) in the windows, beside the floor's on an
+// idle machine: with the cores busy, each costs more.
+func (c *cpuByProcess) perSignature(b *testing.B, signatures int, floor backendSetFloor) {
+	if signatures == 0 || c.signing == 0 {
+		return
+	}
+	b.ReportMetric(c.signing/float64(signatures)*1e3, "controller-ms/signature")
+	b.ReportMetric(floor.sign*1e3, "floor-ms/signature")
+}
+
 // cpuWindow is a scale.CPUWindow that is nil when the profiler is busy.
 type cpuWindow struct {
 	w    *scale.CPUWindow
@@ -518,7 +536,7 @@ type cpuWindow struct {
 // process=controller, the controller's alone).
 func startCPUWindow(b *testing.B) *cpuWindow {
 	b.Helper()
-	w, err := scale.StartCPUWindow(ociemu.ProfileLabel)
+	w, err := scale.StartCPUWindow(ociemu.ProfileLabel, "crypto/rsa.SignPKCS1v15")
 	if err != nil {
 		b.Logf("CPU by process not measured: %v", err)
 		return &cpuWindow{}
@@ -530,7 +548,7 @@ func startCPUWindow(b *testing.B) *cpuWindow {
 	return &cpuWindow{w: w, save: save}
 }
 
-func (w *cpuWindow) stop(b *testing.B) map[string]float64 {
+func (w *cpuWindow) stop(b *testing.B) map[string]scale.Sampled {
 	b.Helper()
 	if w.w == nil {
 		return nil

@@ -11,17 +11,24 @@ import (
 
 // CPUWindow profiles this process's CPU from StartCPUWindow to Stop, to
 // tell apart what the goroutines of each profile label value (the
-// controller's, the emulator's) spent.
+// controller's, the emulator's) spent, and how much of it inside one
+// function.
 type CPUWindow struct {
-	buf   bytes.Buffer
-	label string
+	buf    bytes.Buffer
+	label  string
+	inside string
 }
 
+// Sampled is the CPU seconds sampled in a window for one label value: in
+// all, and inside the function the window was started with.
+type Sampled struct{ All, Inside float64 }
+
 // StartCPUWindow starts profiling; label is the profile label whose values
-// Stop adds up. It fails when a profile is already running (go test
-// -cpuprofile).
-func StartCPUWindow(label string) (*CPUWindow, error) {
-	w := &CPUWindow{label: label}
+// Stop adds up, inside the function pprof names so (say
+// "crypto/rsa.SignPKCS1v15"). It fails when a profile is already running
+// (go test -cpuprofile).
+func StartCPUWindow(label, inside string) (*CPUWindow, error) {
+	w := &CPUWindow{label: label, inside: inside}
 	if err := pprof.StartCPUProfile(&w.buf); err != nil {
 		return nil, err
 	}
@@ -32,7 +39,7 @@ func StartCPUWindow(label string) (*CPUWindow, error) {
 // the label; those of goroutines without it (the runtime's garbage
 // collector, the test's own) under "". With save, it also writes the
 // profile there, for go tool pprof.
-func (w *CPUWindow) Stop(save string) (map[string]float64, error) {
+func (w *CPUWindow) Stop(save string) (map[string]Sampled, error) {
 	pprof.StopCPUProfile()
 	if save != "" {
 		if err := os.WriteFile(save, w.buf.Bytes(), 0o644); err != nil {
@@ -52,13 +59,30 @@ func (w *CPUWindow) Stop(save string) (map[string]float64, error) {
 	if cpu < 0 {
 		return nil, fmt.Errorf("the profile has no CPU time among its sample types %v", p.SampleType)
 	}
-	out := map[string]float64{}
+	out := map[string]Sampled{}
 	for _, s := range p.Sample {
 		var value string
 		if vs := s.Label[w.label]; len(vs) > 0 {
 			value = vs[0]
 		}
-		out[value] += float64(s.Value[cpu]) / 1e9
+		seconds, sum := float64(s.Value[cpu])/1e9, out[value]
+		sum.All += seconds
+		if w.calls(s) {
+			sum.Inside += seconds
+		}
+		out[value] = sum
 	}
 	return out, nil
+}
+
+// calls reports whether the function the window looks inside is on s's stack.
+func (w *CPUWindow) calls(s *profile.Sample) bool {
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			if line.Function != nil && line.Function.Name == w.inside {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -46,9 +46,10 @@ func TestProcessCosts(t *testing.T) {
 }
 
 // TestCPUWindowTellsLabelsApart spins one goroutine labeled "busy" and one
-// without a label, each for a CPU-bound while, and finds both in the window.
+// without a label, each for a CPU-bound while in spin, and finds both in
+// the window, inside spin.
 func TestCPUWindowTellsLabelsApart(t *testing.T) {
-	w, err := scale.StartCPUWindow("process")
+	w, err := scale.StartCPUWindow("process", "github.com/peppy-ratio/lbregistrar/test/scale_test.spin")
 	if err != nil {
 		t.Skip(err) // go test -cpuprofile holds the profiler
 	}
@@ -56,18 +57,11 @@ func TestCPUWindowTellsLabelsApart(t *testing.T) {
 	// (go test runs packages side by side) a spin for a given time gets
 	// what CPU the others leave it.
 	var sink [2]uint64
-	work := func(i int) {
-		x := uint64(i + 1)
-		for range 200_000_000 {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-		sink[i] = x
-	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		pprof.Do(context.Background(), pprof.Labels("process", "busy"), func(context.Context) { work(0) })
+		pprof.Do(context.Background(), pprof.Labels("process", "busy"), func(context.Context) { sink[0] = spin(1) })
 	})
-	wg.Go(func() { work(1) })
+	wg.Go(func() { sink[1] = spin(2) })
 	wg.Wait()
 	cpu, err := w.Stop("")
 	if err != nil {
@@ -75,7 +69,20 @@ func TestCPUWindowTellsLabelsApart(t *testing.T) {
 	}
 	// Unlabeled holds the second side and whatever else ran (the runtime,
 	// the test itself): the labeled side is about half, and each is seen.
-	if busy, total := cpu["busy"], cpu["busy"]+cpu[""]; busy < 0.05 || cpu[""] < 0.05 || busy < total/4 || busy > total*3/4 {
+	busy, none := cpu["busy"], cpu[""]
+	if total := busy.All + none.All; busy.All < 0.05 || none.All < 0.05 || busy.All < total/4 || busy.All > total*3/4 {
 		t.Errorf("CPU seconds by label: %v, want the same for \"busy\" as for none (%v)", cpu, sink)
 	}
+	if busy.Inside < busy.All*0.9 || none.Inside < 0.05 || none.Inside > none.All {
+		t.Errorf("CPU seconds inside spin: %v, want nearly all of \"busy\"'s and some of the unlabeled", cpu)
+	}
+}
+
+//go:noinline
+func spin(seed uint64) uint64 {
+	x := seed
+	for range 200_000_000 {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
 }
