@@ -274,10 +274,11 @@ func BenchmarkNodeBurst(b *testing.B) {
 			include := true
 			for b.Loop() {
 				before := f.writes(lbs)
-				label := `{"metadata":{"labels":{"` + corev1.LabelNodeExcludeBalancers + `":""}}}`
+				value := `""` // excluded
 				if include {
-					label = `{"metadata":{"labels":{"` + corev1.LabelNodeExcludeBalancers + `":null}}}`
+					value = "null" // the label removed
 				}
+				label := `{"metadata":{"labels":{"` + corev1.LabelNodeExcludeBalancers + `":` + value + `}}}`
 				start := time.Now()
 				var g errgroup.Group
 				g.SetLimit(8)

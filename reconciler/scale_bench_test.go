@@ -369,7 +369,7 @@ func benchSteadyState(b *testing.B, lbs int) {
 		b.StopTimer()
 		windowEnd := time.Now()
 		byProcess.add(window.stop(b))
-		for _, c := range f.callLog() { // one read of each backend set per resync
+		for _, c := range f.callLog() { // each call signed; one read of each backend set per resync
 			if c.Time.After(windowStart) && c.Time.Before(windowEnd) {
 				signatures++
 				if readOf(c.Operation) == "read" {
