@@ -31,6 +31,20 @@ func (h *BackendSetHealth) NotOK() map[string]string {
 	return state
 }
 
+// Unlisted is the state of a backend OCI does not list: OK, but when the
+// overall status is not OK and OCI lists no backend at all. OCI's
+// overall UNKNOWN covers "the system was unable to retrieve metrics" and
+// a backend set with no listener (oci-go-sdk loadbalancer.BackendSetHealth
+// and networkloadbalancer.BackendSetHealth, Status), and probes not sent
+// yet, and may then name no backend: nothing is known to be OK, and every
+// backend takes the overall status.
+func (h *BackendSetHealth) Unlisted() string {
+	if h.Status == "" || h.Status == "OK" || len(h.Warning)+len(h.Critical)+len(h.Unknown) > 0 {
+		return "OK"
+	}
+	return h.Status
+}
+
 // nameKey is the plan key of a backend name OCI reports, ip:port; an IPv6
 // address may come without brackets, so the port follows the last colon.
 func nameKey(name string) string {

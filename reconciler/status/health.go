@@ -40,15 +40,20 @@ func KeepHealth(obj *v1beta1.LBRegistrar, out *Outcome) {
 
 // summarizeHealth counts the owned backends by the state OCI reports each
 // in. OCI lists every backend that is not OK, so an owned one it does not
-// list is OK; names in OCI's lists that are not owned are someone else's
-// and not counted.
+// list is OK, unless it lists none and is not OK overall (Unlisted); names
+// in OCI's lists that are not owned are someone else's and not counted.
 func summarizeHealth(owned []v1beta1.Backend, h *oci.BackendSetHealth) *v1beta1.BackendSetHealth {
 	state := h.NotOK()
+	unlisted := h.Unlisted()
 	out := &v1beta1.BackendSetHealth{Status: h.Status}
 	var critical, warning []string
 	for _, b := range owned {
 		key := plan.Key(b.IP, b.Port)
-		switch state[key] {
+		s, listed := state[key]
+		if !listed {
+			s = unlisted
+		}
+		switch s {
 		case "WARNING":
 			out.Warning++
 			warning = append(warning, key)
