@@ -1,8 +1,12 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,23 +23,29 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
 )
 
 // A pod whose gate is not yet True is looked at again, and its
 // LBRegistrars woken to read their backend sets' health, after a quarter
-// of the time it has waited, from gatePending to gatePendingMax.
+// of the time it has waited, from gatePending to gatePendingMax. A pod held
+// because the controller cannot write is looked at every gatePendingMax:
+// what unblocks it (a spec, a Secret, OCI) wakes its resource anyway.
 const gatePending, gatePendingMax = 2 * time.Second, 30 * time.Second
 
 // setupGates adds the controller of the readiness gates: for each pod that
 // carries lbregistrar's (only those are cached), it sets the gate's
-// condition from what the reconciles last saw of the backend sets that
-// register the pod (readiness.Decide).
+// condition from the entries that gate the pod (decide.Gates) and what the
+// last reconcile of each of their resources found (readiness.Decide).
 func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("readiness-gates").
 		For(&corev1.Pod{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(gatedPodsOf)).
+		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(r.gateWaits.on)).
 		Complete(reconcile.Func(r.reconcileGate))
 }
 
@@ -59,6 +69,7 @@ func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var pod corev1.Pod
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		r.gateWaits.done(req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	// A gate once True stays so: the gate holds a pod's first Ready, and
@@ -66,124 +77,127 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 	// every Service's endpoints, in the cluster too, for the load
 	// balancer's sake.
 	if pod.DeletionTimestamp != nil || !desired.HasGate(&pod) || desired.GateTrue(&pod) {
+		r.gateWaits.done(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if r.opts.DryRun {
-		// Nothing is registered, so nothing is waited for: a dry run must
-		// not hold every rollout of the namespaces that opted in.
-		_, err := r.setGate(ctx, &pod, true, "serve --dry-run writes nothing to OCI, so the pod does not wait for it")
-		return reconcile.Result{}, err
+	v := readiness.Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered,
+		Message: "serve --dry-run writes nothing to OCI, so the pod does not wait for it"}
+	var gates []desired.Gate
+	switch {
+	case r.opts.DryRun: // a dry run must not hold every rollout of the namespaces that opted in
+	case !desired.AwaitsGate(&pod):
+		r.gateWaits.done(req.NamespacedName)
+		return reconcile.Result{}, nil // its containers are not ready: the pod's update brings it back
+	default:
+		var err error
+		if gates, err = decide.Gates(ctx, r.client, &pod); err != nil {
+			return reconcile.Result{}, err
+		}
+		v = readiness.Decide(gates, pod.UID, r.seen.Get, r.opts.BackendHealth)
 	}
-	expected, registrars, err := r.expectations(ctx, &pod)
+	since, changed, err := setGate(ctx, r.client, &pod, v)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	ready, message := readiness.Decide(expected, r.seen.Get)
-	since, err := r.setGate(ctx, &pod, ready, message)
-	if err != nil || ready {
-		return reconcile.Result{}, err
+	if changed && (v.Reason != v1beta1.ReasonLoadBalancerReady && v.Reason != v1beta1.ReasonLoadBalancerPending) {
+		kind := corev1.EventTypeNormal
+		if !v.Ready {
+			kind = corev1.EventTypeWarning
+		}
+		r.events.Eventf(&pod, nil, kind, v.Reason, "ReadinessGate", "%s", v.Message)
+	}
+	if v.Ready {
+		r.gateWaits.done(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	r.gateWaits.waiting(req.NamespacedName, since, v.Wait, registrarsOf(gates))
+	if v.Wait == readiness.WaitBlocked {
+		return reconcile.Result{RequeueAfter: gatePendingMax}, nil
 	}
 	// Health is read by the reconciles: wake them (one wake each however
 	// many pods wait), and look again; less often the longer the pod has
 	// waited, so a backend that never passes costs its set a read and a
 	// health read every half minute, not every two seconds.
 	wait := min(max(gatePending, time.Since(since)/4), gatePendingMax)
-	for _, name := range registrars {
+	for _, name := range registrarsOf(gates) {
 		r.wakeups.After(name, wait)
 	}
 	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
-// expectations are the backend sets that register pod, with the backends
-// standing for it there, and the LBRegistrars they belong to. They follow
-// the Services that select the pod, not its EndpointSlices: a pod the
-// EndpointSlice controller has not listed yet is awaited, not let through.
-func (r *Reconciler) expectations(ctx context.Context, pod *corev1.Pod) ([]readiness.Expectation, []string, error) {
-	services, err := r.servicesSelecting(ctx, pod)
-	if err != nil {
-		return nil, nil, err
+// registrarsOf are the resources of gates, each once.
+func registrarsOf(gates []desired.Gate) []string {
+	names := make([]string, 0, len(gates))
+	for _, g := range gates {
+		names = append(names, g.LBRegistrar)
 	}
-	var node *corev1.Node
-	if pod.Spec.NodeName != "" {
-		var n corev1.Node
-		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, &n); err == nil {
-			node = &n
-		}
-	}
-	var expected []readiness.Expectation
-	var names []string
-	for _, svc := range services {
-		key := client.ObjectKeyFromObject(svc)
-		var registrars v1beta1.LBRegistrarList
-		if err := r.client.List(ctx, &registrars, client.MatchingFields{serviceIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, nil, err
-		}
-		if len(registrars.Items) == 0 {
-			continue
-		}
-		endpointSlices, err := decide.EndpointSlicesOf(ctx, r.client, key)
-		if err != nil {
-			return nil, nil, err
-		}
-		nodeHealthWaits := desired.HealthWaitsFor(pod, svc, endpointSlices)
-		for _, reg := range registrars.Items {
-			if reg.DeletionTimestamp != nil || reg.Spec.Suspend {
-				continue
-			}
-			for _, t := range reg.Spec.Services {
-				if t.Namespace != key.Namespace || t.Name != key.Name || !desired.GatesPods(&t, svc) {
-					continue
-				}
-				backends, listed := desired.BackendsOf(pod, &t, svc, endpointSlices, node)
-				if listed && len(backends) == 0 {
-					continue // listed without the target's port: not registered for it
-				}
-				expected = append(expected, readiness.Expectation{LBRegistrar: reg.Name, LoadBalancerID: reg.Spec.LoadBalancerID,
-					BackendSet: t.BackendSetName, Backends: backends, Healthy: t.Pods() || !nodeHealthWaits})
-				names = append(names, reg.Name)
-			}
-		}
-	}
-	return expected, names, nil
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
-// servicesSelecting are the Services of pod's namespace that select it.
-func (r *Reconciler) servicesSelecting(ctx context.Context, pod *corev1.Pod) ([]*corev1.Service, error) {
-	var list corev1.ServiceList
-	if err := r.client.List(ctx, &list, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var out []*corev1.Service
-	for i := range list.Items {
-		if desired.Selects(&list.Items[i], pod) {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
-}
-
-// setGate writes the gate's condition when it changes, as a strategic
-// merge patch of the pod's status that touches that condition alone (the
-// cached pod is trimmed: a whole status written back would drop the rest).
-// It returns since when the condition has had its status.
-func (r *Reconciler) setGate(ctx context.Context, pod *corev1.Pod, ready bool, message string) (time.Time, error) {
-	cond := corev1.PodCondition{Type: v1beta1.ReadinessGate, Status: corev1.ConditionFalse, Reason: v1beta1.ReasonLoadBalancerPending, Message: message, LastTransitionTime: metav1.Now()}
-	if ready {
-		cond.Status, cond.Reason = corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady
+// setGate writes the gate's condition as v says when it changes, as a
+// strategic merge patch of the pod's status that touches that condition
+// alone (the cached pod is trimmed: a whole status written back would drop
+// the rest) and carries the pod's UID, which the API server checks, so a
+// pod deleted and created again under its name never gets its
+// predecessor's verdict (as the kubelet's status manager patches, and
+// aws-load-balancer-controller and oci-native-ingress-controller). It
+// returns since when the condition has had its status, and whether it
+// wrote.
+func setGate(ctx context.Context, c client.Client, pod *corev1.Pod, v readiness.Verdict) (time.Time, bool, error) {
+	cond := corev1.PodCondition{Type: v1beta1.ReadinessGate, Status: corev1.ConditionFalse, Reason: v.Reason, Message: v.Message, LastTransitionTime: metav1.Now()}
+	if v.Ready {
+		cond.Status = corev1.ConditionTrue
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1beta1.ReadinessGate && c.Status == cond.Status {
-			if c.Message == message {
-				return c.LastTransitionTime.Time, nil
+			if c.Message == cond.Message && c.Reason == cond.Reason {
+				return c.LastTransitionTime.Time, false, nil
 			}
 			cond.LastTransitionTime = c.LastTransitionTime
 		}
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	patch, err := gatePatch(pod.UID, cond)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, false, err
 	}
-	return cond.LastTransitionTime.Time, r.client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
+	return cond.LastTransitionTime.Time, true, c.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
+}
+
+// gatePatch is the status patch that sets cond on the pod uid.
+func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+	})
+}
+
+// learnGates records, for the readiness gates, what this flight found of
+// its backend sets (readiness.Record): each as it now holds backends, with
+// what the desired state made of the gated pods and what kept wanted
+// backends out; a set another resource keeps, blocked by that.
+func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth) {
+	rec := readiness.Record{Generation: s.obj.Generation, Sets: map[string]*readiness.Set{}}
+	for _, w := range writes {
+		if w.job.Mode != plan.Apply && w.job.Mode != plan.Hold {
+			continue
+		}
+		blocked := w.blocked
+		if w.job.Held != nil {
+			blocked = cmp.Or(blocked, "its desired state is held: "+w.job.Held.Message)
+		}
+		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], w.job.Stands, blocked)
+	}
+	for name, keeper := range s.out.Lost {
+		rec.Sets[name] = readiness.NewSet(nil, nil, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
+	}
+	r.seen.Put(s.obj.Name, rec)
+}
+
+// gatesBlocked records, for the readiness gates, that nothing of obj is
+// written, and why.
+func (r *Reconciler) gatesBlocked(obj *v1beta1.LBRegistrar, why string) {
+	r.seen.Put(obj.Name, readiness.Record{Generation: obj.Generation, Blocked: why})
 }
 
 // gatedPodChanged passes the pod events a registration depends on: a pod
@@ -198,22 +212,87 @@ func gatedPodChanged() predicate.Predicate {
 	}
 }
 
-// byGatedPod maps a gated pod to the resources registering the Services
-// that select it: one whose containers became ready waits for them to
-// register it.
+// byGatedPod maps a gated pod to the resources whose entries gate it: one
+// whose containers became ready waits for them to register it.
 func (r *Reconciler) byGatedPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil
 	}
-	services, err := r.servicesSelecting(ctx, pod)
+	gates, err := decide.Gates(ctx, r.client, pod)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the Services of a gated pod")
+		ctrl.LoggerFrom(ctx).Error(err, "listing the entries that gate a pod")
 		return nil
 	}
-	var reqs []reconcile.Request
-	for _, svc := range services {
-		reqs = append(reqs, r.requests(ctx, client.MatchingFields{serviceIndex: svc.Namespace + "/" + svc.Name})...)
+	names := registrarsOf(gates)
+	reqs := make([]reconcile.Request, len(names))
+	for i, name := range names {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
 	}
 	return reqs
+}
+
+// gateWaits are the pods whose gate is False, since when and why, which
+// the metrics count (metrics.GatesWaiting, metrics.OldestGateWaitStart).
+type gateWaits struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]gateWait
+}
+
+type gateWait struct {
+	since      time.Time
+	why        string
+	registrars []string // the resources it waits for
+}
+
+func (g *gateWaits) waiting(pod types.NamespacedName, since time.Time, why string, registrars []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[types.NamespacedName]gateWait{}
+	}
+	g.m[pod] = gateWait{since, why, registrars}
+	g.export()
+}
+
+// on maps a change of an LBRegistrar (its spec, a release, its deletion)
+// to the pods waiting for it, which decide again at once.
+func (g *gateWaits) on(_ context.Context, obj client.Object) []reconcile.Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var reqs []reconcile.Request
+	for pod, w := range g.m {
+		if slices.Contains(w.registrars, obj.GetName()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: pod})
+		}
+	}
+	return reqs
+}
+
+func (g *gateWaits) done(pod types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.m[pod]; ok {
+		delete(g.m, pod)
+		g.export()
+	}
+}
+
+func (g *gateWaits) export() {
+	counts := map[string]int{}
+	var oldest time.Time
+	for _, w := range g.m {
+		counts[w.why]++
+		if oldest.IsZero() || w.since.Before(oldest) {
+			oldest = w.since
+		}
+	}
+	for _, why := range []string{readiness.WaitRegistering, readiness.WaitHealth, readiness.WaitBlocked} {
+		metrics.GatesWaiting.WithLabelValues(why).Set(float64(counts[why]))
+	}
+	start := 0.0
+	if !oldest.IsZero() {
+		start = float64(oldest.UnixNano()) / 1e9
+	}
+	metrics.OldestGateWaitStart.Set(start)
 }

@@ -50,7 +50,8 @@ type Reconciler struct {
 	pending   *preview.Pending    // held back by DryRun
 	refusals  backendset.Refusals // additions OCI refused, held back until their retry
 	drains    drains
-	seen      readiness.Store // what the writes saw, for the readiness gates
+	seen      readiness.Store // what the reconciles found, for the readiness gates
+	gateWaits gateWaits       // the pods whose gate is False
 	status    *status.Writers
 	keys      *ownership.KeyStore
 	elected   <-chan struct{} // closed once this replica leads

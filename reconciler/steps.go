@@ -37,7 +37,7 @@ type forgetter interface{ Forget(resource string) }
 // that one that is gone is forgotten by all of them
 // (TestEveryStoreForgetsAGoneResource keeps the list whole).
 func (r *Reconciler) stores() []forgetter {
-	return []forgetter{r.secrets, r.pending, &r.refusals, &r.drains, r.status, r.watch, r.flights, metrics.PerResource}
+	return []forgetter{r.secrets, r.pending, &r.refusals, &r.drains, r.status, r.watch, r.flights, &r.seen, metrics.PerResource}
 }
 
 // forget drops what the process keeps of a resource that is gone.
@@ -74,6 +74,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 	}
 	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message, Retried: ce.Retry}}
 	r.watch.Forget(obj.Name)
+	r.gatesBlocked(obj, ce.Reason+": "+ce.Message)
 	log.FromContext(ctx).Error(ce, "the credentials cannot be used; nothing is written until they change",
 		"loadBalancer", obj.Spec.LoadBalancerID, "reason", ce.Reason, "cause", ce.Cause)
 	r.events.Eventf(obj, nil, corev1.EventTypeWarning, ce.Reason, "ReadCredentials", "%s", ce.Message)

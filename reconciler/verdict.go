@@ -1,9 +1,11 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,18 +123,21 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		retryAt := r.refusals.Put(obj.Name, name, obj.Generation, res.Plan.Added, v.err, time.Now(), r.opts.Backoff.Max, last)
 		logger.Error(v.err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(v.err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "%s", s.out.Refused(name, len(res.Plan.Added), v.err, retryAt))
+		w.blocked = s.out.Refused(name, len(res.Plan.Added), v.err, retryAt)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "%s", w.blocked)
 		return // written again at once, which sets what follows
 	case failed:
 		logger.Error(v.err, "backend set write failed", "opcRequestID", oci.RequestID(v.err))
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "backend set %q: %v", name, v.err)
 		s.out.Fail(name, v.err)
+		w.blocked = "the last write failed: " + v.err.Error()
 	case gone:
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		status.DropEntry(obj, name)
 	case missing:
 		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, s.lb), v.err)
 		logger.Error(missing, "registering nothing there until it exists")
+		w.blocked = missing.Error()
 		s.out.Failures = append(s.out.Failures, missing.Error())
 		if s.out.Err == nil {
 			s.out.Err = missing
@@ -145,6 +150,10 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		rec.SetDraining(v.plan.Draining)
 		s.out.Revisit(v.plan.DrainsUntil)
 		s.out.Issues = append(s.out.Issues, v.issues...)
+		if n := len(v.plan.Withheld) + len(v.plan.InstanceTaken); n > 0 {
+			w.blocked = cmp.Or(w.blocked, fmt.Sprintf("%d wanted backends are left out (OCI's backend limit, or their instance registered at another address by another writer): %s",
+				n, strings.Join(append(slices.Clone(v.plan.Withheld), v.plan.InstanceTaken...), ", ")))
+		}
 		if v.clearsRefusal {
 			r.refusals.Clear(obj.Name, name)
 		}

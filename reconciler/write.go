@@ -33,6 +33,7 @@ type setWrite struct {
 	noAdds   bool            // OCI refused its additions: written without them
 	changing bool            // planned to be written
 	after    []plan.Backend  // the set once in line: as written, or as read
+	blocked  string          // why wanted backends are not written, for the readiness gates
 }
 
 // input is the plan input of w's backend set holding current.
@@ -90,11 +91,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		health = backendset.ReadHealth(ctx, s.oci, s.lb, inLine)
 		status.SetHealth(s.obj, health, &s.out)
 	}
-	for _, w := range writes {
-		if w.after != nil {
-			r.seen.Put(s.lb, w.job.Name, w.after, health[w.job.Name])
-		}
-	}
+	r.learnGates(s, writes, health)
 }
 
 // prepare reads the backend sets decide did not read, all at once, and
@@ -130,7 +127,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 		if rej := r.refusals.InForce(s.obj.Name, w.job.Name, s.obj.Generation, p.Added, time.Now()); rej != nil && !s.deleting {
 			s.logger.V(1).Info("OCI refused adding these backends; the backend set is written without them until their retry", "backendSet", w.job.Name,
 				"withheld", len(p.Added), "retryAt", rej.RetryAt, "error", rej.Err.Error())
-			s.out.Refused(w.job.Name, len(p.Added), rej.Err, rej.RetryAt)
+			w.blocked = s.out.Refused(w.job.Name, len(p.Added), rej.Err, rej.RetryAt)
 			w.noAdds = true
 			in = w.input(s.obj, w.read.Backends)
 			p = plan.Compute(in)

@@ -2,10 +2,11 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
@@ -21,12 +23,14 @@ import (
 const MutatePodPath = "/mutate-v1-pod"
 
 // NewPodGate is the mutating webhook that gives a pod being created
-// lbregistrar's readiness gate (v1beta1.ReadinessGate, and
-// v1beta1.ReadinessGateLabel, so the controller caches the pod) when an
-// LBRegistrar registers a Service that selects it, and registers it for
-// its pods (desired.GatesPods). It reads Services and LBRegistrars through
-// reader (the manager's cache). Its configuration's failurePolicy is
-// Ignore: whatever happens here, the pod is created.
+// lbregistrar's readiness gate (v1beta1.ReadinessGate) when an entry of an
+// LBRegistrar gates it (decide.Gates, the one answer the gates controller
+// decides from too), and the label v1beta1.ReadinessGateLabel, so the
+// controller caches the pod. A pod created with the gate already (its
+// template lists it) is given the label alone, so it is decided like any
+// other. It reads Services and LBRegistrars through reader (the manager's
+// cache). Its configuration's failurePolicy is Ignore: whatever happens
+// here, the pod is created.
 func NewPodGate(reader client.Reader) *admission.Webhook {
 	return &admission.Webhook{Handler: &podGate{reader: reader}}
 }
@@ -47,58 +51,45 @@ func (g *podGate) Handle(ctx context.Context, req admission.Request) admission.R
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace // a pod of a ReplicaSet may come without it
 	}
-	if desired.HasGate(&pod) {
+	_, labelled := pod.Labels[v1beta1.ReadinessGateLabel]
+	switch hasGate := desired.HasGate(&pod); {
+	case hasGate && labelled:
 		return admission.Allowed("it has the readiness gate")
+	case hasGate:
+		return admission.Patched("it has the readiness gate; labelled so the controller decides it", gateOps(&pod, false)...)
 	}
-	gated, err := registered(ctx, g.reader, &pod)
+	gates, err := decide.Gates(ctx, g.reader, &pod)
 	switch {
 	case err != nil:
 		return admission.Allowed("").WithWarnings("lbregistrar could not tell whether a load balancer registers this pod, and gave it no readiness gate: " + err.Error())
-	case !gated:
+	case len(gates) == 0:
 		return admission.Allowed("no LBRegistrar registers it")
 	}
-	mutated := pod.DeepCopy()
-	mutated.Spec.ReadinessGates = append(mutated.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: v1beta1.ReadinessGate})
-	if mutated.Labels == nil {
-		mutated.Labels = map[string]string{}
-	}
-	mutated.Labels[v1beta1.ReadinessGateLabel] = ""
-	raw, err := json.Marshal(mutated)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("an LBRegistrar registers it", gateOps(&pod, true)...)
 }
 
-// registered reports whether an LBRegistrar registers a Service that
-// selects pod, for its pods.
-func registered(ctx context.Context, reader client.Reader, pod *corev1.Pod) (bool, error) {
-	var services corev1.ServiceList
-	if err := reader.List(ctx, &services, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
+// gateOps are the JSON patch operations that add the label and, with
+// gate, the readiness gate to pod, and nothing else: built from what the
+// request holds, never by writing the decoded pod back, so a field newer
+// than this webhook's Go types is left as it is.
+func gateOps(pod *corev1.Pod, gate bool) []jsonpatch.JsonPatchOperation {
+	var ops []jsonpatch.JsonPatchOperation
+	if pod.Labels == nil {
+		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels", map[string]string{v1beta1.ReadinessGateLabel: ""}))
+	} else {
+		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels/"+escapePointer(v1beta1.ReadinessGateLabel), ""))
 	}
-	var selecting []*corev1.Service
-	for i := range services.Items {
-		s := &services.Items[i]
-		if desired.Selects(s, pod) {
-			selecting = append(selecting, s)
-		}
+	if !gate {
+		return ops
 	}
-	if len(selecting) == 0 {
-		return false, nil
+	g := corev1.PodReadinessGate{ConditionType: v1beta1.ReadinessGate}
+	if pod.Spec.ReadinessGates == nil {
+		return append(ops, jsonpatch.NewOperation("add", "/spec/readinessGates", []corev1.PodReadinessGate{g}))
 	}
-	var registrars v1beta1.LBRegistrarList
-	if err := reader.List(ctx, &registrars, client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
-	}
-	for _, r := range registrars.Items {
-		for _, t := range r.Spec.Services {
-			for _, s := range selecting {
-				if t.Namespace == s.Namespace && t.Name == s.Name && desired.GatesPods(&t, s) {
-					return true, nil
-				}
-			}
-		}
-	}
-	return false, nil
+	return append(ops, jsonpatch.NewOperation("add", "/spec/readinessGates/-", g))
+}
+
+// escapePointer escapes a JSON pointer's reference token (RFC 6901).
+func escapePointer(token string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -68,5 +69,68 @@ func TestPodGate(t *testing.T) {
 				t.Errorf("%s: patches %v, want the gate and its label", app, resp.Patches)
 			}
 		}
+	}
+}
+
+// The webhook asks decide.Gates, as the gates controller does: a resource
+// being deleted gates nothing, a suspended one still does (its gate holds
+// until it resumes). A pod whose template lists the gate already is
+// labelled, so the controller decides it. The patch adds the gate and the
+// label and nothing else: a field the webhook's Go types do not know stays.
+func TestPodGateAsksTheOneAnswer(t *testing.T) {
+	https := intstr.FromString("https")
+	registrar := func(name, svc string, mutate func(*v1beta1.LBRegistrar)) *v1beta1.LBRegistrar {
+		r := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{
+			{Namespace: "shop", Name: svc, Port: &https, BackendSetName: svc, Weight: 1, TargetType: v1beta1.TargetTypePod}}}}
+		mutate(r)
+		return r
+	}
+	service := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}}}
+	}
+	now := metav1.Now()
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = v1beta1.AddToScheme(scheme)
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		registrar("suspended", "paused", func(r *v1beta1.LBRegistrar) { r.Spec.Suspend = true }),
+		registrar("deleting", "going", func(r *v1beta1.LBRegistrar) { r.DeletionTimestamp, r.Finalizers = &now, []string{"x"} }),
+		service("paused"), service("going"), service("plain")).Build()
+	gate := NewPodGate(reader)
+	handle := func(raw string) admission.Response {
+		t.Helper()
+		resp := gate.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "shop", Object: runtime.RawExtension{Raw: []byte(raw)}}})
+		if !resp.Allowed {
+			t.Fatalf("refused: %v", resp.Result)
+		}
+		return resp
+	}
+	paths := func(resp admission.Response) []string {
+		var out []string
+		for _, p := range resp.Patches {
+			out = append(out, p.Operation+" "+p.Path)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name, pod string
+		want      []string
+	}{
+		{"a suspended resource gates", `{"metadata":{"labels":{"app":"paused"}},"spec":{"containers":[]}}`,
+			[]string{"add /metadata/labels/nodes.peppy-ratio.dev~1readiness-gate", "add /spec/readinessGates"}},
+		{"a resource being deleted does not", `{"metadata":{"labels":{"app":"going"}},"spec":{}}`, nil},
+		{"a template that lists the gate: labelled", `{"metadata":{"labels":{"app":"plain"}},"spec":{"readinessGates":[{"conditionType":"` + v1beta1.ReadinessGate + `"}]}}`,
+			[]string{"add /metadata/labels/nodes.peppy-ratio.dev~1readiness-gate"}},
+		{"no labels at all, the gate listed", `{"metadata":{},"spec":{"readinessGates":[{"conditionType":"` + v1beta1.ReadinessGate + `"}]}}`,
+			[]string{"add /metadata/labels"}},
+		{"other gates listed: appended", `{"metadata":{"labels":{"app":"paused"}},"spec":{"readinessGates":[{"conditionType":"other"}],"aFieldFromTheFuture":{"x":1}}}`,
+			[]string{"add /metadata/labels/nodes.peppy-ratio.dev~1readiness-gate", "add /spec/readinessGates/-"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := paths(handle(tt.pod)); !slices.Equal(got, tt.want) {
+				t.Errorf("patches %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

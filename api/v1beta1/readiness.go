@@ -18,4 +18,10 @@ const (
 	// namespace opts its pods in; the webhook is called for no other.
 	ReadinessGatesNamespaceLabel = "nodes.peppy-ratio.dev/readiness-gates"
 	ReadinessGatesEnabled        = "enabled"
+	// ReleaseGatesAnnotation set to "true" on an LBRegistrar lets every
+	// pod whose gate waits for it through at once, whatever the load
+	// balancer holds: the way out, for whoever may change the resource,
+	// when it cannot write (a Conflict, an identity it may not use, OCI
+	// refusing) and the rollouts it holds must go on.
+	ReleaseGatesAnnotation = "nodes.peppy-ratio.dev/release-readiness-gates"
 )

@@ -80,8 +80,24 @@ const (
 
 // Reasons of the readiness gate's pod condition (ReadinessGate).
 const (
-	ReasonLoadBalancerReady   = "LoadBalancerReady"
+	// ReasonLoadBalancerReady (True): every backend set that registers the
+	// pod holds it serving, and OCI reports it OK where that is awaited.
+	ReasonLoadBalancerReady = "LoadBalancerReady"
+	// ReasonNotRegistered (True): the controller writes no backend for the
+	// pod (its node not selected, excluded or leaving, its address not of
+	// the backend set's family or unreachable, ...), so nothing is awaited.
+	ReasonNotRegistered = "NotRegistered"
+	// ReasonGatesReleased (True): the LBRegistrars it waited for carry
+	// ReleaseGatesAnnotation.
+	ReasonGatesReleased = "GatesReleased"
+	// ReasonLoadBalancerPending (False): the pod's backend is being
+	// registered, or OCI's health check has not passed yet.
 	ReasonLoadBalancerPending = "LoadBalancerPending"
+	// ReasonLoadBalancerBlocked (False): the controller cannot write the
+	// pod's backend (a Conflict, an identity it may not use, OCI refusing
+	// the write or its limit, the resource suspended); a person must act,
+	// or release the gate (ReleaseGatesAnnotation).
+	ReasonLoadBalancerBlocked = "LoadBalancerBlocked"
 )
 
 // ReasonClaimed is the reason of the Conflict condition (and of Ready)

@@ -133,6 +133,10 @@ type Job struct {
 	// Read is the backend set as Assess read it; nil when it was not read,
 	// or its read failed.
 	Read *oci.BackendSet
+	// Stands and Held are the desired state's (desired.BackendSet), for
+	// the readiness gates.
+	Stands desired.Stands
+	Held   *desired.Issue
 	// Err says why its inputs could not be read; it is not written.
 	Err error
 }
@@ -221,7 +225,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 			mode = plan.Hold
 			out.Held = append(out.Held, bs.Name)
 		}
-		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name]})
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name], Stands: bs.Stands, Held: bs.Held})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {

@@ -119,6 +119,9 @@ type BackendSet struct {
 	// Held is set when the content could not be computed with certainty;
 	// the backend set must then keep what is registered.
 	Held *Issue
+	// Stands say, of each pod waiting for its readiness gate that a target
+	// of this set gates, which backends stand for it or why none does.
+	Stands Stands
 }
 
 // Result is the desired state of every backend set a spec names.
@@ -131,9 +134,10 @@ type Result struct {
 func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 	var r Result
 	var nodes []node
+	var ns nodeSet
 	if slices.ContainsFunc(spec.Services, func(t v1beta1.Target) bool { return !t.Pods() }) {
 		var issues []Issue
-		nodes, issues = eligibleNodes(spec.NodeSelector, c.Nodes, o)
+		nodes, ns, issues = eligibleNodes(spec.NodeSelector, c.Nodes, o, len(c.Gated) > 0)
 		r.Issues = append(r.Issues, issues...)
 	}
 
@@ -151,6 +155,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		backends  map[key]Backend
 		held      *Issue
 		noAddress map[string]bool // nodes with no address of the backend set's family
+		stands    Stands
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -162,17 +167,19 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		}
 		var backends []Backend
 		var noAddress []string
+		var stands Stands
 		var issue *Issue
 		if t.Pods() {
 			var unreachable *Issue
-			backends, unreachable, issue = podBackends(i, t, c, o.BackendSets[t.BackendSetName])
+			backends, stands, unreachable, issue = podBackends(i, t, c, o.BackendSets[t.BackendSetName])
 			if unreachable != nil {
 				r.Issues = append(r.Issues, *unreachable)
 			}
 		} else {
-			backends, noAddress, issue = targetBackends(i, t, nodes, c, o.BackendSets[t.BackendSetName])
+			backends, noAddress, stands, issue = targetBackends(i, t, nodes, ns, c, o.BackendSets[t.BackendSetName])
 		}
 		a.noAddress = addNames(a.noAddress, noAddress)
+		a.stands = a.stands.merge(stands)
 		if issue != nil {
 			r.Issues = append(r.Issues, *issue)
 			if a.held == nil {
@@ -211,7 +218,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
 				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
 		}
-		bs := BackendSet{Name: name, Held: a.held}
+		bs := BackendSet{Name: name, Held: a.held, Stands: a.stands}
 		if a.held == nil {
 			bs.Backends = a.first
 			if a.backends != nil {

@@ -1,14 +1,10 @@
 package desired
 
 import (
-	"net/netip"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
@@ -39,13 +35,18 @@ type GatedPods map[types.NamespacedName]*corev1.Pod
 // ready, since its pod is not, yet counts as ready here: the gate turns
 // True only once the load balancer has the pod, so waiting for the pod to
 // be Ready first would wait forever.
-func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool {
+func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool { return g.awaitingPod(ep) != nil }
+
+// awaitingPod is the pod ep stands for when it waits only for the gate.
+func (g GatedPods) awaitingPod(ep *discoveryv1.Endpoint) *corev1.Pod {
 	key, ok := HeldPod(ep)
 	if !ok {
-		return false
+		return nil
 	}
-	pod := g[key]
-	return pod != nil && pod.UID == ep.TargetRef.UID && AwaitsGate(pod)
+	if pod := g[key]; pod != nil && pod.UID == ep.TargetRef.UID && AwaitsGate(pod) {
+		return pod
+	}
+	return nil
 }
 
 // HeldPod is the pod of ep when a readiness gate may be holding it: the
@@ -88,99 +89,48 @@ func HasGate(pod *corev1.Pod) bool {
 	return false
 }
 
-// BackendsOf are the backends (ip:port, in canonical form) that stand for
-// pod under target t of Service svc, whose EndpointSlices are
-// endpointSlices: for a Pod target the pod's endpoint, at the port its
-// slice gives; for a node target the pod's node (at each of its addresses)
-// with the Service port's node port. A port named by number may be TCP and
-// UDP: either's counts. listed says whether any slice lists the pod: one
-// that lists it without the port has none, one not listed yet will.
-func BackendsOf(pod *corev1.Pod, t *v1beta1.Target, svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice, node *corev1.Node) (_ []string, listed bool) {
-	var out []string
-	for _, s := range endpointSlices {
-		for k := range s.Endpoints {
-			if isPod(s.Endpoints[k].TargetRef, pod) {
-				listed = true
-			}
-		}
-	}
-	for j := range svc.Spec.Ports {
-		sp := &svc.Spec.Ports[j]
-		if !names(t, sp) {
+// Gate is one entry of an LBRegistrar that gates a pod: it registers a
+// Service that selects the pod, for its pods (GatesPods).
+type Gate struct {
+	LBRegistrar    string
+	Generation     int64 // of the LBRegistrar's spec, which its reconcile's Stands follow
+	LoadBalancerID string
+	BackendSet     string
+	Entry          int // its index in spec.services
+	// Suspended: the resource writes nothing (spec.suspend), so the gate
+	// waits until it resumes or is released.
+	Suspended bool
+	// Released: the resource carries v1beta1.ReleaseGatesAnnotation.
+	Released bool
+}
+
+// Gating is the one answer to "which entries gate pod": those of
+// registrars that register a Service of services selecting pod, for its
+// pods (GatesPods). A resource being deleted gates nothing: it is taking
+// its backends out. A suspended one still gates (and holds: Gate.Suspended),
+// so that a rollout during a suspension does not end with the load
+// balancer holding only gone pods. The admission webhook gives a pod the
+// gate when this is not empty, the gates controller waits for each entry,
+// and the watches wake their resources.
+func Gating(pod *corev1.Pod, services []*corev1.Service, registrars []*v1beta1.LBRegistrar) []Gate {
+	var out []Gate
+	for _, svc := range services {
+		if !Selects(svc, pod) {
 			continue
 		}
-		for _, s := range endpointSlices {
-			number := slicePort(s, sp)
-			if number == 0 || s.Namespace != svc.Namespace || s.Labels[discoveryv1.LabelServiceName] != svc.Name {
+		for _, r := range registrars {
+			if r.DeletionTimestamp != nil {
 				continue
 			}
-			for k := range s.Endpoints {
-				ep := &s.Endpoints[k]
-				if !isPod(ep.TargetRef, pod) {
+			for i := range r.Spec.Services {
+				t := &r.Spec.Services[i]
+				if t.Namespace != svc.Namespace || t.Name != svc.Name || !GatesPods(t, svc) {
 					continue
 				}
-				switch {
-				case t.Pods():
-					for _, a := range ep.Addresses[:min(1, len(ep.Addresses))] {
-						out = appendKey(out, a, number)
-					}
-				case node != nil && sp.NodePort != 0:
-					for _, a := range node.Status.Addresses {
-						out = appendKey(out, a.Address, sp.NodePort)
-					}
-				}
+				out = append(out, Gate{LBRegistrar: r.Name, Generation: r.Generation, LoadBalancerID: r.Spec.LoadBalancerID,
+					BackendSet: t.BackendSetName, Entry: i, Suspended: r.Spec.Suspend, Released: r.Annotations[v1beta1.ReleaseGatesAnnotation] == "true"})
 			}
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), listed
-}
-
-// HealthWaitsFor reports whether a node target's health check, for pod,
-// can pass only once pod itself is Ready: kube-proxy answers a node port
-// only with a ready endpoint of the Service, anywhere, or, with
-// externalTrafficPolicy Local, on that node (its health check node port
-// says the same). With no such endpoint but pod's, the load balancer
-// cannot find pod's node healthy before the gate lets pod be Ready, so the
-// gate waits for the node's registration alone.
-func HealthWaitsFor(pod *corev1.Pod, svc *corev1.Service, endpointSlices []*discoveryv1.EndpointSlice) bool {
-	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-	for _, s := range endpointSlices {
-		for k := range s.Endpoints {
-			ep := &s.Endpoints[k]
-			if ready, _ := conditions(ep.Conditions); !ready || isPod(ep.TargetRef, pod) {
-				continue
-			}
-			if !local || ep.NodeName != nil && *ep.NodeName == pod.Spec.NodeName {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// isPod reports whether ref names pod.
-func isPod(ref *corev1.ObjectReference, pod *corev1.Pod) bool {
-	return ref != nil && ref.Kind == "Pod" && ref.Namespace == pod.Namespace && ref.Name == pod.Name && ref.UID == pod.UID
-}
-
-// names reports whether t names Service port sp, by name or number.
-func names(t *v1beta1.Target, sp *corev1.ServicePort) bool {
-	if t.Port == nil {
-		return false
-	}
-	if t.Port.Type == intstr.Int {
-		return sp.Port == t.Port.IntVal
-	}
-	return sp.Name == t.Port.StrVal
-}
-
-// appendKey appends ip:port in canonical form, as plan.Key forms it; an
-// address that does not parse is left out.
-func appendKey(keys []string, ip string, port int32) []string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil {
-		return keys
-	}
-	return append(keys, netip.AddrPortFrom(addr.Unmap(), uint16(port)).String())
+	return out
 }

@@ -3,6 +3,7 @@ package desired
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,34 +92,6 @@ func TestPodsAwaitingTheGateAreRegistered(t *testing.T) {
 	}
 }
 
-func TestBackendsOf(t *testing.T) {
-	pod := gatedPod("web-1", true, "")
-	svc := mkService("ns", "gw", corev1.ServiceTypeNodePort,
-		corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443}, corev1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: corev1.ProtocolUDP})
-	v4 := gwSlice(endpointOf(pod, "10.1.0.7", "a", false), endpointOf(gatedPod("other", true, ""), "10.1.0.8", "a", false))
-	v6 := withPorts(sliceOf("ns", "gw", discoveryv1.AddressTypeIPv6, endpointOf(pod, "FD00::7", "a", false)), gwSlice().Ports...)
-	node := mkNode("a", "10.0.0.1", withAddress("fd00::1"))
-	endpointSlices := []*discoveryv1.EndpointSlice{v4, v6}
-	https := intstr.FromString("https")
-	for _, tt := range []struct {
-		name   string
-		target v1beta1.Target
-		want   []string
-	}{
-		{"Pod target: its endpoints, each family", podTarget(https, "bs", 1), []string{"10.1.0.7:8443", "[fd00::7]:8443"}},
-		{"node target: its node's addresses, the node port", svcTarget(https, "bs", 1), []string{"10.0.0.1:30443", "[fd00::1]:30443"}},
-		{"a port its slices do not serve", podTarget(intstr.FromString("dns"), "bs", 1), nil},
-	} {
-		if got, listed := BackendsOf(pod, &tt.target, svc, endpointSlices, node); !slices.Equal(got, tt.want) || !listed {
-			t.Errorf("%s: %v (listed %t), want %v, listed", tt.name, got, listed, tt.want)
-		}
-	}
-	// Not in the Service's slices yet: none, and not listed.
-	if got, listed := BackendsOf(gatedPod("new", true, ""), ptr.To(podTarget(https, "bs", 1)), svc, endpointSlices, node); got != nil || listed {
-		t.Errorf("a pod not listed yet: %v, listed %t", got, listed)
-	}
-}
-
 // A trimmed pod decides the same: its gate, its conditions, its deletion.
 func TestTrimPodKeepsWhatTheGateReads(t *testing.T) {
 	for _, p := range []*corev1.Pod{gatedPod("waiting", true, corev1.ConditionFalse), gatedPod("starting", false, ""), gatedPod("through", true, corev1.ConditionTrue)} {
@@ -138,34 +111,101 @@ func TestTrimPodKeepsWhatTheGateReads(t *testing.T) {
 	}
 }
 
-// A node target's health check needs a ready endpoint other than the pod
-// waiting for its gate: anywhere, or, with externalTrafficPolicy Local, on
-// its node.
-func TestHealthWaitsFor(t *testing.T) {
-	waiting := gatedPod("new", true, corev1.ConditionFalse)
-	waiting.Spec.NodeName = "a"
-	ready := func(node string) discoveryv1.Endpoint {
-		ep := endpointOf(gatedPod("old-on-"+node, true, corev1.ConditionTrue), "10.1.0.9", node, false)
+// What Compute makes of each gated pod (Stand) is the one answer the
+// gates decide from: a pod whose backend Compute will not write is
+// skipped, with why, for every reason Compute has; one it writes stands
+// by that backend; one its slices do not list is not there (its gate
+// waits); a held target says nothing of its pods (the set's hold does).
+func TestStands(t *testing.T) {
+	https := intstr.FromString("https")
+	pod := gatedPod("web-1", true, "")
+	other := gatedPod("web-2", true, "")
+	unlisted := gatedPod("new", true, "")
+	nodes := []*corev1.Node{
+		mkNode("a", "10.0.0.1", label("pool", "ingress")), mkNode("b", "10.0.0.2"), mkNode("c", "10.0.0.3", label("pool", "ingress"), excluded),
+		mkNode("d", "10.0.0.4", label("pool", "ingress"), autoscaled), mkNode("e", "10.0.0.5", label("pool", "ingress"), notReady),
+		mkNode("f", "10.0.0.6", label("pool", "ingress"), podCIDR("10.244.6.0/24")),
+	}
+	byName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	ready := func(ip, node string) discoveryv1.Endpoint {
+		ep := endpointOf(gatedPod("old-"+ip, true, corev1.ConditionTrue), ip, node, false)
 		ep.Conditions.Ready = ptr.To(true)
 		return ep
 	}
-	cluster := mkService("ns", "gw", corev1.ServiceTypeNodePort)
-	local := mkService("ns", "gw", corev1.ServiceTypeNodePort)
-	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	itself := gwSlice(endpointOf(waiting, "10.1.0.1", "a", false))
+	filtered := func() v1beta1.Target { t := svcTarget(https, "nodes", 1); t.FilterByEndpoints = true; return t }
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "ingress"}}
 	for _, tt := range []struct {
-		name  string
-		svc   *corev1.Service
-		slice *discoveryv1.EndpointSlice
-		want  bool
+		name     string
+		target   v1beta1.Target
+		selector *metav1.LabelSelector
+		local    bool
+		slices   []*discoveryv1.EndpointSlice
+		takes    Takes
+		want     Stand // of pod; Entry 0
+		listed   bool  // want a stand of pod at all
 	}{
-		{"the only endpoint", cluster, itself, true},
-		{"another ready elsewhere", cluster, gwSlice(endpointOf(waiting, "10.1.0.1", "a", false), ready("b")), false},
-		{"Local: another ready elsewhere only", local, gwSlice(endpointOf(waiting, "10.1.0.1", "a", false), ready("b")), true},
-		{"Local: another ready on its node", local, gwSlice(endpointOf(waiting, "10.1.0.1", "a", false), ready("a")), false},
+		{"node target: its node", filtered(), selector, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false), ready("10.1.0.8", "a"))}, Takes{},
+			Stand{Backends: []string{"10.0.0.1:30443"}, Healthy: true}, true},
+		{"node target: its node not selected", filtered(), selector, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "b", false), ready("10.1.0.8", "a"))}, Takes{},
+			Stand{Skip: "its node b is not selected by spec.nodeSelector"}, true},
+		{"node target: its node excluded", filtered(), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "c", false), ready("10.1.0.8", "a"))}, Takes{},
+			Stand{Skip: "its node c is excluded from load balancers"}, true},
+		{"node target: its node leaving", filtered(), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "d", false), ready("10.1.0.8", "a"))}, Takes{},
+			Stand{Skip: "its node d is leaving (taint " + TaintToBeDeletedByClusterAutoscaler + ")"}, true},
+		{"node target: its node has no IPv6 address", filtered(), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false), ready("10.1.0.8", "a"))}, Takes{Family: IPv6},
+			Stand{Skip: "its node a has no IPv6 address"}, true},
+		{"node target: the only endpoint, so registration suffices", filtered(), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false))}, Takes{},
+			Stand{Backends: []string{"10.0.0.1:30443"}}, true},
+		{"Local: another ready elsewhere only", svcTarget(https, "nodes", 1), nil, true, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false), ready("10.1.0.8", "b"))}, Takes{},
+			Stand{Backends: []string{"10.0.0.1:30443"}}, true},
+		{"Local: another ready on its node", svcTarget(https, "nodes", 1), nil, true, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false), ready("10.1.0.8", "a"))}, Takes{},
+			Stand{Backends: []string{"10.0.0.1:30443"}, Healthy: true}, true},
+		{"Pod target: its endpoint", podTarget(https, "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false))}, Takes{},
+			Stand{Backends: []string{"10.1.0.7:8443"}, Healthy: true}, true},
+		{"Pod target: only an IPv6 endpoint for an IPv4 set", podTarget(https, "pods", 1), nil, false,
+			[]*discoveryv1.EndpointSlice{withPorts(sliceOf("ns", "gw", discoveryv1.AddressTypeIPv6, endpointOf(pod, "fd00::7", "a", false)), gwSlice().Ports...), gwSlice(endpointOf(other, "10.1.0.9", "a", false))}, Takes{},
+			Stand{Skip: "its address fd00::7 is not IPv4"}, true},
+		{"Pod target: on an overlay", podTarget(https, "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.244.6.7", "f", false), endpointOf(other, "10.1.0.9", "a", false))}, Takes{},
+			Stand{Skip: "pod range of node f"}, true},
+		{"Pod target: listed without the port", podTarget(https, "pods", 1), nil, false,
+			[]*discoveryv1.EndpointSlice{withPorts(gwSlice(endpointOf(pod, "10.1.0.7", "a", false)), discoveryv1.EndpointPort{Name: ptr.To("other"), Port: ptr.To[int32](9)}), gwSlice(endpointOf(other, "10.1.0.9", "a", false))}, Takes{},
+			Stand{Skip: "does not serve port https"}, true},
+		{"Pod target: not listed yet", podTarget(https, "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(other, "10.1.0.9", "a", false))}, Takes{}, Stand{}, false},
+		{"a held target says nothing of its pods", podTarget(intstr.FromString("gone"), "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false))}, Takes{}, Stand{}, false},
 	} {
-		if got := HealthWaitsFor(waiting, tt.svc, []*discoveryv1.EndpointSlice{tt.slice}); got != tt.want {
-			t.Errorf("%s: HealthWaitsFor = %t, want %t", tt.name, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			svc := mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: corev1.ProtocolTCP})
+			if tt.local {
+				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			}
+			gated := GatedPods{}
+			for _, p := range []*corev1.Pod{pod, other, unlisted} {
+				gated[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+			}
+			spec := &v1beta1.LBRegistrarSpec{NodeSelector: tt.selector, Services: []v1beta1.Target{tt.target}}
+			c := Cluster{Nodes: nodes, NodesByName: byName, Services: map[types.NamespacedName]*corev1.Service{gwKey: svc},
+				EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: tt.slices}, Gated: gated}
+			r := Compute(spec, c, Options{BackendSets: map[string]Takes{tt.target.BackendSetName: tt.takes}})
+			stands := r.BackendSets[0].Stands[pod.UID]
+			if !tt.listed {
+				if stands != nil {
+					t.Errorf("stands %+v, want none", stands)
+				}
+				if _, ok := r.BackendSets[0].Stands[unlisted.UID]; ok {
+					t.Errorf("a pod no slice lists stands: %+v", r.BackendSets[0].Stands)
+				}
+				return
+			}
+			if len(stands) != 1 {
+				t.Fatalf("stands %+v, want one", stands)
+			}
+			got := stands[0]
+			if got.Entry != 0 || !slices.Equal(got.Backends, tt.want.Backends) || got.Healthy != tt.want.Healthy || (tt.want.Skip == "") != (got.Skip == "") || !strings.Contains(got.Skip, tt.want.Skip) {
+				t.Errorf("stand %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -59,20 +59,36 @@ func (n node) address(f Family) string {
 }
 
 // eligibleNodes filters and addresses the nodes once for every target.
-func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options) ([]node, []Issue) {
+// explain (gated pods wait for their nodes) also says, in ns, why each
+// node passed over is not registered.
+func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options, explain bool) (_ []node, ns nodeSet, _ []Issue) {
 	var issues []Issue
 	sel := labels.Everything()
 	if selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(selector)
 		if err != nil {
-			return nil, []Issue{{v1beta1.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
+			return nil, ns, []Issue{{v1beta1.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector: %v", err)}}
 		}
 		sel = s
+	}
+	ns.selector = selector != nil
+	skip := func(n *corev1.Node, why string) {
+		if explain {
+			if ns.skipped == nil {
+				ns.skipped = map[string]string{}
+			}
+			ns.skipped[n.Name] = why
+		}
 	}
 	candidates := make([]*corev1.Node, 0, len(all))
 	ready := 0
 	for _, n := range all {
-		if !sel.Matches(labels.Set(n.Labels)) || !Eligible(n) {
+		if !sel.Matches(labels.Set(n.Labels)) {
+			skip(n, "is not selected by spec.nodeSelector")
+			continue
+		}
+		if why := Ineligible(n); why != "" {
+			skip(n, why)
 			continue
 		}
 		candidates = append(candidates, n)
@@ -89,11 +105,13 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	var noAddress []string
 	for _, n := range candidates {
 		if filterReady && !IsReady(n) {
+			skip(n, "is not Ready, and serve --require-ready-nodes registers Ready nodes only")
 			continue
 		}
 		v4, v6 := Addresses(n)
 		if v4 == "" && v6 == "" {
 			noAddress = append(noAddress, n.Name)
+			skip(n, "has no address (an InternalIP, or an IPv6 ExternalIP)")
 			continue
 		}
 		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6, instance: InstanceID(n)})
@@ -103,11 +121,17 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	slices.SortStableFunc(out, func(a, b node) int {
 		return cmp.Or(cmp.Compare(a.ipv4, b.ipv4), cmp.Compare(a.ipv6, b.ipv6))
 	})
+	if explain {
+		ns.eligible = make(map[string]node, len(out))
+		for _, n := range out {
+			ns.eligible[n.name] = n
+		}
+	}
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
 		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", summarize(noAddress))})
 	}
-	return out, issues
+	return out, ns, issues
 }
 
 func summarize(names []string) string {
@@ -121,19 +145,29 @@ func summarize(names []string) string {
 // Eligible reports whether a node may back a load balancer at all: as the
 // Kubernetes service controller decides it, and not leaving by a
 // disruption taint or a graceful shutdown.
-func Eligible(n *corev1.Node) bool {
-	if n.DeletionTimestamp != nil || ShuttingDown(n) {
-		return false
+func Eligible(n *corev1.Node) bool { return Ineligible(n) == "" }
+
+// Ineligible says why a node may not back a load balancer (Eligible), or
+// "" when it may.
+func Ineligible(n *corev1.Node) string {
+	switch {
+	case n.DeletionTimestamp != nil:
+		return "is being deleted"
+	case ShuttingDown(n):
+		return "is shutting down"
 	}
 	// The exclusion label counts by its value, as Kubernetes' cloud
 	// provider code reads it since kubernetes/kubernetes#131085: "false"
 	// keeps the node; "true", an empty or an unparsable value excludes it.
 	if v, labelled := n.Labels[corev1.LabelNodeExcludeBalancers]; labelled {
 		if excluded, err := strconv.ParseBool(v); err != nil || excluded {
-			return false
+			return "is excluded from load balancers (label " + corev1.LabelNodeExcludeBalancers + ")"
 		}
 	}
-	return !slices.ContainsFunc(n.Spec.Taints, departing)
+	if i := slices.IndexFunc(n.Spec.Taints, departing); i >= 0 {
+		return "is leaving (taint " + n.Spec.Taints[i].Key + ")"
+	}
+	return ""
 }
 
 func departing(t corev1.Taint) bool {

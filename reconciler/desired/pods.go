@@ -16,14 +16,16 @@ import (
 // podBackends resolves a Pod target (spec.services[i], targetType Pod)
 // into its backends: each ready endpoint of the Service port, by the
 // address and port its EndpointSlices give, or the issue that holds its
-// backend set. Endpoints whose address the load balancer cannot reach are
-// left out, and reported (unreachable).
-func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend, unreachable, hold *Issue) {
+// backend set; and what it makes of the pods waiting for their gate.
+// Endpoints whose address the load balancer cannot reach are left out,
+// and reported (unreachable).
+func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend, _ Stands, unreachable, hold *Issue) {
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	_, sp, hold := resolveServicePort(i, t, c, takes)
 	if hold != nil {
-		return nil, nil, hold
+		return nil, nil, nil, hold
 	}
+	stands := podStands(i, key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
 	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
 	for j := range backends {
 		backends[j].Weight = t.Weight
@@ -34,10 +36,10 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend,
 			i, key, t.BackendSetName, summarize(left))}
 	}
 	if len(backends) == 0 {
-		return nil, unreachable, &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
+		return nil, stands, unreachable, &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
 			"services[%d]: Service %s has no ready %s endpoint of port %s the load balancer can reach; backend set %q keeps its registered backends", i, key, takes.Family, t.Port.String(), t.BackendSetName)}
 	}
-	return backends, unreachable, nil
+	return backends, stands, unreachable, nil
 }
 
 // PodEndpoints are the ready endpoints of the Service's port, of family
@@ -59,13 +61,9 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend,
 // a VCN subnet, and virtual nodes have no pod range. Nodes are looked up
 // in nodes; an endpoint whose node is not there is taken as reachable.
 func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node, gated GatedPods) (backends []Backend, unreachable []string) {
-	addressType := discoveryv1.AddressTypeIPv4
-	if f == IPv6 {
-		addressType = discoveryv1.AddressTypeIPv6
-	}
 	seen := map[netip.AddrPort]bool{}
 	for _, s := range endpointSlices {
-		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name || s.AddressType != addressType {
+		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name || s.AddressType != addressType(f) {
 			continue
 		}
 		number := slicePort(s, port)
@@ -77,21 +75,16 @@ func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpoi
 			if ready, _ := conditions(ep.Conditions); !ready && !gated.awaiting(ep) || len(ep.Addresses) == 0 {
 				continue
 			}
-			addr, err := netip.ParseAddr(ep.Addresses[0])
-			if err != nil {
-				continue
-			}
-			addr = addr.Unmap()
-			ap := netip.AddrPortFrom(addr, uint16(number))
-			if seen[ap] {
-				continue // one endpoint in two slices, as the EndpointSlice controller may briefly have it
+			ap, unreachableWhy := podBackend(ep, number, nodes)
+			if !ap.IsValid() || seen[ap] {
+				continue // unparsable; or one endpoint in two slices, as the EndpointSlice controller may briefly have it
 			}
 			seen[ap] = true
-			if ep.NodeName != nil && inPodRange(addr, nodes[*ep.NodeName]) {
-				unreachable = append(unreachable, addr.String()+" on "+*ep.NodeName)
+			if unreachableWhy != "" {
+				unreachable = append(unreachable, ap.Addr().String()+" on "+*ep.NodeName)
 				continue
 			}
-			backends = append(backends, Backend{IP: addr.String(), Port: number})
+			backends = append(backends, Backend{IP: ap.Addr().String(), Port: number})
 		}
 	}
 	slices.SortFunc(backends, CompareBackends)

@@ -15,27 +15,30 @@ import (
 
 // targetBackends resolves one spec.services entry into backends as its
 // backend set takes them, and the nodes left out for want of an address of
-// its family, or the issue that prevents it.
-func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Takes) (_ []Backend, noAddress []string, _ *Issue) {
+// its family, or the issue that prevents it; and, for a target that
+// follows the endpoints, what it makes of the pods waiting for their gate
+// (ns: the nodes it may register, and why others are not).
+func targetBackends(i int, t *v1beta1.Target, nodes []node, ns nodeSet, c Cluster, takes Takes) (_ []Backend, noAddress []string, stands Stands, _ *Issue) {
 	port := t.NodePort
 	onlyNodes := map[string]bool(nil)
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc, sp, issue := resolveServicePort(i, t, c, takes)
 		if issue != nil {
-			return nil, nil, issue
+			return nil, nil, nil, issue
 		}
 		if sp.NodePort == 0 {
-			return nil, nil, &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return nil, nil, nil, &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
 		}
 		port = sp.NodePort
 		if !answersOn(svc, takes.Family) {
-			return nil, nil, &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
+			return nil, nil, nil, &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
 		}
 		if local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal; t.FilterByEndpoints || local {
 			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], c.Gated, local)
+			stands = nodeStands(i, key, sp, local, c.EndpointSlices[key], c.Gated, ns, takes.Family)
 			if len(onlyNodes) == 0 {
-				return nil, nil, &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
+				return nil, nil, stands, &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
 			}
 		}
 	}
@@ -67,7 +70,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, c Cluster, takes Tak
 		slices.SortStableFunc(out, CompareBackends)
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
-	return out, noAddress, nil
+	return out, noAddress, stands, nil
 }
 
 // resolveServicePort finds the Service port target i names, in a protocol

@@ -122,6 +122,23 @@ var (
 	}, []string{"event"})
 )
 
+// The readiness gates' waits (reconciler/gates.go).
+var (
+	// GatesWaiting is the number of pods whose readiness gate is False, by
+	// why (readiness.WaitRegistering, WaitHealth, WaitBlocked).
+	GatesWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_readiness_gates_waiting",
+		Help: "Pods whose lbregistrar readiness gate is False, by why: registering (their backend is being written), health (written; OCI's health check has not passed) or blocked (the controller cannot write it: Conflict, identity, OCI refusing, suspended).",
+	}, []string{"wait"})
+
+	// OldestGateWaitStart is since when the pod that has waited longest
+	// for its gate has waited, 0 when none waits.
+	OldestGateWaitStart = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lbregistrar_readiness_gate_oldest_wait_start_time_seconds",
+		Help: "Unix time since which the pod waiting longest for its lbregistrar readiness gate has waited, 0 when none waits; time() minus it is how long a rollout has been held.",
+	})
+)
+
 // perBackendSet are the gauges labelled by resource and backend set.
 var perBackendSet = []*prometheus.GaugeVec{BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed}
 
@@ -153,10 +170,13 @@ const (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains, GatesWaiting, OldestGateWaitStart)
 	// Every result exported from the start, at 0, so an alert on failed
 	// flights has a series to rate before the first one fails.
 	for _, result := range []string{FlightSuccess, FlightError, FlightPanic} {
 		FlightDuration.WithLabelValues(result)
+	}
+	for _, wait := range []string{"registering", "health", "blocked"} {
+		GatesWaiting.WithLabelValues(wait)
 	}
 }

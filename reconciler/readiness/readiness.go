@@ -1,69 +1,139 @@
 // Package readiness decides lbregistrar's readiness gate of one pod
-// (v1beta1.ReadinessGate), as a pure function of what the pod is expected
-// to be registered as and what the controller last saw of the backend sets.
+// (v1beta1.ReadinessGate), as a pure function of the entries that gate it
+// (desired.Gating) and what the last reconcile of each of their resources
+// found (Record: the desired state's desired.Stand for the pod, the
+// backend sets as OCI holds them, and what keeps the controller from
+// writing). When a gate turns True is this file and desired/stand.go.
 package readiness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// Expectation is one backend set that registers a pod: the backends that
-// stand for it there (its addresses, or its node's, with the port; the set
-// holds the one of its IP version; none while the pod is not in the
-// Service's EndpointSlices yet) and whether OCI must report that backend
-// OK, or its being registered and serving suffices.
-type Expectation struct {
-	LBRegistrar    string
-	LoadBalancerID string
-	BackendSet     string
-	Backends       []string // ip:port, as plan.Key forms them
-	Healthy        bool
+// Why a gate waits: the label of the waiting pods' metric.
+const (
+	// WaitRegistering: the pod's backend is not written yet.
+	WaitRegistering = "registering"
+	// WaitHealth: it is written; OCI's health check has not passed yet.
+	WaitHealth = "health"
+	// WaitBlocked: the controller cannot write it; a person must act.
+	WaitBlocked = "blocked"
+)
+
+// Verdict is the gate's condition, and why.
+type Verdict struct {
+	Ready   bool
+	Reason  string // the condition's reason (v1beta1.ReasonLoadBalancer...)
+	Message string
+	// Wait is why a gate not Ready waits (WaitRegistering, WaitHealth,
+	// WaitBlocked).
+	Wait string
 }
 
-// Seen is what the controller last saw of a backend set: the backends it
-// holds serving (neither drained nor offline), and the state OCI last
-// reported of each (OK, WARNING, CRITICAL, UNKNOWN; none before its
-// health was read since it was added).
-type Seen struct {
-	Serving map[string]bool
-	Health  map[string]string
-}
-
-// Decide is the gate's status: true once every expectation is met, else
-// false with a message naming the first that is not. A pod expected
-// nowhere is ready: no LBRegistrar registers it.
-func Decide(expected []Expectation, seen func(loadBalancerID, backendSet string) (Seen, bool)) (bool, string) {
-	if len(expected) == 0 {
-		return true, "no LBRegistrar registers this pod"
-	}
-	var names []string
-	for _, e := range expected {
-		where := fmt.Sprintf("backend set %q of %s (LBRegistrar %s)", e.BackendSet, e.LoadBalancerID, e.LBRegistrar)
-		s, ok := seen(e.LoadBalancerID, e.BackendSet)
-		if !ok {
-			return false, where + " has not been written since the pod's endpoint appeared"
+// Decide is the gate of the pod uid, which gates gate: True once, for each
+// gate, the backend set holds a backend standing for the pod serving and,
+// where health is read and awaited, OCI reports it OK; or once no gate
+// has a backend to wait for (its resource released the gates, or writes
+// no backend for the pod). Otherwise False, naming the first gate that
+// waits and why. get is the last Record of each resource.
+func Decide(gates []desired.Gate, uid types.UID, get func(resource string) (Record, bool), health bool) Verdict {
+	var met, skipped, released []string
+	for _, g := range gates {
+		where := fmt.Sprintf("backend set %q of %s (LBRegistrar %s)", g.BackendSet, g.LoadBalancerID, g.LBRegistrar)
+		if g.Released {
+			released = append(released, g.LBRegistrar)
+			continue
 		}
-		if len(e.Backends) == 0 {
-			return false, fmt.Sprintf("the pod is not in the EndpointSlices of the Service %s registers in %s yet", e.LBRegistrar, where)
+		if g.Suspended {
+			return blocked(fmt.Sprintf("LBRegistrar %s is suspended (spec.suspend) and writes nothing, so %s cannot take the pod; resume it, or release its gates (annotation %s=true)", g.LBRegistrar, where, v1beta1.ReleaseGatesAnnotation))
+		}
+		rec, ok := get(g.LBRegistrar)
+		switch {
+		case !ok:
+			return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s has not been reconciled yet", g.LBRegistrar))
+		case rec.Blocked != "":
+			return blocked(fmt.Sprintf("LBRegistrar %s cannot write %s: %s", g.LBRegistrar, where, rec.Blocked))
+		case rec.Generation != g.Generation:
+			return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s changed (generation %d); waiting for its reconcile", g.LBRegistrar, g.Generation))
+		}
+		set := rec.Sets[g.BackendSet]
+		stand := standOf(set, uid, g.Entry)
+		switch {
+		case stand != nil && stand.Skip != "":
+			skipped = append(skipped, fmt.Sprintf("%s writes no backend for it: %s", where, stand.Skip))
+			continue
+		case set == nil:
+			return pending(WaitRegistering, where+" has not been written since the pod's endpoint appeared")
+		case stand == nil && set.Blocked != "":
+			return blocked(where + ": " + set.Blocked)
+		case stand == nil:
+			return pending(WaitRegistering, fmt.Sprintf("the pod is not in the EndpointSlices of the Service services[%d] of LBRegistrar %s names, as its last reconcile read them", g.Entry, g.LBRegistrar))
 		}
 		backend := ""
-		for _, b := range e.Backends {
-			if s.Serving[b] {
-				backend = b
-				break
-			}
+		if i := slices.IndexFunc(stand.Backends, func(b string) bool { return set.Serving[b] }); i >= 0 {
+			backend = stand.Backends[i]
 		}
 		switch {
+		case backend == "" && set.Blocked != "":
+			return blocked(fmt.Sprintf("%s does not hold %s: %s", where, strings.Join(stand.Backends, " or "), set.Blocked))
 		case backend == "":
-			return false, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(e.Backends, " or "))
-		case !e.Healthy:
-		case s.Health[backend] == "":
-			return false, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend)
-		case s.Health[backend] != "OK":
-			return false, fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, s.Health[backend])
+			return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
+		case !stand.Healthy || !health:
+		case set.Health[backend] == "":
+			return pending(WaitHealth, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
+		case set.Health[backend] != "OK":
+			return pending(WaitHealth, fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
 		}
-		names = append(names, backend+" in "+e.BackendSet)
+		met = append(met, backend+" in "+g.BackendSet)
 	}
-	return true, "the load balancer has it: " + strings.Join(names, ", ")
+	switch {
+	case len(met) > 0:
+		return Verdict{Ready: true, Reason: v1beta1.ReasonLoadBalancerReady, Message: "the load balancer has it: " + strings.Join(met, ", ") + also(skipped, released)}
+	case len(released) > 0:
+		return Verdict{Ready: true, Reason: v1beta1.ReasonGatesReleased, Message: fmt.Sprintf("released by annotation %s on LBRegistrar %s", v1beta1.ReleaseGatesAnnotation, strings.Join(slices.Compact(released), ", ")) + also(skipped, nil)}
+	case len(skipped) > 0:
+		return Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered, Message: strings.Join(skipped, "; ")}
+	}
+	return Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered, Message: "no LBRegistrar registers this pod"}
+}
+
+// also names the gates that were not waited for, after those that were.
+func also(skipped, released []string) string {
+	out := ""
+	if len(skipped) > 0 {
+		out += "; not waited for: " + strings.Join(skipped, "; ")
+	}
+	if len(released) > 0 {
+		out += "; released by LBRegistrar " + strings.Join(slices.Compact(released), ", ")
+	}
+	return out
+}
+
+func pending(wait, message string) Verdict {
+	return Verdict{Reason: v1beta1.ReasonLoadBalancerPending, Message: message, Wait: wait}
+}
+
+func blocked(message string) Verdict {
+	return Verdict{Reason: v1beta1.ReasonLoadBalancerBlocked, Message: message + fmt.Sprintf("; the pod waits until this is fixed, or until the LBRegistrar is annotated %s=true", v1beta1.ReleaseGatesAnnotation), Wait: WaitBlocked}
+}
+
+// standOf is the stand of pod uid under entry in set, nil when the set's
+// desired state did not list the pod.
+func standOf(set *Set, uid types.UID, entry int) *desired.Stand {
+	if set == nil {
+		return nil
+	}
+	for k := range set.Stands[uid] {
+		if st := &set.Stands[uid][k]; st.Entry == entry {
+			return st
+		}
+	}
+	return nil
 }

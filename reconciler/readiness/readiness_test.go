@@ -3,44 +3,70 @@ package readiness
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
 func TestDecide(t *testing.T) {
-	pod := Expectation{LBRegistrar: "web", LoadBalancerID: "lb", BackendSet: "pods", Backends: []string{"10.1.0.7:8080", "[fd00::7]:8080"}, Healthy: true}
-	node := Expectation{LBRegistrar: "web", LoadBalancerID: "lb", BackendSet: "nodes", Backends: []string{"10.0.0.1:30080"}}
-	seen := map[string]Seen{
-		"pods-ok":        {Serving: map[string]bool{"10.1.0.7:8080": true, "10.1.0.8:8080": true}, Health: map[string]string{"10.1.0.7:8080": "OK", "10.1.0.8:8080": "CRITICAL"}},
-		"pods-v6":        {Serving: map[string]bool{"[fd00::7]:8080": true}, Health: map[string]string{"[fd00::7]:8080": "OK"}},
-		"pods-critical":  {Serving: map[string]bool{"10.1.0.7:8080": true}, Health: map[string]string{"10.1.0.7:8080": "CRITICAL"}},
-		"pods-unread":    {Serving: map[string]bool{"10.1.0.7:8080": true}, Health: map[string]string{}},
-		"pods-draining":  {Serving: map[string]bool{}, Health: map[string]string{}},
-		"nodes-unhealth": {Serving: map[string]bool{"10.0.0.1:30080": true}, Health: map[string]string{"10.0.0.1:30080": "CRITICAL"}},
+	const uid = types.UID("pod")
+	podGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "pods", Entry: 0}
+	nodeGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "nodes", Entry: 1}
+	podStand := desired.Stands{uid: {{Entry: 0, Backends: []string{"10.1.0.7:8080"}, Healthy: true}}}
+	nodeStand := desired.Stands{uid: {{Entry: 1, Backends: []string{"10.0.0.1:30080"}}}}
+	set := func(stands desired.Stands, serving, health, blocked string) *Set {
+		s := &Set{Serving: map[string]bool{}, Health: map[string]string{}, Stands: stands, Blocked: blocked}
+		if serving != "" {
+			s.Serving[serving] = true
+		}
+		if health != "" {
+			s.Health[serving] = health
+		}
+		return s
+	}
+	record := func(sets map[string]*Set) map[string]Record {
+		return map[string]Record{"web": {Generation: 2, Sets: sets}}
 	}
 	for _, tt := range []struct {
-		name     string
-		expected []Expectation
-		seenAs   map[string]string // backend set -> key of seen
-		ready    bool
-		mentions string
+		name    string
+		gates   []desired.Gate
+		records map[string]Record
+		health  bool
+		reason  string
+		wait    string
+		mention string
 	}{
-		{"expected nowhere", nil, nil, true, "no LBRegistrar"},
-		{"its backend OK", []Expectation{pod}, map[string]string{"pods": "pods-ok"}, true, "10.1.0.7:8080 in pods"},
-		{"its IPv6 backend in an IPv6 set", []Expectation{pod}, map[string]string{"pods": "pods-v6"}, true, "[fd00::7]:8080"},
-		{"not written yet", []Expectation{pod}, nil, false, "has not been written"},
-		{"not in the Service's EndpointSlices yet", []Expectation{{LBRegistrar: "web", LoadBalancerID: "lb", BackendSet: "pods", Healthy: true}}, map[string]string{"pods": "pods-ok"}, false, "not in the EndpointSlices"},
-		{"not held serving", []Expectation{pod}, map[string]string{"pods": "pods-draining"}, false, "does not hold 10.1.0.7:8080 or [fd00::7]:8080 serving"},
-		{"health unread", []Expectation{pod}, map[string]string{"pods": "pods-unread"}, false, "health has not been read"},
-		{"OCI reports it CRITICAL", []Expectation{pod}, map[string]string{"pods": "pods-critical"}, false, "CRITICAL"},
-		{"its node registered suffices, whatever its health", []Expectation{node}, map[string]string{"nodes": "nodes-unhealth"}, true, "10.0.0.1:30080 in nodes"},
-		{"every set must have it", []Expectation{node, pod}, map[string]string{"nodes": "nodes-unhealth", "pods": "pods-critical"}, false, `backend set "pods"`},
+		{"gated nowhere", nil, nil, true, v1beta1.ReasonNotRegistered, "", "no LBRegistrar"},
+		{"its backend OK", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080 in pods"},
+		{"not reconciled yet", []desired.Gate{podGate}, nil, true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "not been reconciled"},
+		{"reconciled at an older generation", []desired.Gate{podGate}, map[string]Record{"web": {Generation: 1}}, true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "generation 2"},
+		{"not written yet", []desired.Gate{podGate}, record(nil), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "has not been written"},
+		{"not in the slices yet", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(nil, "10.1.0.9:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "not in the EndpointSlices"},
+		{"not held serving", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "does not hold 10.1.0.7:8080 serving"},
+		{"health unread", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "not been read"},
+		{"OCI reports it CRITICAL", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "CRITICAL"},
+		{"no health reads: registration suffices", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "", "")}), false, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
+		{"its node registered suffices where health waits for it", []desired.Gate{nodeGate}, record(map[string]*Set{"nodes": set(nodeStand, "10.0.0.1:30080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.0.0.1:30080 in nodes"},
+		{"every set must have it", []desired.Gate{nodeGate, podGate}, record(map[string]*Set{"nodes": set(nodeStand, "10.0.0.1:30080", "", ""), "pods": set(podStand, "10.1.0.7:8080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, `backend set "pods"`},
+		{"skipped: not waited for", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(desired.Stands{uid: {{Skip: "its node b is not selected by spec.nodeSelector"}}}, "", "", "held")}), true, v1beta1.ReasonNotRegistered, "", "not selected"},
+		{"skipped in one, met in another", []desired.Gate{nodeGate, podGate}, record(map[string]*Set{"nodes": set(desired.Stands{uid: {{Entry: 1, Skip: "its node is leaving"}}}, "", "", ""), "pods": set(podStand, "10.1.0.7:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "not waited for"},
+		{"the identity cannot be used", []desired.Gate{podGate}, map[string]Record{"web": {Generation: 2, Blocked: "SecretNotFound: no key"}}, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "LBRegistrar web cannot write"},
+		{"the set is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(nil, "", "", "its desired state is held: no port")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "no port"},
+		{"OCI refused its addition", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "OCI refused"},
+		{"a block does not matter once it is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "OK", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
+		{"suspended", []desired.Gate{{LBRegistrar: "web", Suspended: true}}, nil, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "suspended"},
+		{"released", []desired.Gate{{LBRegistrar: "web", Released: true, Suspended: true}}, nil, true, v1beta1.ReasonGatesReleased, "", v1beta1.ReleaseGatesAnnotation},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ready, msg := Decide(tt.expected, func(lb, set string) (Seen, bool) {
-				key, ok := tt.seenAs[set]
-				return seen[key], ok && lb == "lb"
-			})
-			if ready != tt.ready || !strings.Contains(msg, tt.mentions) {
-				t.Errorf("Decide = %t, %q; want %t, mentioning %q", ready, msg, tt.ready, tt.mentions)
+			v := Decide(tt.gates, uid, func(name string) (Record, bool) { r, ok := tt.records[name]; return r, ok }, tt.health)
+			wantReady := tt.wait == ""
+			if v.Ready != wantReady || v.Reason != tt.reason || v.Wait != tt.wait || !strings.Contains(v.Message, tt.mention) {
+				t.Errorf("Decide = %+v; want ready %t, reason %s, wait %q, mentioning %q", v, wantReady, tt.reason, tt.wait, tt.mention)
+			}
+			if v.Reason == v1beta1.ReasonLoadBalancerBlocked && !strings.Contains(v.Message, v1beta1.ReleaseGatesAnnotation) {
+				t.Errorf("a blocked gate does not say how to release it: %q", v.Message)
 			}
 		})
 	}

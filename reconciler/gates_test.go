@@ -1,0 +1,232 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
+	"github.com/peppy-ratio/lbregistrar/test/ociemu"
+)
+
+// gatedPod creates a pod of Service app, with lbregistrar's readiness gate
+// and its label as the webhook gives them, on node, its containers ready as
+// its kubelet reports once they start; and the endpoint the EndpointSlice
+// controller lists for it at ip, not ready while the gate holds it.
+func (f *fixture) gatedPod(app, name, node, ip string) (*corev1.Pod, discoveryv1.Endpoint) {
+	f.t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{"app": app, v1beta1.ReadinessGateLabel: ""}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1beta1.ReadinessGate}}}}
+	f.must(f.api.Create(f.ctx, pod))
+	f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(pod), pod))
+		pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue})
+		return f.api.Status().Update(f.ctx, pod)
+	}))
+	return pod, discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node),
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)},
+		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: f.ns, Name: name, UID: pod.UID}}
+}
+
+// expectGate waits for pod's gate condition to have status and reason and
+// mention every text of mentions.
+func (f *fixture) expectGate(pod *corev1.Pod, status corev1.ConditionStatus, reason string, mentions ...string) {
+	f.t.Helper()
+	f.eventually(30*time.Second, func() error {
+		var cur corev1.Pod
+		f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(pod), &cur))
+		for _, c := range cur.Status.Conditions {
+			if c.Type != v1beta1.ReadinessGate {
+				continue
+			}
+			if c.Status != status || c.Reason != reason {
+				return fmt.Errorf("%s's gate: %s %s %q, want %s %s", pod.Name, c.Status, c.Reason, c.Message, status, reason)
+			}
+			for _, m := range mentions {
+				if !strings.Contains(c.Message, m) {
+					return fmt.Errorf("%s's gate says %q, not %q", pod.Name, c.Message, m)
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("%s has no gate condition yet", pod.Name)
+	})
+}
+
+// expectPodEvent waits for an Event of reason about pod that mentions text.
+func (f *fixture) expectPodEvent(pod *corev1.Pod, reason, text string) {
+	f.t.Helper()
+	f.eventually(10*time.Second, func() error {
+		var evs eventsv1.EventList
+		f.must(f.api.List(f.ctx, &evs, client.InNamespace(pod.Namespace)))
+		for _, e := range evs.Items {
+			if e.Regarding.Name == pod.Name && e.Reason == reason && strings.Contains(e.Note, text) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event for %s mentioning %q", reason, pod.Name, text)
+	})
+}
+
+// The README's first example: a node pool selected by nodeSelector, its
+// nodes following the endpoints. A pod the scheduler places off the pool,
+// on a node excluded from load balancers or on one leaving, is registered
+// nowhere, so its gate does not wait: it goes through at once, and an
+// Event says why. A pod on the pool waits for its node.
+func TestGateWaitsOnlyForWhatIsWritten(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	pool := func(n *corev1.Node) { n.Labels["pool"] = "ingress" }
+	f.node(f.ns+"-a", "10.0.81.1", pool)
+	f.node(f.ns+"-b", "10.0.81.2")
+	f.node(f.ns+"-c", "10.0.81.3", pool, func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" })
+	f.node(f.ns+"-d", "10.0.81.4", pool, func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	svc := f.service("gw", corev1.ServicePort{Name: "https", Port: 443})
+	f.startManager(f.options())
+	target := v1beta1.Target{Namespace: f.ns, Name: "gw", Port: ptr.To(intstr.FromString("https")), BackendSetName: "api", Weight: 1, FilterByEndpoints: true}
+	f.registrar("pool", classicLB, []v1beta1.Target{target}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "ingress"}}
+	})
+	onPool, epA := f.gatedPod("gw", "on-pool", f.ns+"-a", "10.1.81.1")
+	offPool, epB := f.gatedPod("gw", "off-pool", f.ns+"-b", "10.1.81.2")
+	onExcluded, epC := f.gatedPod("gw", "on-excluded", f.ns+"-c", "10.1.81.3")
+	onLeaving, epD := f.gatedPod("gw", "on-leaving", f.ns+"-d", "10.1.81.4")
+	f.endpointSliceAt("gw", epA, epB, epC, epD)
+
+	f.expectBackends(classicLB, "api", fmt.Sprintf("10.0.81.1:%d/1", svc.Spec.Ports[0].NodePort))
+	f.expectGate(onPool, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady, "10.0.81.1")
+	for pod, why := range map[*corev1.Pod]string{offPool: "not selected by spec.nodeSelector", onExcluded: "excluded from load balancers", onLeaving: "leaving"} {
+		f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonNotRegistered, why)
+		f.expectPodEvent(pod, v1beta1.ReasonNotRegistered, why)
+	}
+}
+
+// endpointSliceAt replaces the Service's EndpointSlice with eps as given,
+// addresses and all, serving the Service's ports.
+func (f *fixture) endpointSliceAt(service string, eps ...discoveryv1.Endpoint) {
+	f.t.Helper()
+	f.endpointSlice(service)
+	s := &discoveryv1.EndpointSlice{}
+	f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		f.must(f.api.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: service + "-slice"}, s))
+		s.Endpoints = eps
+		return f.api.Update(f.ctx, s)
+	}))
+}
+
+// When the controller cannot write a pod's backend, the gate holds the
+// rollout and says why, naming the resource: an identity it may not use,
+// the resource suspended, a Conflict over the backend set. The waiting pod
+// is counted as blocked, and the release annotation lets it through.
+func TestGateHoldsWhenTheControllerCannotWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.82.1")
+	f.clusterIPService("web")
+	f.startManager(f.options())
+	obj := f.registrar("web", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)}, func(o *v1beta1.LBRegistrar) {
+		o.Spec.APIKey.PrivateKey.SecretKeyRef.Name = "no-such-secret"
+	})
+	pod, ep := f.gatedPod("web", "web-1", f.ns+"-a", "10.1.82.1")
+	f.podSlice("web", ep)
+	f.expectGate(pod, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerBlocked, "LBRegistrar "+obj.Name+" cannot write", v1beta1.ReasonSecretNotFound, v1beta1.ReleaseGatesAnnotation)
+	f.expectPodEvent(pod, v1beta1.ReasonLoadBalancerBlocked, obj.Name)
+	f.eventually(10*time.Second, func() error {
+		if n := testutil.ToFloat64(metrics.GatesWaiting.WithLabelValues(readiness.WaitBlocked)); n < 1 {
+			return fmt.Errorf("%v pods counted as blocked", n)
+		}
+		if testutil.ToFloat64(metrics.OldestGateWaitStart) == 0 {
+			return fmt.Errorf("no oldest wait")
+		}
+		return nil
+	})
+	if got := f.backends(classicLB, "api"); len(got) != 0 {
+		t.Fatalf("backends %v registered by a resource that cannot sign in", got)
+	}
+
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Suspend = true })
+	f.expectGate(pod, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerBlocked, "suspended")
+
+	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) {
+		o.Annotations = map[string]string{v1beta1.ReleaseGatesAnnotation: "true"}
+	})
+	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonGatesReleased, obj.Name)
+	f.expectPodEvent(pod, v1beta1.ReasonGatesReleased, obj.Name)
+}
+
+// A Conflict over the backend set holds the pods the losing resource
+// gates, naming the resource that keeps the set.
+func TestGateHoldsOnAConflict(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.83.1")
+	f.clusterIPService("web")
+	f.clusterIPService("shop")
+	f.startManager(f.options())
+	holder := f.registrar("holder", classicLB, []v1beta1.Target{podTargetOf(f.ns, "shop", "api", 1)})
+	_, shopEP := f.gatedPod("shop", "shop-1", f.ns+"-a", "10.1.83.9")
+	f.podSlice("shop", shopEP)
+	f.expectBackends(classicLB, "api", "10.1.83.9:8080/1")
+	late := f.registrar("late", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.expectConflict(late, holder.Name)
+	pod, ep := f.gatedPod("web", "web-1", f.ns+"-a", "10.1.83.1")
+	f.podSlice("web", ep)
+	f.expectGate(pod, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerBlocked, "LBRegistrar "+holder.Name+" keeps this backend set")
+}
+
+// Without health reads (serve --backend-health=false) a gate decides on
+// registration alone: a Pod target's pod goes through once its backend is
+// written, and no gate waits forever for a health that is never read.
+func TestGateWithoutHealthReadsDecidesOnRegistration(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.84.1")
+	f.clusterIPService("web")
+	o := f.options()
+	o.BackendHealth = false
+	f.startManager(o)
+	f.registrar("web", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	pod, ep := f.gatedPod("web", "web-1", f.ns+"-a", "10.1.84.1")
+	f.podSlice("web", ep)
+	f.expectBackends(classicLB, "api", "10.1.84.1:8080/1")
+	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady, "10.1.84.1:8080")
+}
+
+// The gate's patch carries the pod's UID: a pod deleted and created again
+// under its name is never given its predecessor's verdict.
+func TestGatePatchIsForOnePod(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	old, _ := f.gatedPod("web", "web-1", "", "10.1.85.1")
+	f.must(f.api.Delete(f.ctx, old, client.GracePeriodSeconds(0)))
+	f.eventually(10*time.Second, func() error {
+		if err := f.api.Get(f.ctx, client.ObjectKeyFromObject(old), &corev1.Pod{}); client.IgnoreNotFound(err) == nil && err != nil {
+			return nil
+		}
+		return fmt.Errorf("the old pod is still there")
+	})
+	renewed, _ := f.gatedPod("web", "web-1", "", "10.1.85.1")
+	err := reconciler.SetGate(f.ctx, f.api, old, readiness.Verdict{Ready: true, Reason: v1beta1.ReasonLoadBalancerReady, Message: "for the old pod"})
+	if err == nil {
+		t.Fatal("a gate patch for the old pod applied to the new one")
+	}
+	f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(renewed), renewed))
+	for _, c := range renewed.Status.Conditions {
+		if c.Type == v1beta1.ReadinessGate {
+			t.Errorf("the new pod got the old one's gate: %+v", c)
+		}
+	}
+}
