@@ -46,6 +46,7 @@ func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 		For(&corev1.Pod{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(gatedPodsOf)).
 		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(r.gateWaits.on)).
+		WatchesRawSource(&r.gateWakeups).
 		Complete(reconcile.Func(r.reconcileGate))
 }
 
@@ -83,15 +84,17 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 	v := readiness.Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered,
 		Message: "serve --dry-run writes nothing to OCI, so the pod does not wait for it"}
 	var gates []desired.Gate
-	switch {
-	case r.opts.DryRun: // a dry run must not hold every rollout of the namespaces that opted in
-	case !desired.AwaitsGate(&pod):
-		r.gateWaits.done(req.NamespacedName)
-		return reconcile.Result{}, nil // its containers are not ready: the pod's update brings it back
-	default:
+	if !r.opts.DryRun { // a dry run must not hold every rollout of the namespaces that opted in
 		var err error
 		if gates, err = decide.Gates(ctx, r.client, &pod); err != nil {
 			return reconcile.Result{}, err
+		}
+		// A pod whose containers are not ready is not registered yet, and
+		// its update brings it back; unless nothing is to be waited for
+		// (released, or gated by nothing), when it is let through at once.
+		if !desired.AwaitsGate(&pod) && !readiness.Unconditional(gates) {
+			r.gateWaits.done(req.NamespacedName)
+			return reconcile.Result{}, nil
 		}
 		v = readiness.Decide(gates, pod.UID, r.seen.Get, r.opts.BackendHealth)
 	}
@@ -192,12 +195,23 @@ func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]
 		rec.Sets[name] = readiness.NewSet(nil, nil, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
 	}
 	r.seen.Put(s.obj.Name, rec)
+	r.wakeGates(s.obj.Name)
 }
 
 // gatesBlocked records, for the readiness gates, that nothing of obj is
 // written, and why.
 func (r *Reconciler) gatesBlocked(obj *v1beta1.LBRegistrar, why string) {
 	r.seen.Put(obj.Name, readiness.Record{Generation: obj.Generation, Blocked: why})
+	r.wakeGates(obj.Name)
+}
+
+// wakeGates has the pods waiting for resource decide again, now that its
+// reconcile has found what they wait for: a backend health read makes a
+// gate turn as soon as it can, not at its next look.
+func (r *Reconciler) wakeGates(resource string) {
+	for _, pod := range r.gateWaits.waitingOn(resource) {
+		r.gateWakeups.WakeKey(pod)
+	}
 }
 
 // gatedPodChanged passes the pod events a registration depends on: a pod
@@ -258,15 +272,25 @@ func (g *gateWaits) waiting(pod types.NamespacedName, since time.Time, why strin
 // on maps a change of an LBRegistrar (its spec, a release, its deletion)
 // to the pods waiting for it, which decide again at once.
 func (g *gateWaits) on(_ context.Context, obj client.Object) []reconcile.Request {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var reqs []reconcile.Request
-	for pod, w := range g.m {
-		if slices.Contains(w.registrars, obj.GetName()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: pod})
-		}
+	pods := g.waitingOn(obj.GetName())
+	reqs := make([]reconcile.Request, len(pods))
+	for i, pod := range pods {
+		reqs[i] = reconcile.Request{NamespacedName: pod}
 	}
 	return reqs
+}
+
+// waitingOn are the pods waiting for resource.
+func (g *gateWaits) waitingOn(resource string) []types.NamespacedName {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []types.NamespacedName
+	for pod, w := range g.m {
+		if slices.Contains(w.registrars, resource) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 func (g *gateWaits) done(pod types.NamespacedName) {

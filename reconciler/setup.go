@@ -37,25 +37,26 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client    client.Client // the cache, through nodes
-	nodes     *nodeViews
-	apiReader client.Reader // uncached reads
-	secrets   *credentials.Secrets
-	events    events.EventRecorder
-	builders  credentials.Builders[ociAPI]
-	lanes     *lanes.Lanes
-	wakeups   *lanes.Wakeups
-	watch     *lbwatch.Watch // notices other writers' changes
-	flights   *lanes.Flights
-	pending   *preview.Pending    // held back by DryRun
-	refusals  backendset.Refusals // additions OCI refused, held back until their retry
-	drains    drains
-	seen      readiness.Store // what the reconciles found, for the readiness gates
-	gateWaits gateWaits       // the pods whose gate is False
-	status    *status.Writers
-	keys      *ownership.KeyStore
-	elected   <-chan struct{} // closed once this replica leads
-	opts      Options
+	client      client.Client // the cache, through nodes
+	nodes       *nodeViews
+	apiReader   client.Reader // uncached reads
+	secrets     *credentials.Secrets
+	events      events.EventRecorder
+	builders    credentials.Builders[ociAPI]
+	lanes       *lanes.Lanes
+	wakeups     *lanes.Wakeups
+	watch       *lbwatch.Watch // notices other writers' changes
+	flights     *lanes.Flights
+	pending     *preview.Pending    // held back by DryRun
+	refusals    backendset.Refusals // additions OCI refused, held back until their retry
+	drains      drains
+	seen        readiness.Store // what the reconciles found, for the readiness gates
+	gateWaits   gateWaits       // the pods whose gate is False
+	gateWakeups lanes.Wakeups   // has them decide again
+	status      *status.Writers
+	keys        *ownership.KeyStore
+	elected     <-chan struct{} // closed once this replica leads
+	opts        Options
 }
 
 // SetupWithManager registers the reconciler, its indexes and watches, and

@@ -203,6 +203,17 @@ func (w *Wakeups) After(name string, d time.Duration) {
 	w.queue.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, d)
 }
 
+// WakeKey enqueues the object key names (of a namespaced kind) at once;
+// before the controller has started, when there is nothing to wake yet,
+// it does nothing.
+func (w *Wakeups) WakeKey(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.queue != nil {
+		w.queue.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
 // Step is what the holder of a lane is doing.
 type Step struct {
 	Phase       string    `json:"phase"` // Reading, Writing, Waiting, BackingOff or WaitingForOthers

@@ -41,59 +41,33 @@ type Verdict struct {
 // gate, the backend set holds a backend standing for the pod serving and,
 // where health is read and awaited, OCI reports it OK; or once no gate
 // has a backend to wait for (its resource released the gates, or writes
-// no backend for the pod). Otherwise False, naming the first gate that
-// waits and why. get is the last Record of each resource.
+// no backend for the pod). Otherwise False: held, naming the first gate
+// the controller cannot write for, whatever else waits, since a person
+// must act; or waiting, naming the first gate that waits and why. get is
+// the last Record of each resource.
 func Decide(gates []desired.Gate, uid types.UID, get func(resource string) (Record, bool), health bool) Verdict {
 	var met, skipped, released []string
+	var waiting *Verdict
 	for _, g := range gates {
-		where := fmt.Sprintf("backend set %q of %s (LBRegistrar %s)", g.BackendSet, g.LoadBalancerID, g.LBRegistrar)
-		if g.Released {
+		j := judge(g, uid, get, health)
+		switch {
+		case j.verdict != nil && j.verdict.Wait == WaitBlocked:
+			return *j.verdict
+		case j.verdict != nil:
+			if waiting == nil {
+				waiting = j.verdict
+			}
+		case j.released:
 			released = append(released, g.LBRegistrar)
-			continue
+		case j.skipped != "":
+			skipped = append(skipped, j.skipped)
+		default:
+			met = append(met, j.met)
 		}
-		if g.Suspended {
-			return blocked(fmt.Sprintf("LBRegistrar %s is suspended (spec.suspend) and writes nothing, so %s cannot take the pod; resume it, or release its gates (annotation %s=true)", g.LBRegistrar, where, v1beta1.ReleaseGatesAnnotation))
-		}
-		rec, ok := get(g.LBRegistrar)
-		switch {
-		case !ok:
-			return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s has not been reconciled yet", g.LBRegistrar))
-		case rec.Blocked != "":
-			return blocked(fmt.Sprintf("LBRegistrar %s cannot write %s: %s", g.LBRegistrar, where, rec.Blocked))
-		case rec.Generation != g.Generation:
-			return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s changed (generation %d); waiting for its reconcile", g.LBRegistrar, g.Generation))
-		}
-		set := rec.Sets[g.BackendSet]
-		stand := standOf(set, uid, g.Entry)
-		switch {
-		case stand != nil && stand.Skip != "":
-			skipped = append(skipped, fmt.Sprintf("%s writes no backend for it: %s", where, stand.Skip))
-			continue
-		case set == nil:
-			return pending(WaitRegistering, where+" has not been written since the pod's endpoint appeared")
-		case stand == nil && set.Blocked != "":
-			return blocked(where + ": " + set.Blocked)
-		case stand == nil:
-			return pending(WaitRegistering, fmt.Sprintf("the pod is not in the EndpointSlices of the Service services[%d] of LBRegistrar %s names, as its last reconcile read them", g.Entry, g.LBRegistrar))
-		}
-		backend := ""
-		if i := slices.IndexFunc(stand.Backends, func(b string) bool { return set.Serving[b] }); i >= 0 {
-			backend = stand.Backends[i]
-		}
-		switch {
-		case backend == "" && set.Blocked != "":
-			return blocked(fmt.Sprintf("%s does not hold %s: %s", where, strings.Join(stand.Backends, " or "), set.Blocked))
-		case backend == "":
-			return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
-		case !stand.Healthy || !health:
-		case set.Health[backend] == "":
-			return pending(WaitHealth, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
-		case set.Health[backend] != "OK":
-			return pending(WaitHealth, fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
-		}
-		met = append(met, backend+" in "+g.BackendSet)
 	}
 	switch {
+	case waiting != nil:
+		return *waiting
 	case len(met) > 0:
 		return Verdict{Ready: true, Reason: v1beta1.ReasonLoadBalancerReady, Message: "the load balancer has it: " + strings.Join(met, ", ") + also(skipped, released)}
 	case len(released) > 0:
@@ -102,6 +76,68 @@ func Decide(gates []desired.Gate, uid types.UID, get func(resource string) (Reco
 		return Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered, Message: strings.Join(skipped, "; ")}
 	}
 	return Verdict{Ready: true, Reason: v1beta1.ReasonNotRegistered, Message: "no LBRegistrar registers this pod"}
+}
+
+// judgement is what one gate says of the pod: a verdict not Ready, or
+// released, or skipped (why), or met (by which backend).
+type judgement struct {
+	verdict  *Verdict
+	released bool
+	skipped  string
+	met      string
+}
+
+func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, bool), health bool) judgement {
+	where := fmt.Sprintf("backend set %q of %s (LBRegistrar %s)", g.BackendSet, g.LoadBalancerID, g.LBRegistrar)
+	if g.Released {
+		return judgement{released: true}
+	}
+	if g.Suspended {
+		return blocked(fmt.Sprintf("LBRegistrar %s is suspended (spec.suspend) and writes nothing, so %s cannot take the pod; resume it", g.LBRegistrar, where))
+	}
+	rec, ok := get(g.LBRegistrar)
+	switch {
+	case !ok:
+		return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s has not been reconciled yet", g.LBRegistrar))
+	case rec.Blocked != "":
+		return blocked(fmt.Sprintf("LBRegistrar %s cannot write %s: %s", g.LBRegistrar, where, rec.Blocked))
+	case rec.Generation != g.Generation:
+		return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s changed (generation %d); waiting for its reconcile", g.LBRegistrar, g.Generation))
+	}
+	set := rec.Sets[g.BackendSet]
+	stand := standOf(set, uid, g.Entry)
+	switch {
+	case stand != nil && stand.Skip != "":
+		return judgement{skipped: fmt.Sprintf("%s writes no backend for it: %s", where, stand.Skip)}
+	case set == nil:
+		return pending(WaitRegistering, where+" has not been written since the pod's endpoint appeared")
+	case stand == nil && set.Blocked != "":
+		return blocked(where + ": " + set.Blocked)
+	case stand == nil:
+		return pending(WaitRegistering, fmt.Sprintf("the pod is not in the EndpointSlices of the Service services[%d] of LBRegistrar %s names, as its last reconcile read them", g.Entry, g.LBRegistrar))
+	}
+	backend := ""
+	if i := slices.IndexFunc(stand.Backends, func(b string) bool { return set.Serving[b] }); i >= 0 {
+		backend = stand.Backends[i]
+	}
+	switch {
+	case backend == "" && set.Blocked != "":
+		return blocked(fmt.Sprintf("%s does not hold %s: %s", where, strings.Join(stand.Backends, " or "), set.Blocked))
+	case backend == "":
+		return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
+	case !stand.Healthy || !health:
+	case set.Health[backend] == "":
+		return pending(WaitHealth, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
+	case set.Health[backend] != "OK":
+		return pending(WaitHealth, fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
+	}
+	return judgement{met: backend + " in " + g.BackendSet}
+}
+
+// Unconditional reports whether the verdict on a pod gated by gates does
+// not depend on its registration: no gate, or every one released.
+func Unconditional(gates []desired.Gate) bool {
+	return !slices.ContainsFunc(gates, func(g desired.Gate) bool { return !g.Released })
 }
 
 // also names the gates that were not waited for, after those that were.
@@ -116,12 +152,13 @@ func also(skipped, released []string) string {
 	return out
 }
 
-func pending(wait, message string) Verdict {
-	return Verdict{Reason: v1beta1.ReasonLoadBalancerPending, Message: message, Wait: wait}
+func pending(wait, message string) judgement {
+	return judgement{verdict: &Verdict{Reason: v1beta1.ReasonLoadBalancerPending, Message: message, Wait: wait}}
 }
 
-func blocked(message string) Verdict {
-	return Verdict{Reason: v1beta1.ReasonLoadBalancerBlocked, Message: message + fmt.Sprintf("; the pod waits until this is fixed, or until the LBRegistrar is annotated %s=true", v1beta1.ReleaseGatesAnnotation), Wait: WaitBlocked}
+func blocked(message string) judgement {
+	return judgement{verdict: &Verdict{Reason: v1beta1.ReasonLoadBalancerBlocked, Wait: WaitBlocked,
+		Message: message + fmt.Sprintf("; the pod waits until this is fixed, or until the LBRegistrar is annotated %s=true", v1beta1.ReleaseGatesAnnotation)}}
 }
 
 // standOf is the stand of pod uid under entry in set, nil when the set's

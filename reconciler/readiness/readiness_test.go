@@ -71,3 +71,37 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// A verdict that cannot depend on the pod's registration is given even
+// before its containers are ready: nothing gates it, or every gate is
+// released (the documented uninstall relies on it).
+func TestUnconditional(t *testing.T) {
+	for _, tt := range []struct {
+		gates []desired.Gate
+		want  bool
+	}{
+		{nil, true},
+		{[]desired.Gate{{Released: true}, {Released: true, Suspended: true}}, true},
+		{[]desired.Gate{{Released: true}, {}}, false},
+	} {
+		if got := Unconditional(tt.gates); got != tt.want {
+			t.Errorf("Unconditional(%+v) = %t, want %t", tt.gates, got, tt.want)
+		}
+	}
+}
+
+// A gate the controller cannot write for holds the pod, and says so,
+// whatever another gate waits for: a person must act on it.
+func TestDecideBlockedOutranksWaiting(t *testing.T) {
+	const uid = types.UID("pod")
+	records := map[string]Record{
+		"holder": {Generation: 1, Sets: map[string]*Set{"pods": {Stands: desired.Stands{uid: {{Backends: []string{"10.1.0.7:8080"}, Healthy: true}}},
+			Serving: map[string]bool{"10.1.0.7:8080": true}, Health: map[string]string{"10.1.0.7:8080": "CRITICAL"}}}},
+		"late": {Generation: 1, Sets: map[string]*Set{"pods": {Blocked: "LBRegistrar holder keeps this backend set (Conflict)"}}},
+	}
+	gates := []desired.Gate{{LBRegistrar: "holder", Generation: 1, BackendSet: "pods"}, {LBRegistrar: "late", Generation: 1, BackendSet: "pods"}}
+	v := Decide(gates, uid, func(name string) (Record, bool) { r, ok := records[name]; return r, ok }, true)
+	if v.Wait != WaitBlocked || !strings.Contains(v.Message, "Conflict") {
+		t.Errorf("Decide = %+v, want held by the Conflict", v)
+	}
+}
