@@ -356,15 +356,40 @@ func (s *standIn) rollOut(ctx context.Context) {
 
 // finalizeNamespaces finishes deleting every namespace being deleted, as
 // the namespace controller does once it has emptied one.
-func (s *standIn) finalizeNamespaces(ctx context.Context) {
+func (s *standIn) finalizeNamespaces(ctx context.Context) { finalizeNamespaces(ctx, s.c, s.clients) }
+
+func finalizeNamespaces(ctx context.Context, c *kube.Cluster, clients kubernetes.Interface) {
 	var namespaces corev1.NamespaceList
-	if s.c.Client.List(ctx, &namespaces) != nil {
+	if c.Client.List(ctx, &namespaces) != nil {
 		return
 	}
 	for _, ns := range namespaces.Items {
 		if ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) > 0 {
 			ns.Spec.Finalizers = nil
-			_, _ = s.clients.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
+			_, _ = clients.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
 		}
 	}
+}
+
+// finalizingNamespaces plays the namespace controller's last step in c,
+// finalizeNamespaces, until the test ends: a bare cluster has none.
+func finalizingNamespaces(t *testing.T, c *kube.Cluster) {
+	t.Helper()
+	clients, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			finalizeNamespaces(ctx, c, clients)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -43,7 +43,9 @@ spec:
 // not Ready yet, the gate holding it) and sets the gate True once OCI's
 // health check of its backend passes: a pod whose port answers goes
 // through, one whose port does not stays held. Pods elsewhere are left
-// alone.
+// alone. The documented release lets a held pod through; a pod at a gone
+// pod's address waits for its own health read; and the documented
+// uninstall leaves no pod unready and gates no new one.
 func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 	t.Parallel()
 	// The pods answer at loopback stand-ins of their addresses; only
@@ -107,8 +109,8 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 
 	// As a kubelet would have it: containers ready, the pod not Ready
 	// while its gate is not True; and the EndpointSlice controller's view.
-	endpoints := make([]discoveryv1.Endpoint, 0, 2)
-	for p, ip := range map[*corev1.Pod]string{web1: "10.1.70.11", web2: "10.1.70.12"} {
+	ready := func(p *corev1.Pod, ip string) {
+		t.Helper()
 		// The controller may have written the gate's condition meanwhile.
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
@@ -122,17 +124,30 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		endpoints = append(endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-a"),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)},
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p.Name, UID: p.UID}})
 	}
-	if err := c.Client.Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-x1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints,
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}); err != nil {
-		t.Fatal(err)
+	endpointOf := func(p *corev1.Pod, ip string, isReady bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-a"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(isReady), Serving: ptr.To(isReady), Terminating: ptr.To(false)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p.Name, UID: p.UID}}
 	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-x1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}}}
+	setSlice := func(endpoints ...discoveryv1.Endpoint) {
+		t.Helper()
+		slice.Endpoints = endpoints
+		if slice.ResourceVersion == "" {
+			if err := c.Client.Create(ctx, slice); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := c.Client.Update(ctx, slice); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready(web1, "10.1.70.11")
+	ready(web2, "10.1.70.12")
+	setSlice(endpointOf(web1, "10.1.70.11", false), endpointOf(web2, "10.1.70.12", false))
 
 	p := strconv.Itoa(int(port))
 	waitBackends(t, emu, "web-pods", time.Minute, "10.1.70.11:"+p, "10.1.70.12:"+p)
@@ -162,6 +177,48 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 	})
 	if why := sh.run(t, "docs/operations.md", "readiness-gate-why", "web-7d4f9", "web-2"); !strings.Contains(why, "OCI reports it CRITICAL") {
 		t.Errorf("the documented command says %q of web-2", why)
+	}
+
+	// The documented release lets web-2 through; taken back, a pod that
+	// comes at web-2's address (web-2 gone) waits for a health read of
+	// its own, and is held: its port does not answer either.
+	sh.run(t, "docs/operations.md", "release-gates", "NAME", "shop-web")
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
+		if g := gate("web-2"); g.Status != corev1.ConditionTrue || g.Reason != v1beta1.ReasonGatesReleased {
+			return fmt.Errorf("web-2's gate: %+v, want True, released", g)
+		}
+		return nil
+	})
+	kubectl(t, c, "", "annotate", "lbregistrar", "shop-web", v1beta1.ReleaseGatesAnnotation+"-")
+	if err := c.Client.Delete(ctx, web2, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	web3 := pod("shop", "web-3", web)
+	ready(web3, "10.1.70.12")
+	setSlice(endpointOf(web1, "10.1.70.11", true), endpointOf(web3, "10.1.70.12", false))
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
+		if g := gate("web-3"); g.Status != corev1.ConditionFalse || !strings.Contains(g.Message, "10.1.70.12") {
+			return fmt.Errorf("web-3's gate: %+v, want False, waiting for 10.1.70.12", g)
+		}
+		return nil
+	})
+
+	// docs/operations.md's uninstall, with web-3 held: no pod is left
+	// unready, and pods created afterwards get no gate.
+	sh.run(t, "docs/operations.md", "uninstall-release-gates")
+	finalizingNamespaces(t, c)
+	sh.run(t, "docs/operations.md", "uninstall-kustomize")
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &pods, client.InNamespace("shop"), client.HasLabels{v1beta1.ReadinessGateLabel}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if g := gate(pods.Items[i].Name); g.Status != corev1.ConditionTrue {
+			t.Errorf("after the uninstall %s's gate is %+v", pods.Items[i].Name, g)
+		}
+	}
+	if p := pod("shop", "web-4", web); gated(p) {
+		t.Errorf("a pod created after the uninstall was given the gate")
 	}
 }
 
