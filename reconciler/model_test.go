@@ -43,7 +43,10 @@ const modelChecks = 200
 // status writer, another writer draining a wanted backend (put back by the
 // watch of other writers' changes, the resync being an hour away), v1alpha1
 // phase writes, controller restarts (the leader changing), drain periods
-// running out and OCI faults. After every step it
+// running out, OCI faults, and pods gated by readiness gates (created,
+// deleted, created again under their name and address, their health
+// flapping, their resource suspended or in a Conflict: model_gates_test.go).
+// After every step it
 // waits for the cluster to settle and checks what the controller promises:
 //
 //   - a backend it did not register (added by hand or seeded) is never
@@ -53,7 +56,10 @@ const modelChecks = 200
 //   - a deleted resource's backends are gone once its finalizer is
 //     released, unless a live resource wants them (or the record they were
 //     in was forged, when they may be left behind);
-//   - records name only backends that exist and are not foreign.
+//   - records name only backends that exist and are not foreign;
+//   - a readiness gate opens only for a pod the load balancer has found
+//     healthy, for every such pod while its resource can write, and holds
+//     while it cannot (gatesSettled).
 //
 // A failing sequence is printed shrunk, with the seed that replays it
 // (go test ./reconciler -run TestOwnershipModel -rapid.seed=N), and saved
@@ -91,6 +97,12 @@ func TestOwnershipModel(t *testing.T) {
 			"waitDrain":          m.waitDrain,
 			"faultOnce":          m.faultOnce,
 			"deleteAfterForgery": m.deleteAfterForgery,
+			"podCreate":          m.podCreate,
+			"podDelete":          m.podDelete,
+			"podRecreate":        m.podRecreate,
+			"podFlap":            m.podFlap,
+			"podSuspend":         m.podSuspend,
+			"podConflict":        m.podConflict,
 			"":                   m.check,
 		})
 	})
@@ -118,15 +130,18 @@ func (s modelSet) String() string { return s.name }
 // modelWorld is what sequences share: one emulator and namespace, reset
 // between sequences, and the controller's options.
 type modelWorld struct {
-	f    *fixture
-	opts reconciler.Options
-	lb   loadbalancer.LoadBalancerClient // a foreign writer's client
-	run  int
-	stop func()
+	f         *fixture
+	listeners *podListeners // the gated pods' stand-ins
+	opts      reconciler.Options
+	lb        loadbalancer.LoadBalancerClient // a foreign writer's client
+	run       int
+	stop      func()
 }
 
 func newModelWorld(t *testing.T) *modelWorld {
-	f := newFixture(t, ociemu.Options{})
+	f := newFixture(t, ociemu.Options{StandIns: modelPodIPs})
+	listeners := newPodListeners()
+	t.Cleanup(listeners.closeAll)
 	// The fixture's context bounds a test of a few cases; this one runs
 	// for as long as its sequences take.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,7 +156,7 @@ func newModelWorld(t *testing.T) *modelWorld {
 	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(config)
 	f.must(err)
 	lb.Host = f.emu.URL()
-	return &modelWorld{f: f, opts: o, lb: lb}
+	return &modelWorld{f: f, listeners: listeners, opts: o, lb: lb}
 }
 
 // begin resets the world (no resource, no node, the seeded load
@@ -192,6 +207,7 @@ func (w *modelWorld) begin(rt *rapid.T) *model {
 			m.foreign[s.name+"/"+backendKey(b)] = b
 		}
 	}
+	m.beginPods()
 	_, w.stop = f.startManager(w.opts)
 	m.joinNode() // a cluster has a node; with none, every backend set is held
 	return m
@@ -217,6 +233,8 @@ type model struct {
 	// though nothing wants them: those of a resource deleted right after
 	// its record was forged.
 	leakable map[string]bool
+	// gated are the pods readiness gates hold, and their resource.
+	gated *modelPods
 }
 
 type modelResource struct {
@@ -568,6 +586,7 @@ func (m *model) check(rt *rapid.T) {
 	// is retried with the workqueue's growing backoff, and make test runs
 	// packages side by side on two cores.
 	eventually.Passes(rt, time.Minute, 20*time.Millisecond, m.settled)
+	eventually.Passes(rt, time.Minute, 100*time.Millisecond, m.gatesSettled)
 	for key, b := range m.foreign {
 		set, _, _ := strings.Cut(key, "/")
 		if !slices.Contains(f.backends(m.lbOf(set), set), b) {
@@ -581,6 +600,9 @@ func (m *model) lbOf(set string) string {
 		if s.name == set {
 			return s.lb
 		}
+	}
+	if set == modelPodSet {
+		return classicLB
 	}
 	return ""
 }
