@@ -230,3 +230,19 @@ func TestGatePatchIsForOnePod(t *testing.T) {
 		}
 	}
 }
+
+// OCI refusing a pod's backend (here its backend limit) holds the pod's
+// gate, saying so, while the pod it would replace keeps serving.
+func TestGateHoldsWhileOCIRefusesTheBackend(t *testing.T) {
+	f := newFixture(t, ociemu.Options{BackendsPerBackendSet: 1})
+	f.node(f.ns+"-a", "10.0.86.1")
+	f.clusterIPService("web")
+	f.startManager(f.options())
+	f.registrar("web", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.podSlice("web", podAt("10.1.86.1", f.ns+"-a", true))
+	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1")
+	pod, ep := f.gatedPod("web", "web-2", f.ns+"-a", "10.1.86.2")
+	f.podSlice("web", podAt("10.1.86.1", f.ns+"-a", true), ep)
+	f.expectGate(pod, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerBlocked, "OCI refused adding", "LimitExceeded")
+	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1")
+}
