@@ -106,6 +106,29 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 			t.Errorf("pod %s/%s was given the readiness gate", p.Namespace, p.Name)
 		}
 	}
+	// A pod whose template lists the gate, in a namespace that did not opt
+	// in, is labelled so it is decided: nothing registers it, so through.
+	listed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "listed", Labels: web},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "web", Image: "web"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1beta1.ReadinessGate}}}}
+	if err := c.Client.Create(ctx, listed); err != nil {
+		t.Fatal(err)
+	}
+	if _, labelled := listed.Labels[v1beta1.ReadinessGateLabel]; !labelled {
+		t.Errorf("a pod whose template lists the gate was not labelled: %v", listed.Labels)
+	}
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
+		var cur corev1.Pod
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(listed), &cur); err != nil {
+			return err
+		}
+		for _, cond := range cur.Status.Conditions {
+			if cond.Type == v1beta1.ReadinessGate && cond.Status == corev1.ConditionTrue && cond.Reason == v1beta1.ReasonNotRegistered {
+				return nil
+			}
+		}
+		return fmt.Errorf("the listed pod's conditions: %+v", cur.Status.Conditions)
+	})
 
 	// As a kubelet would have it: containers ready, the pod not Ready
 	// while its gate is not True; and the EndpointSlice controller's view.
