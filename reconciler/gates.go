@@ -179,7 +179,7 @@ func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
 // its backend sets (readiness.Record): each as it now holds backends, with
 // what the desired state made of the gated pods and what kept wanted
 // backends out; a set another resource keeps, blocked by that.
-func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth) {
+func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth, readAt time.Time) {
 	rec := readiness.Record{Generation: s.obj.Generation, Sets: map[string]*readiness.Set{}}
 	for _, w := range writes {
 		if w.job.Mode != plan.Apply && w.job.Mode != plan.Hold {
@@ -189,19 +189,19 @@ func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]
 		if w.job.Held != nil {
 			blocked = cmp.Or(blocked, "its desired state is held: "+w.job.Held.Message)
 		}
-		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], w.job.Stands, blocked)
+		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], readAt, w.read.HealthSettle(), w.job.Stands, blocked)
 	}
 	for name, keeper := range s.out.Lost {
-		rec.Sets[name] = readiness.NewSet(nil, nil, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
+		rec.Sets[name] = readiness.NewSet(nil, nil, time.Time{}, 0, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
 	}
-	r.seen.Put(s.obj.Name, rec)
+	r.seen.Put(s.obj.Name, rec, time.Now())
 	r.wakeGates(s.obj.Name)
 }
 
 // gatesBlocked records, for the readiness gates, that nothing of obj is
 // written, and why.
 func (r *Reconciler) gatesBlocked(obj *v1beta1.LBRegistrar, why string) {
-	r.seen.Put(obj.Name, readiness.Record{Generation: obj.Generation, Blocked: why})
+	r.seen.Put(obj.Name, readiness.Record{Generation: obj.Generation, Blocked: why}, time.Now())
 	r.wakeGates(obj.Name)
 }
 

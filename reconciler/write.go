@@ -79,6 +79,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		current = current && (perSet || !w.changing)
 	}
 	var health map[string]*oci.BackendSetHealth
+	readAt := time.Now() // the health read below reports checks made up to its answer, after this
 	switch {
 	case !r.opts.BackendHealth:
 		status.SetHealth(s.obj, nil, &s.out) // nothing read; health an earlier run recorded is cleared
@@ -91,7 +92,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		health = backendset.ReadHealth(ctx, s.oci, s.lb, inLine)
 		status.SetHealth(s.obj, health, &s.out)
 	}
-	r.learnGates(s, writes, health)
+	r.learnGates(s, writes, health, readAt)
 }
 
 // prepare reads the backend sets decide did not read, all at once, and

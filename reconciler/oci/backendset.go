@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
@@ -49,6 +50,36 @@ const (
 	backendsPerSet        = 512
 	nonPreemptiveBackends = 2
 )
+
+// HealthSettle is how long after a backend's server changes OCI's health
+// check can still report what it found before: the state changes only
+// after retries checks in a row disagree, one every interval, each given up
+// to timeout (oci-go-sdk loadbalancer.HealthChecker and
+// networkloadbalancer.HealthChecker: retries "also applies when recovering
+// a server to the healthy state", defaults 3; interval 10000 ms; timeout
+// 3000 ms). One interval more covers a check under way at the change. For
+// a set not read (nil), OCI's defaults.
+func (bs *BackendSet) HealthSettle() time.Duration {
+	retries, interval, timeout := 3, 10000, 3000
+	pick := func(v *int, into *int) {
+		if v != nil && *v > 0 {
+			*into = *v
+		}
+	}
+	switch {
+	case bs != nil && bs.lb != nil && bs.lb.HealthChecker != nil:
+		h := bs.lb.HealthChecker
+		pick(h.Retries, &retries)
+		pick(h.IntervalInMillis, &interval)
+		pick(h.TimeoutInMillis, &timeout)
+	case bs != nil && bs.nlb != nil && bs.nlb.HealthChecker != nil:
+		h := bs.nlb.HealthChecker
+		pick(h.Retries, &retries)
+		pick(h.IntervalInMillis, &interval)
+		pick(h.TimeoutInMillis, &timeout)
+	}
+	return time.Duration((retries+1)*interval+timeout) * time.Millisecond
+}
 
 // BackendLimit is the most backends OCI lets the backend set hold; for
 // one not read (nil), the limit of every backend set.

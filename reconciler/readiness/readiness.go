@@ -126,6 +126,8 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 	case backend == "":
 		return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
 	case !stand.Healthy || !health:
+	case set.Reused[uid] && set.ReadAt.Before(set.Since[uid].Add(set.Settle)):
+		return pending(WaitHealth, fmt.Sprintf("%s holds %s, which stood for another pod before this one; OCI's health of it is that pod's until its checks have found this one (%s after it appeared)", where, backend, set.Settle))
 	case set.Health[backend] == "":
 		return pending(WaitHealth, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
 	case set.Health[backend] != "OK":

@@ -3,6 +3,7 @@ package readiness
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -24,6 +25,14 @@ func TestDecide(t *testing.T) {
 		if health != "" {
 			s.Health[serving] = health
 		}
+		return s
+	}
+	// reused marks the pod as standing for a backend the set held before it,
+	// since one second before its health was read after.
+	reused := func(s *Set, after time.Duration) *Set {
+		t0 := time.Unix(1000, 0)
+		s.Settle, s.ReadAt = time.Second, t0.Add(after)
+		s.Since, s.Reused = map[types.UID]time.Time{uid: t0}, map[types.UID]bool{uid: true}
 		return s
 	}
 	record := func(sets map[string]*Set) map[string]Record {
@@ -58,6 +67,8 @@ func TestDecide(t *testing.T) {
 		{"a block does not matter once it is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "OK", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
 		{"suspended", []desired.Gate{{LBRegistrar: "web", Suspended: true}}, nil, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "suspended"},
 		{"released", []desired.Gate{{LBRegistrar: "web", Released: true, Suspended: true}}, nil, true, v1beta1.ReasonGatesReleased, "", v1beta1.ReleaseGatesAnnotation},
+		{"at a gone pod's address, OK read too soon", []desired.Gate{podGate}, record(map[string]*Set{"pods": reused(set(podStand, "10.1.0.7:8080", "OK", ""), 500*time.Millisecond)}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "stood for another pod"},
+		{"at a gone pod's address, OK read once settled", []desired.Gate{podGate}, record(map[string]*Set{"pods": reused(set(podStand, "10.1.0.7:8080", "OK", ""), 2*time.Second)}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := Decide(tt.gates, uid, func(name string) (Record, bool) { r, ok := tt.records[name]; return r, ok }, tt.health)

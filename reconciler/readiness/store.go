@@ -2,7 +2,9 @@ package readiness
 
 import (
 	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -29,34 +31,49 @@ type Set struct {
 	// Serving are the backends it holds serving (neither drained nor
 	// offline), and Health the state OCI last reported of each (OK,
 	// WARNING, CRITICAL, UNKNOWN; none before its health was read since
-	// the pods standing for it now were).
+	// it was added), read at ReadAt.
 	Serving map[string]bool
 	Health  map[string]string
+	ReadAt  time.Time
+	// Settle is how long OCI's health of a backend may still be what its
+	// checks found of the server there before (oci.BackendSet.HealthSettle).
+	Settle time.Duration
 	// Stands are what the desired state made of the gated pods
 	// (desired.Stand).
 	Stands desired.Stands
+	// Since is when each pod of Stands first stood here, and Reused
+	// whether the set held a backend standing for it already then (a pod
+	// at a gone pod's address): OCI's health of that backend is the gone
+	// pod's until Settle has passed since.
+	Since  map[types.UID]time.Time
+	Reused map[types.UID]bool
 	// Blocked says why a wanted backend it does not hold is not written
 	// (the set held, claimed by another resource, OCI refusing the write
 	// or withholding at its limit); "" when nothing stands in the way.
 	Blocked string
+	held    map[string]bool // every backend it holds, drained ones too
 }
 
 // NewSet is a backend set as it holds backends (after its write, or as
 // read when nothing was written; nil when it was not read), with health as
-// read (nil: not read this time), stands and why wanted backends are not
-// written.
-func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, stands desired.Stands, blocked string) *Set {
-	s := &Set{Serving: make(map[string]bool, len(backends)), Health: make(map[string]string, len(backends)), Stands: stands, Blocked: blocked}
+// read at readAt (nil: not read this time), OCI's settle time, stands and
+// why wanted backends are not written.
+func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.Time, settle time.Duration, stands desired.Stands, blocked string) *Set {
+	s := &Set{Serving: make(map[string]bool, len(backends)), Stands: stands, Blocked: blocked, Settle: settle, held: make(map[string]bool, len(backends))}
+	if health != nil {
+		s.Health, s.ReadAt = make(map[string]string, len(backends)), readAt
+	}
 	var notOK map[string]string
 	unlisted := ""
 	if health != nil {
 		notOK, unlisted = health.NotOK(), health.Unlisted()
 	}
 	for _, b := range backends {
+		k := b.Key()
+		s.held[k] = true
 		if b.Drain || b.Offline {
 			continue
 		}
-		k := b.Key()
 		s.Serving[k] = true
 		if health != nil {
 			if state, listed := notOK[k]; listed {
@@ -65,9 +82,6 @@ func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, stands desire
 				s.Health[k] = unlisted
 			}
 		}
-	}
-	if health == nil {
-		s.Health = nil // not read: Put carries the last states over
 	}
 	return s
 }
@@ -80,28 +94,42 @@ type Store struct {
 	m  map[string]*Record
 }
 
-// Put records what a reconcile of resource found. A set whose health was
-// not read this time keeps the state last read of each backend still
-// serving, unless a pod stands for it now that did not when it was read
-// (a new pod at an old pod's address waits for a read of its own).
-func (s *Store) Put(resource string, r Record) {
+// Put records what a reconcile of resource found, at now. A set whose
+// health was not read this time keeps the state last read of each backend
+// still serving, and when it was read. A pod that stands in a set for the
+// first time is stamped now, and marked Reused when the set held one of
+// its backends before (or nothing is known of the set before: a
+// restarted controller assumes the worse).
+func (s *Store) Put(resource string, r Record, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.m[resource]
 	for name, set := range r.Sets {
-		if set.Health != nil {
-			continue
+		var was *Set
+		if before != nil {
+			was = before.Sets[name]
 		}
-		set.Health = map[string]string{}
-		if before == nil || before.Sets[name] == nil {
-			continue
-		}
-		was := before.Sets[name]
-		standing, stood := standingFor(set.Stands), standingFor(was.Stands)
-		for k := range set.Serving {
-			if state := was.Health[k]; state != "" && newcomers(standing[k], stood[k]) == 0 {
-				set.Health[k] = state
+		if set.Health == nil {
+			set.Health = map[string]string{}
+			if was != nil {
+				set.ReadAt = was.ReadAt
+				for k := range set.Serving {
+					if state := was.Health[k]; state != "" {
+						set.Health[k] = state
+					}
+				}
 			}
+		}
+		set.Since, set.Reused = make(map[types.UID]time.Time, len(set.Stands)), make(map[types.UID]bool, len(set.Stands))
+		for uid, stands := range set.Stands {
+			if since, ok := was.since(uid); ok {
+				set.Since[uid], set.Reused[uid] = since, was.Reused[uid]
+				continue
+			}
+			set.Since[uid] = now
+			set.Reused[uid] = was == nil || slices.ContainsFunc(stands, func(st desired.Stand) bool {
+				return slices.ContainsFunc(st.Backends, func(b string) bool { return was.held[b] })
+			})
 		}
 	}
 	if s.m == nil {
@@ -110,31 +138,13 @@ func (s *Store) Put(resource string, r Record) {
 	s.m[resource] = &r
 }
 
-// standingFor is, by backend, the pods standing for it.
-func standingFor(stands desired.Stands) map[string]map[types.UID]bool {
-	out := map[string]map[types.UID]bool{}
-	for uid, list := range stands {
-		for _, st := range list {
-			for _, b := range st.Backends {
-				if out[b] == nil {
-					out[b] = map[types.UID]bool{}
-				}
-				out[b][uid] = true
-			}
-		}
+// since is when pod uid first stood in s, if it stands there.
+func (s *Set) since(uid types.UID) (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
 	}
-	return out
-}
-
-// newcomers counts the pods in now that are not in before.
-func newcomers(now, before map[types.UID]bool) int {
-	n := 0
-	for uid := range now {
-		if !before[uid] {
-			n++
-		}
-	}
-	return n
+	t, ok := s.Since[uid]
+	return t, ok
 }
 
 // Get is the last Record of resource.
