@@ -30,11 +30,17 @@ import (
 )
 
 // A pod whose gate is not yet True is looked at again, and its
-// LBRegistrars woken to read their backend sets' health, after a quarter
-// of the time it has waited, from gatePending to gatePendingMax. A pod held
+// LBRegistrars woken to read their backend sets' health, at OCI's next
+// health check of its backend where that is known, else after
+// gatePending; after a quarter of the time it has waited once that is
+// longer, and at most after gatePendingMax. A pod held
 // because the controller cannot write is looked at every gatePendingMax:
 // what unblocks it (a spec, a Secret, OCI) wakes its resource anyway.
 const gatePending, gatePendingMax = 2 * time.Second, 30 * time.Second
+
+// gateRecheckMin bounds how soon a pod waiting for OCI's next health check
+// is looked at again, whatever the health checker's interval.
+const gateRecheckMin = 100 * time.Millisecond
 
 // setupGates adds the controller of the readiness gates: for each pod that
 // carries lbregistrar's (only those are cached), it sets the gate's
@@ -118,10 +124,15 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: gatePendingMax}, nil
 	}
 	// Health is read by the reconciles: wake them (one wake each however
-	// many pods wait), and look again; less often the longer the pod has
-	// waited, so a backend that never passes costs its set a read and a
-	// health read every half minute, not every two seconds.
-	wait := min(max(gatePending, time.Since(since)/4), gatePendingMax)
+	// many pods wait), and look again: when OCI's health may have changed
+	// (its next check), else after gatePending; less often the longer the
+	// pod has waited, so a backend that never passes costs its set a read
+	// and a health read every half minute, not every few seconds.
+	soonest := gatePending
+	if !v.RecheckAt.IsZero() {
+		soonest = max(time.Until(v.RecheckAt), gateRecheckMin)
+	}
+	wait := min(max(soonest, time.Since(since)/4), gatePendingMax)
 	for _, name := range registrarsOf(gates) {
 		r.wakeups.After(name, wait)
 	}
@@ -189,10 +200,10 @@ func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]
 		if w.job.Held != nil {
 			blocked = cmp.Or(blocked, "its desired state is held: "+w.job.Held.Message)
 		}
-		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], readAt, w.read.HealthSettle(), w.job.Stands, blocked)
+		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], readAt, w.read.HealthSchedule(), w.job.Stands, blocked)
 	}
 	for name, keeper := range s.out.Lost {
-		rec.Sets[name] = readiness.NewSet(nil, nil, time.Time{}, 0, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
+		rec.Sets[name] = readiness.NewSet(nil, nil, time.Time{}, oci.HealthSchedule{}, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
 	}
 	r.seen.Put(s.obj.Name, rec, time.Now())
 	r.wakeGates(s.obj.Name)

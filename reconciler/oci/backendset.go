@@ -51,15 +51,28 @@ const (
 	nonPreemptiveBackends = 2
 )
 
-// HealthSettle is how long after a backend's server changes OCI's health
-// check can still report what it found before: the state changes only
-// after retries checks in a row disagree, one every interval, each given up
-// to timeout (oci-go-sdk loadbalancer.HealthChecker and
+// HealthSchedule is how OCI's health checker checks a backend set's
+// backends: one check every Interval, each given up to Timeout, a
+// backend's state changing only after Retries checks in a row disagree
+// with it (oci-go-sdk loadbalancer.HealthChecker and
 // networkloadbalancer.HealthChecker: retries "also applies when recovering
-// a server to the healthy state", defaults 3; interval 10000 ms; timeout
-// 3000 ms). One interval more covers a check under way at the change. For
-// a set not read (nil), OCI's defaults.
-func (bs *BackendSet) HealthSettle() time.Duration {
+// a server to the healthy state", default 3; interval default 10000 ms;
+// timeout default 3000 ms).
+type HealthSchedule struct {
+	Interval, Timeout time.Duration
+	Retries           int
+}
+
+// Settle is how long after a backend's server changes OCI can still
+// report what its checks found of the one before: Retries checks, one
+// more interval for a check under way at the change, and its timeout.
+func (h HealthSchedule) Settle() time.Duration {
+	return time.Duration(h.Retries+1)*h.Interval + h.Timeout
+}
+
+// HealthSchedule is the backend set's health checker's schedule; for a set
+// not read (nil), or a setting it does not give, OCI's defaults.
+func (bs *BackendSet) HealthSchedule() HealthSchedule {
 	retries, interval, timeout := 3, 10000, 3000
 	pick := func(v *int, into *int) {
 		if v != nil && *v > 0 {
@@ -78,7 +91,7 @@ func (bs *BackendSet) HealthSettle() time.Duration {
 		pick(h.IntervalInMillis, &interval)
 		pick(h.TimeoutInMillis, &timeout)
 	}
-	return time.Duration((retries+1)*interval+timeout) * time.Millisecond
+	return HealthSchedule{Interval: time.Duration(interval) * time.Millisecond, Timeout: time.Duration(timeout) * time.Millisecond, Retries: retries}
 }
 
 // BackendLimit is the most backends OCI lets the backend set hold; for

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -35,6 +36,10 @@ type Verdict struct {
 	// Wait is why a gate not Ready waits (WaitRegistering, WaitHealth,
 	// WaitBlocked).
 	Wait string
+	// RecheckAt, for a wait on OCI's health, is when a health read may
+	// find it changed: OCI's next check of the backend, or the end of the
+	// settle time of a pod at a gone pod's address. Zero when unknown.
+	RecheckAt time.Time
 }
 
 // Decide is the gate of the pod uid, which gates gate: True once, for each
@@ -126,14 +131,31 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 	case backend == "":
 		return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
 	case !stand.Healthy || !health:
-	case set.Reused[uid] && set.ReadAt.Before(set.Since[uid].Add(set.Settle)):
-		return pending(WaitHealth, fmt.Sprintf("%s holds %s, which stood for another pod before this one; OCI's health of it is that pod's until its checks have found this one (%s after it appeared)", where, backend, set.Settle))
+	case set.Reused[uid] && set.ReadAt.Before(set.Since[uid].Add(set.Schedule.Settle())):
+		return healthPending(set.Since[uid].Add(set.Schedule.Settle()), fmt.Sprintf("%s holds %s, which stood for another pod before this one; OCI's health of it is that pod's until its checks have found this one (%s after it appeared)", where, backend, set.Schedule.Settle()))
 	case set.Health[backend] == "":
-		return pending(WaitHealth, fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
+		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
 	case set.Health[backend] != "OK":
-		return pending(WaitHealth, fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
+		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
 	}
 	return judgement{met: backend + " in " + g.BackendSet}
+}
+
+// nextCheck is when OCI checks the pod uid's backend in set next, as near
+// as the schedule tells: an interval after the last read, or after the
+// pod first stood there when read before that.
+func nextCheck(set *Set, uid types.UID) time.Time {
+	last := set.ReadAt
+	if since := set.Since[uid]; since.After(last) {
+		last = since
+	}
+	return last.Add(set.Schedule.Interval)
+}
+
+func healthPending(recheckAt time.Time, message string) judgement {
+	j := pending(WaitHealth, message)
+	j.verdict.RecheckAt = recheckAt
+	return j
 }
 
 // Unconditional reports whether the verdict on a pod gated by gates does

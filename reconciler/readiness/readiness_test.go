@@ -9,6 +9,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
 func TestDecide(t *testing.T) {
@@ -27,11 +28,11 @@ func TestDecide(t *testing.T) {
 		}
 		return s
 	}
-	// reused marks the pod as standing for a backend the set held before it,
-	// since one second before its health was read after.
+	// reused marks the pod as standing for a backend the set held before
+	// it, its health read after; OCI's checks settle in one second.
 	reused := func(s *Set, after time.Duration) *Set {
 		t0 := time.Unix(1000, 0)
-		s.Settle, s.ReadAt = time.Second, t0.Add(after)
+		s.Schedule, s.ReadAt = oci.HealthSchedule{Interval: 300 * time.Millisecond, Timeout: 400 * time.Millisecond, Retries: 1}, t0.Add(after)
 		s.Since, s.Reused = map[types.UID]time.Time{uid: t0}, map[types.UID]bool{uid: true}
 		return s
 	}
@@ -114,5 +115,34 @@ func TestDecideBlockedOutranksWaiting(t *testing.T) {
 	v := Decide(gates, uid, func(name string) (Record, bool) { r, ok := records[name]; return r, ok }, true)
 	if v.Wait != WaitBlocked || !strings.Contains(v.Message, "Conflict") {
 		t.Errorf("Decide = %+v, want held by the Conflict", v)
+	}
+}
+
+// A wait on OCI's health says when a read may find it changed: the next
+// check, an interval after the last read; for a pod at a gone pod's
+// address, the end of the settle time.
+func TestDecideSaysWhenToLookAgain(t *testing.T) {
+	const uid = types.UID("pod")
+	t0 := time.Unix(1000, 0)
+	schedule := oci.HealthSchedule{Interval: 10 * time.Second, Timeout: 3 * time.Second, Retries: 3}
+	set := func(health string, reused bool) *Set {
+		return &Set{Stands: desired.Stands{uid: {{Backends: []string{"10.1.0.7:8080"}, Healthy: true}}}, Serving: map[string]bool{"10.1.0.7:8080": true},
+			Health: map[string]string{"10.1.0.7:8080": health}, ReadAt: t0.Add(time.Second), Schedule: schedule,
+			Since: map[types.UID]time.Time{uid: t0}, Reused: map[types.UID]bool{uid: reused}}
+	}
+	gates := []desired.Gate{{LBRegistrar: "web", BackendSet: "pods"}}
+	for _, tt := range []struct {
+		name string
+		set  *Set
+		want time.Time
+	}{
+		{"UNKNOWN: the next check", set("UNKNOWN", false), t0.Add(11 * time.Second)},
+		{"CRITICAL: the next check", set("CRITICAL", false), t0.Add(11 * time.Second)},
+		{"at a gone pod's address: once settled", set("OK", true), t0.Add(43 * time.Second)},
+	} {
+		v := Decide(gates, uid, func(string) (Record, bool) { return Record{Sets: map[string]*Set{"pods": tt.set}}, true }, true)
+		if v.Wait != WaitHealth || !v.RecheckAt.Equal(tt.want) {
+			t.Errorf("%s: %+v, want a health wait until %v", tt.name, v, tt.want)
+		}
 	}
 }

@@ -35,16 +35,15 @@ type Set struct {
 	Serving map[string]bool
 	Health  map[string]string
 	ReadAt  time.Time
-	// Settle is how long OCI's health of a backend may still be what its
-	// checks found of the server there before (oci.BackendSet.HealthSettle).
-	Settle time.Duration
+	// Schedule is how OCI's health checker checks the set.
+	Schedule oci.HealthSchedule
 	// Stands are what the desired state made of the gated pods
 	// (desired.Stand).
 	Stands desired.Stands
 	// Since is when each pod of Stands first stood here, and Reused
 	// whether the set held a backend standing for it already then (a pod
 	// at a gone pod's address): OCI's health of that backend is the gone
-	// pod's until Settle has passed since.
+	// pod's until Schedule.Settle has passed since.
 	Since  map[types.UID]time.Time
 	Reused map[types.UID]bool
 	// Blocked says why a wanted backend it does not hold is not written
@@ -56,10 +55,10 @@ type Set struct {
 
 // NewSet is a backend set as it holds backends (after its write, or as
 // read when nothing was written; nil when it was not read), with health as
-// read at readAt (nil: not read this time), OCI's settle time, stands and
-// why wanted backends are not written.
-func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.Time, settle time.Duration, stands desired.Stands, blocked string) *Set {
-	s := &Set{Serving: make(map[string]bool, len(backends)), Stands: stands, Blocked: blocked, Settle: settle, held: make(map[string]bool, len(backends))}
+// read at readAt (nil: not read this time), OCI's health check schedule,
+// stands and why wanted backends are not written.
+func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.Time, schedule oci.HealthSchedule, stands desired.Stands, blocked string) *Set {
+	s := &Set{Serving: make(map[string]bool, len(backends)), Stands: stands, Blocked: blocked, Schedule: schedule, held: make(map[string]bool, len(backends))}
 	if health != nil {
 		s.Health, s.ReadAt = make(map[string]string, len(backends)), readAt
 	}

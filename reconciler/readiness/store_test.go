@@ -21,7 +21,7 @@ func TestStoreKeepsHealthAcrossAnUnreadPass(t *testing.T) {
 	a, b := plan.Backend{IP: "10.1.0.1", Port: 80}, plan.Backend{IP: "10.1.0.2", Port: 80}
 	t0 := time.Unix(1000, 0)
 	put := func(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.Time, stands desired.Stands) Set {
-		s.Put("web", Record{Sets: map[string]*Set{"pods": NewSet(backends, health, readAt, time.Second, stands, "")}}, readAt)
+		s.Put("web", Record{Sets: map[string]*Set{"pods": NewSet(backends, health, readAt, oci.HealthSchedule{}, stands, "")}}, readAt)
 		got, _ := s.Get("web")
 		return *got.Sets["pods"]
 	}
@@ -64,7 +64,7 @@ func TestStoreStampsPodsAtAnOldAddress(t *testing.T) {
 		return desired.Stands{uid: {{Backends: []string{backend}, Healthy: true}}}
 	}
 	put := func(stands desired.Stands, at time.Time, backends ...plan.Backend) Set {
-		s.Put("web", Record{Sets: map[string]*Set{"pods": NewSet(backends, nil, at, time.Second, stands, "")}}, at)
+		s.Put("web", Record{Sets: map[string]*Set{"pods": NewSet(backends, nil, at, oci.HealthSchedule{}, stands, "")}}, at)
 		got, _ := s.Get("web")
 		return *got.Sets["pods"]
 	}
