@@ -116,6 +116,38 @@ func TestPodTargetsRegisterReadyEndpoints(t *testing.T) {
 	}
 }
 
+// A Service scaled to zero, its pods gone: the EndpointSlice controller
+// keeps its placeholder slice, with no endpoint, and the pods' backends
+// are drained for the node drain period, then removed, leaving what
+// someone else registered. While the view is in doubt (no slice at all)
+// they are kept.
+func TestGonePodsLeave(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "10.0.87.1")
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.1.87.11", node, true), podAt("10.1.87.12", node, true))
+	o := f.options()
+	o.NodeDrainPeriod = 2 * time.Second
+	f.startManager(o)
+	obj := f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.expectBackends(classicLB, "api", "10.1.87.11:8080/1", "10.1.87.12:8080/1")
+
+	// No slice at all for a moment (recreated, or not synced): kept.
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web-pods"}}
+	f.must(f.api.Delete(f.ctx, slice))
+	f.expectDegraded(obj, v1beta1.ReasonNoReadyEndpoints, "services[0]")
+	f.expectBackends(classicLB, "api", "10.1.87.11:8080/1", "10.1.87.12:8080/1")
+
+	// The EndpointSlice controller's placeholder: the pods are gone.
+	f.must(f.api.Create(f.ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web-placeholder",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{}, Endpoints: []discoveryv1.Endpoint{}}))
+	f.expectBackends(classicLB, "api", "10.1.87.11:8080/1,drain", "10.1.87.12:8080/1,drain")
+	f.expectDegraded(obj, v1beta1.ReasonEndpointsGone, "services[0]")
+	f.expectBackends(classicLB, "api")
+}
+
 // During a migration one backend set holds a Service port's node port and
 // its pods, and the weight moves from one to the other, each step one
 // write of the whole set, the pods' backend in every one; then the

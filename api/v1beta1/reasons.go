@@ -59,6 +59,10 @@ const (
 	ReasonInvalidNodeSelector  = "InvalidNodeSelector"
 	ReasonNoEligibleNodes      = "NoEligibleNodes"
 	ReasonNoReadyEndpoints     = "NoReadyEndpoints"
+	// ReasonEndpointsGone: the EndpointSlice controller publishes no
+	// endpoint for a Pod target's Service (scaled to zero, deleted pods):
+	// its pods' backends are drained, then removed.
+	ReasonEndpointsGone = "EndpointsGone"
 	// ReasonPodAddressUnreachable: endpoints of a Pod target have
 	// addresses of their node's pod range (an overlay network), which the
 	// load balancer cannot reach; they are not registered.

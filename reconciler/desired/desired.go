@@ -10,10 +10,12 @@
 // beside what Kubernetes' service controller, Oracle's cloud controller
 // manager and kube-proxy do.
 //
-// The result never asks for an empty backend set: when a backend set cannot
-// be computed with certainty (a missing Service or NodePort, no eligible
-// node, no ready endpoint) it is Held, and whoever applies it keeps what is
-// registered.
+// The result asks for an empty backend set only when a Pod target's
+// Service has no endpoint as the EndpointSlice controller publishes it
+// (publishedEmpty): when a backend set cannot be computed with certainty
+// (a missing Service or NodePort, no eligible node, endpoints that exist
+// but none ready, no slice at all) it is Held, and whoever applies it
+// keeps what is registered.
 package desired
 
 import (
@@ -106,6 +108,20 @@ type Cluster struct {
 	Gated GatedPods
 }
 
+// resolved is what one spec.services entry makes of the cluster: the
+// backends it wants, the nodes left out for want of an address of the
+// backend set's family, what it makes of the gated pods, what it reports,
+// and the issue that holds its backend set, if any. emptied says it
+// wants no backend on purpose: its Service has no endpoints.
+type resolved struct {
+	backends  []Backend
+	noAddress []string
+	stands    Stands
+	issues    []Issue
+	hold      *Issue
+	emptied   bool
+}
+
 // Issue is something a user can act on; it makes the resource Degraded.
 type Issue struct {
 	Reason  string
@@ -156,6 +172,10 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		held      *Issue
 		noAddress map[string]bool // nodes with no address of the backend set's family
 		stands    Stands
+		// emptied: a target wants no backend on purpose (its Service has
+		// no endpoints); inDoubt: one resolved to none for want of a view
+		// (no eligible node). Only the first may empty the set.
+		emptied, inDoubt bool
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -165,28 +185,25 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			a = &acc{}
 			sets[t.BackendSetName] = a
 		}
-		var backends []Backend
-		var noAddress []string
-		var stands Stands
-		var issue *Issue
+		var res resolved
 		if t.Pods() {
-			var unreachable *Issue
-			backends, stands, unreachable, issue = podBackends(i, t, c, o.BackendSets[t.BackendSetName])
-			if unreachable != nil {
-				r.Issues = append(r.Issues, *unreachable)
-			}
+			res = podBackends(i, t, c, o.BackendSets[t.BackendSetName])
 		} else {
-			backends, noAddress, stands, issue = targetBackends(i, t, nodes, ns, c, o.BackendSets[t.BackendSetName])
+			res = targetBackends(i, t, nodes, ns, c, o.BackendSets[t.BackendSetName])
 		}
-		a.noAddress = addNames(a.noAddress, noAddress)
-		a.stands = a.stands.merge(stands)
-		if issue != nil {
-			r.Issues = append(r.Issues, *issue)
+		r.Issues = append(r.Issues, res.issues...)
+		a.noAddress = addNames(a.noAddress, res.noAddress)
+		a.stands = a.stands.merge(res.stands)
+		if res.hold != nil {
+			r.Issues = append(r.Issues, *res.hold)
 			if a.held == nil {
-				a.held = issue
+				a.held = res.hold
 			}
 			continue
 		}
+		backends := res.backends
+		a.emptied = a.emptied || res.emptied
+		a.inDoubt = a.inDoubt || len(backends) == 0 && !res.emptied
 		if !a.resolved {
 			a.resolved, a.first = true, backends
 			continue
@@ -230,6 +247,8 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			}
 			if len(bs.Backends) == 0 {
 				bs.Backends = nil
+			}
+			if bs.Backends == nil && (a.inDoubt || !a.emptied) {
 				bs.Held = &Issue{v1beta1.ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
 				r.Issues = append(r.Issues, *bs.Held)
 			}

@@ -18,28 +18,64 @@ import (
 // address and port its EndpointSlices give, or the issue that holds its
 // backend set; and what it makes of the pods waiting for their gate.
 // Endpoints whose address the load balancer cannot reach are left out,
-// and reported (unreachable).
-func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) (_ []Backend, _ Stands, unreachable, hold *Issue) {
+// and reported. A Service the EndpointSlice controller says has no
+// endpoint at all wants none (publishedEmpty): its pods are gone.
+func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) resolved {
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	_, sp, hold := resolveServicePort(i, t, c, takes)
 	if hold != nil {
-		return nil, nil, nil, hold
+		return resolved{hold: hold}
 	}
-	stands := podStands(i, key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
+	res := resolved{stands: podStands(i, key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)}
 	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
 	for j := range backends {
 		backends[j].Weight = t.Weight
 	}
 	if len(left) > 0 {
-		unreachable = &Issue{v1beta1.ReasonPodAddressUnreachable, fmt.Sprintf(
+		res.issues = append(res.issues, Issue{v1beta1.ReasonPodAddressUnreachable, fmt.Sprintf(
 			"services[%d]: endpoints of Service %s have addresses of their node's pod range (spec.podCIDRs: an overlay network), which the load balancer cannot reach, and are not registered in backend set %q: %s; use VCN-native pod networking, or targetType NodePort",
-			i, key, t.BackendSetName, summarize(left))}
+			i, key, t.BackendSetName, summarize(left))})
 	}
-	if len(backends) == 0 {
-		return nil, stands, unreachable, &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
+	switch {
+	case len(backends) > 0:
+		res.backends = backends
+	case publishedEmpty(key, c.EndpointSlices[key]):
+		res.emptied = true
+		res.issues = append(res.issues, Issue{v1beta1.ReasonEndpointsGone, fmt.Sprintf(
+			"services[%d]: Service %s has no endpoints (the EndpointSlice controller publishes none): the backends of its pods in backend set %q are drained, then removed", i, key, t.BackendSetName)})
+	default:
+		res.hold = &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
 			"services[%d]: Service %s has no ready %s endpoint of port %s the load balancer can reach; backend set %q keeps its registered backends", i, key, takes.Family, t.Port.String(), t.BackendSetName)}
 	}
-	return backends, stands, unreachable, nil
+	return res
+}
+
+// endpointSliceController is the managed-by label value of the slices
+// Kubernetes' EndpointSlice controller publishes.
+const endpointSliceController = "endpointslice-controller.k8s.io"
+
+// publishedEmpty reports whether the EndpointSlice controller says the
+// Service has no endpoint at all. For a Service that selects no pod it
+// keeps one placeholder slice, with neither ports nor endpoints (k8s.io/
+// endpointslice reconciler.go: "When no endpoint slices would usually
+// exist, we need to add a placeholder"), so the pods are gone: scaled to
+// zero, or deleted. Every slice of the Service must list none, and one of
+// them must be that controller's. The view is in doubt, and the backends
+// kept, when no slice exists at all, when the slices are another
+// manager's, or when endpoints exist but none is ready (pods starting, a
+// node cut off, pods terminating).
+func publishedEmpty(service types.NamespacedName, endpointSlices []*discoveryv1.EndpointSlice) bool {
+	published := false
+	for _, s := range endpointSlices {
+		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name {
+			continue
+		}
+		if len(s.Endpoints) > 0 {
+			return false
+		}
+		published = published || s.Labels[discoveryv1.LabelManagedBy] == endpointSliceController
+	}
+	return published
 }
 
 // PodEndpoints are the ready endpoints of the Service's port, of family

@@ -169,3 +169,56 @@ func TestComputePodTargets(t *testing.T) {
 		},
 	})
 }
+
+// A Pod target whose Service the EndpointSlice controller publishes with
+// no endpoint (its placeholder slice: its pods scaled to zero or deleted)
+// wants no backend, so its pods' backends leave; wherever the view is in
+// doubt the backend set is held: no slice at all, another manager's empty
+// slice, endpoints that exist but none ready, only terminating ones, or
+// another target of the set resolving to no node.
+func TestPodTargetOfAServiceWithNoEndpoints(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443})
+	placeholder := func(managedBy string) *discoveryv1.EndpointSlice {
+		s := sliceOf("ns", "gw", discoveryv1.AddressTypeIPv4)
+		s.Ports, s.Endpoints = []discoveryv1.EndpointPort{}, []discoveryv1.Endpoint{}
+		s.Labels[discoveryv1.LabelManagedBy] = managedBy
+		return s
+	}
+	https := intstr.FromString("https")
+	for _, tt := range []struct {
+		name    string
+		targets []v1beta1.Target
+		slices  []*discoveryv1.EndpointSlice
+		held    string // the hold's reason; "" for an empty backend set wanted
+	}{
+		{"the controller's placeholder: emptied", []v1beta1.Target{podTarget(https, "bs", 1)}, []*discoveryv1.EndpointSlice{placeholder(endpointSliceController)}, ""},
+		{"no slice at all", []v1beta1.Target{podTarget(https, "bs", 1)}, nil, v1beta1.ReasonNoReadyEndpoints},
+		{"another manager's empty slice", []v1beta1.Target{podTarget(https, "bs", 1)}, []*discoveryv1.EndpointSlice{placeholder("someone-else")}, v1beta1.ReasonNoReadyEndpoints},
+		{"endpoints, none ready", []v1beta1.Target{podTarget(https, "bs", 1)}, []*discoveryv1.EndpointSlice{placeholder(endpointSliceController), gwSlice(pod("10.1.0.1", "a", false))}, v1beta1.ReasonNoReadyEndpoints},
+		{"only terminating endpoints", []v1beta1.Target{podTarget(https, "bs", 1)}, []*discoveryv1.EndpointSlice{gwSlice(terminating("10.1.0.1", "a"))}, v1beta1.ReasonNoReadyEndpoints},
+		{"a node target of the set with no node", []v1beta1.Target{podTarget(https, "bs", 1), {NodePort: 30080, BackendSetName: "bs", Weight: 1}}, []*discoveryv1.EndpointSlice{placeholder(endpointSliceController)}, v1beta1.ReasonNoEligibleNodes},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: gw}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: tt.slices}}
+			r := Compute(&v1beta1.LBRegistrarSpec{Services: tt.targets}, c, Options{})
+			bs := r.BackendSets[0]
+			switch {
+			case tt.held == "" && (bs.Held != nil || bs.Backends != nil):
+				t.Errorf("held %+v, backends %v; want an empty backend set", bs.Held, bs.Backends)
+			case tt.held == "" && !hasIssue(r.Issues, v1beta1.ReasonEndpointsGone):
+				t.Errorf("issues %+v, want %s", r.Issues, v1beta1.ReasonEndpointsGone)
+			case tt.held != "" && (bs.Held == nil || bs.Held.Reason != tt.held):
+				t.Errorf("held %+v, want %s", bs.Held, tt.held)
+			}
+		})
+	}
+}
+
+func hasIssue(issues []Issue, reason string) bool {
+	for _, is := range issues {
+		if is.Reason == reason {
+			return true
+		}
+	}
+	return false
+}

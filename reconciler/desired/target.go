@@ -18,31 +18,33 @@ import (
 // its family, or the issue that prevents it; and, for a target that
 // follows the endpoints, what it makes of the pods waiting for their gate
 // (ns: the nodes it may register, and why others are not).
-func targetBackends(i int, t *v1beta1.Target, nodes []node, ns nodeSet, c Cluster, takes Takes) (_ []Backend, noAddress []string, stands Stands, _ *Issue) {
+func targetBackends(i int, t *v1beta1.Target, nodes []node, ns nodeSet, c Cluster, takes Takes) resolved {
 	port := t.NodePort
 	onlyNodes := map[string]bool(nil)
+	var stands Stands
 	if t.NodePort == 0 {
 		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 		svc, sp, issue := resolveServicePort(i, t, c, takes)
 		if issue != nil {
-			return nil, nil, nil, issue
+			return resolved{hold: issue}
 		}
 		if sp.NodePort == 0 {
-			return nil, nil, nil, &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}
+			return resolved{hold: &Issue{v1beta1.ReasonNodePortNotAllocated, fmt.Sprintf("services[%d]: port %s of Service %s has no NodePort allocated", i, t.Port.String(), key)}}
 		}
 		port = sp.NodePort
 		if !answersOn(svc, takes.Family) {
-			return nil, nil, nil, &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}
+			return resolved{hold: &Issue{v1beta1.ReasonServiceIPFamily, fmt.Sprintf("services[%d]: Service %s has no %s ClusterIP (ipFamilies %v), so kube-proxy does not answer its node port on %s addresses; backend set %q takes only those, and keeps its registered backends", i, key, takes.Family, svc.Spec.IPFamilies, takes.Family, t.BackendSetName)}}
 		}
 		if local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal; t.FilterByEndpoints || local {
 			onlyNodes = ServingNodes(key, sp, c.EndpointSlices[key], c.Gated, local)
 			stands = nodeStands(i, key, sp, local, c.EndpointSlices[key], c.Gated, ns, takes.Family)
 			if len(onlyNodes) == 0 {
-				return nil, nil, stands, &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}
+				return resolved{stands: stands, hold: &Issue{v1beta1.ReasonNoReadyEndpoints, noEndpoints(i, key, t.BackendSetName, local)}}
 			}
 		}
 	}
 	out := make([]Backend, 0, len(nodes))
+	var noAddress []string
 	for _, n := range nodes {
 		if onlyNodes != nil && !onlyNodes[n.name] {
 			continue
@@ -70,7 +72,7 @@ func targetBackends(i int, t *v1beta1.Target, nodes []node, ns nodeSet, c Cluste
 		slices.SortStableFunc(out, CompareBackends)
 	}
 	out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IP == b.IP })
-	return out, noAddress, stands, nil
+	return resolved{backends: out, noAddress: noAddress, stands: stands}
 }
 
 // resolveServicePort finds the Service port target i names, in a protocol
