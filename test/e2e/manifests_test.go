@@ -169,6 +169,8 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"list", "services", "-A"}, true},
 		{[]string{"watch", "endpointslices.discovery.k8s.io", "-A"}, true},
 		{[]string{"create", "events.events.k8s.io", "-n", "default"}, true},
+		{[]string{"create", "events.events.k8s.io", "-n", "shop"}, true}, // about gated pods, in their namespace
+		{[]string{"patch", "pods", "-n", "shop", "--subresource=status"}, true},
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 		{[]string{"get", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, true},
 		{[]string{"update", "leases.coordination.k8s.io/" + leaderElectionID, "-n", kube.Namespace}, true},
@@ -183,16 +185,18 @@ func TestServiceAccountPrivileges(t *testing.T) {
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 
 		// Only the calls the code makes: patches, not updates, of
-		// LBRegistrars; no owned objects; cached reads; events in the
-		// namespace the API server keeps LBRegistrars' in; the CA bundle
-		// written into lbregistrar's own objects only.
+		// LBRegistrars; no owned objects; cached reads; events of the
+		// events.k8s.io API only; the CA bundle written into lbregistrar's
+		// own objects only; of pods, their status patched and nothing else.
 		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev"}, false},
 		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=status"}, false},
 		{[]string{"update", "lbregistrars.nodes.peppy-ratio.dev", "--subresource=finalizers"}, false},
 		{[]string{"get", "nodes/any"}, false},
 		{[]string{"get", "services/any", "-n", "default"}, false},
-		{[]string{"create", "events.events.k8s.io", "-n", kube.Namespace}, false},
 		{[]string{"create", "events", "-n", "default"}, false},
+		{[]string{"delete", "events.events.k8s.io", "-n", "shop"}, false},
+		{[]string{"patch", "pods", "-n", "shop"}, false},
+		{[]string{"update", "pods", "-n", "shop", "--subresource=status"}, false},
 		{[]string{"patch", "secrets/" + kube.CertSecret, "-n", kube.Namespace}, false},
 		{[]string{"patch", "validatingwebhookconfigurations/" + kube.ValidatingWebhook}, false},
 		{[]string{"get", "validatingwebhookconfigurations/other"}, false},
