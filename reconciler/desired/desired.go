@@ -102,9 +102,9 @@ type Cluster struct {
 	// the spec has none): an endpoint's node tells whether its address is
 	// one the load balancer can reach (PodEndpoints).
 	NodesByName map[string]*corev1.Node
-	// Gated holds the pods of the EndpointSlices' endpoints that carry
-	// lbregistrar's readiness gate: one that waits only for it counts as
-	// ready.
+	// Gated holds the pods of the EndpointSlices' not-ready endpoints that
+	// carry lbregistrar's readiness gate: one that is ready but for it
+	// counts as ready.
 	Gated GatedPods
 }
 

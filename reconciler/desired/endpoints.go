@@ -34,8 +34,8 @@ import (
 // that share one set of ports, so a pod without the port is in a slice
 // without it, and its node does not serve that port.
 //
-// An endpoint whose pod waits only for lbregistrar's readiness gate counts
-// as ready (GatedPods).
+// An endpoint whose pod is ready but for lbregistrar's readiness gate
+// counts as ready (GatedPods.awaiting).
 func ServingNodes(service types.NamespacedName, port *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, gated GatedPods, readyOnly bool) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range slices {

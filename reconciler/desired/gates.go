@@ -30,20 +30,34 @@ func Selects(svc *corev1.Service, pod *corev1.Pod) bool {
 // namespace and name.
 type GatedPods map[types.NamespacedName]*corev1.Pod
 
-// awaiting reports whether ep stands for a pod that waits only for
-// lbregistrar's readiness gate (AwaitsGate). Such an endpoint is not
+// awaiting reports whether ep stands for a pod that is ready but for
+// lbregistrar's readiness gate (ReadyButForGate). Such an endpoint is not
 // ready, since its pod is not, yet counts as ready here: the gate turns
 // True only once the load balancer has the pod, so waiting for the pod to
-// be Ready first would wait forever.
-func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool { return g.awaitingPod(ep) != nil }
+// be Ready first would wait forever; and once the gate is True the
+// kubelet and the EndpointSlice controller take a moment to show the
+// endpoint ready, in which its backend must not be drained.
+func (g GatedPods) awaiting(ep *discoveryv1.Endpoint) bool {
+	pod := g.podOf(ep)
+	return pod != nil && ReadyButForGate(pod)
+}
 
-// awaitingPod is the pod ep stands for when it waits only for the gate.
+// awaitingPod is the pod ep stands for when it waits only for the gate
+// (AwaitsGate), nil otherwise.
 func (g GatedPods) awaitingPod(ep *discoveryv1.Endpoint) *corev1.Pod {
+	if pod := g.podOf(ep); pod != nil && AwaitsGate(pod) {
+		return pod
+	}
+	return nil
+}
+
+// podOf is the gated pod ep names, when a gate may be holding it.
+func (g GatedPods) podOf(ep *discoveryv1.Endpoint) *corev1.Pod {
 	key, ok := HeldPod(ep)
 	if !ok {
 		return nil
 	}
-	if pod := g[key]; pod != nil && pod.UID == ep.TargetRef.UID && AwaitsGate(pod) {
+	if pod := g[key]; pod != nil && pod.UID == ep.TargetRef.UID {
 		return pod
 	}
 	return nil
@@ -61,10 +75,15 @@ func HeldPod(ep *discoveryv1.Endpoint) (types.NamespacedName, bool) {
 }
 
 // AwaitsGate reports whether pod waits only for lbregistrar's readiness
-// gate: it has the gate, which is not True, its containers are ready, and
-// it is not being deleted.
-func AwaitsGate(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && HasGate(pod) && conditionTrue(pod, corev1.ContainersReady) && !GateTrue(pod)
+// gate: ready but for it (ReadyButForGate), the gate not True yet.
+func AwaitsGate(pod *corev1.Pod) bool { return ReadyButForGate(pod) && !GateTrue(pod) }
+
+// ReadyButForGate reports whether pod is Ready, or would be but for
+// lbregistrar's readiness gate: it has the gate, its containers are ready
+// (a failing readiness probe makes them not), and it is not being
+// deleted.
+func ReadyButForGate(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && HasGate(pod) && conditionTrue(pod, corev1.ContainersReady)
 }
 
 // GateTrue reports whether pod's lbregistrar readiness gate condition is True.

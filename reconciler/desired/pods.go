@@ -88,8 +88,8 @@ func publishedEmpty(service types.NamespacedName, endpointSlices []*discoveryv1.
 // list the Service port by name and protocol, that slice's number being
 // the port to register (the Service's targetPort, resolved per pod). A
 // terminating endpoint is not ready (Kubernetes 1.26 on), so its backend
-// is drained like any other that goes. An endpoint whose pod waits only
-// for lbregistrar's readiness gate counts as ready (GatedPods).
+// is drained like any other that goes. An endpoint whose pod is ready but
+// for lbregistrar's readiness gate counts as ready (GatedPods.awaiting).
 //
 // An address in its node's spec.podCIDRs came from the node's pod range,
 // which overlay networks (flannel, OKE's other CNI) give pods and the VCN
