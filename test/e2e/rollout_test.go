@@ -199,7 +199,7 @@ func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, true_ bool) boo
 // registered but never found healthy, so its gate stays False, the old
 // pods keep serving and the rollout does not move on; once it answers,
 // the gate goes True and the rollout completes, the load balancer holding
-// the new pods.
+// the new pods. Scaled to zero, the pods' backends leave.
 func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
@@ -207,7 +207,7 @@ func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 	emu := ociemu.StartSeeded(t, mustRoot(t)+"/cmd/localrun/seed.yaml", ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: 200 * time.Millisecond, StandIns: k.standIns})
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 	addNode(t, c, rolloutNode, "10.0.90.1")
-	serveAdmitting(t, c, emu)
+	serveAdmitting(t, c, emu, "--node-drain-period=3s")
 	c.StartControllerManager(t, "deployment-controller", "replicaset-controller", "endpointslice-controller")
 	ctx := testContext(t)
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop",
@@ -285,6 +285,17 @@ func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 	if slices.ContainsFunc(last, func(b string) bool { return slices.Contains(first, b) }) {
 		t.Errorf("after the rollout the Ready pods are %v; the old ones were %v", last, first)
 	}
+
+	// Scaled to zero: the EndpointSlice controller keeps its placeholder
+	// slice, and the gone pods' backends are drained, then removed.
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(deploy), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Replicas = ptr.To[int32](0)
+	if err := c.Client.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	waitBackends(t, emu, "web-pods", time.Minute)
 }
 
 // servingPods are the Ready pods of shop, as the load balancer's backends
