@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -272,4 +273,24 @@ func TestDryRunHoldsNoRollout(t *testing.T) {
 		}
 		return fmt.Errorf("the gate's condition: %+v", pod.Status.Conditions)
 	})
+}
+
+// A backend set checked on a port only nodes answer (kube-proxy's 10256)
+// would find every pod CRITICAL: before the first pod is added, the
+// resource is Degraded saying so, and lbregistrar plan shows it.
+func TestPodTargetsBehindANodeHealthCheckAreReported(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.88.1")
+	f.clusterIPService("web")
+	f.startManager(f.options())
+	obj := f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "proxyhealth", 1)})
+	f.expectDegraded(obj, v1beta1.ReasonNoReadyEndpoints, "probes port 10256")
+
+	planner, err := reconciler.NewPlanner(f.api, f.options(), nil)
+	f.must(err)
+	rp, err := planner.Plan(f.ctx, f.get(obj), nil)
+	f.must(err)
+	if c := meta.FindStatusCondition(rp.Conditions, v1beta1.ConditionDegraded); c == nil || !strings.Contains(c.Message, "probes port 10256") {
+		t.Errorf("plan's Degraded: %+v, want the health check port named", c)
+	}
 }

@@ -59,6 +59,10 @@ const (
 	ReasonInvalidNodeSelector  = "InvalidNodeSelector"
 	ReasonNoEligibleNodes      = "NoEligibleNodes"
 	ReasonNoReadyEndpoints     = "NoReadyEndpoints"
+	// ReasonHealthCheckNodePort: a backend set with Pod targets has a
+	// health checker that probes a port only nodes answer (kube-proxy's
+	// 10256, a node port): every pod backend is CRITICAL.
+	ReasonHealthCheckNodePort = "HealthCheckNodePort"
 	// ReasonEndpointsGone: the EndpointSlice controller publishes no
 	// endpoint for a Pod target's Service (scaled to zero, deleted pods):
 	// its pods' backends are drained, then removed.

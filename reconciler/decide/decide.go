@@ -176,7 +176,7 @@ func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string 
 func takes(read map[string]*oci.BackendSet) map[string]desired.Takes {
 	out := make(map[string]desired.Takes, len(read))
 	for name, bs := range read {
-		t := desired.Takes{Instance: bs.PreservesSource}
+		t := desired.Takes{Instance: bs.PreservesSource, HealthPort: bs.HealthCheckPort()}
 		if bs.ProtocolsUnread != nil {
 			t.ProtocolsUnread = bs.ProtocolsUnread.Error()
 		}

@@ -69,6 +69,9 @@ type Takes struct {
 	// ProtocolsUnread says why its listeners could not be read; a target
 	// that picks a Service's port by protocol is then held.
 	ProtocolsUnread string
+	// HealthPort is the port its health checker probes on every backend,
+	// 0 for each backend's own.
+	HealthPort int32
 }
 
 // forwarded are the protocols the backend set's listeners forward: its
@@ -172,6 +175,8 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		held      *Issue
 		noAddress map[string]bool // nodes with no address of the backend set's family
 		stands    Stands
+		// pods are the Services of its Pod targets.
+		pods []*corev1.Service
 		// emptied: a target wants no backend on purpose (its Service has
 		// no endpoints); inDoubt: one resolved to none for want of a view
 		// (no eligible node). Only the first may empty the set.
@@ -192,6 +197,9 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			res = targetBackends(i, t, nodes, ns, c, o.BackendSets[t.BackendSetName])
 		}
 		r.Issues = append(r.Issues, res.issues...)
+		if svc := c.Services[types.NamespacedName{Namespace: t.Namespace, Name: t.Name}]; t.Pods() && svc != nil {
+			a.pods = append(a.pods, svc)
+		}
 		a.noAddress = addNames(a.noAddress, res.noAddress)
 		a.stands = a.stands.merge(res.stands)
 		if res.hold != nil {
@@ -234,6 +242,9 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			r.Issues = append(r.Issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf(
 				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
 				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
+		}
+		if is := nodeHealthPort(name, o.BackendSets[name].HealthPort, a.pods); is != nil {
+			r.Issues = append(r.Issues, *is)
 		}
 		bs := BackendSet{Name: name, Held: a.held, Stands: a.stands}
 		if a.held == nil {

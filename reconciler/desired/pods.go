@@ -151,3 +151,28 @@ func inPodRange(addr netip.Addr, node *corev1.Node) bool {
 	}
 	return false
 }
+
+// kubeProxyHealthzPort is kube-proxy's healthz port (its
+// --healthz-bind-address default, 0.0.0.0:10256), which load balancers of
+// node targets often probe.
+const kubeProxyHealthzPort = 10256
+
+// nodeHealthPort is the issue of a backend set with Pod targets whose
+// health checker probes, on every backend, a port only nodes answer:
+// kube-proxy's healthz, or a node port or health check node port of one
+// of the Pod targets' Services. OCI then finds every pod backend CRITICAL
+// (a readiness gate never opens); nil otherwise.
+func nodeHealthPort(set string, port int32, services []*corev1.Service) *Issue {
+	if port == 0 || len(services) == 0 {
+		return nil
+	}
+	nodeOnly := port == kubeProxyHealthzPort
+	for _, svc := range services {
+		nodeOnly = nodeOnly || svc.Spec.HealthCheckNodePort == port || slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.NodePort == port })
+	}
+	if !nodeOnly {
+		return nil
+	}
+	return &Issue{v1beta1.ReasonHealthCheckNodePort, fmt.Sprintf(
+		"backend set %q's health checker probes port %d of every backend, which nodes answer (kube-proxy's healthz, or a node port) and pods do not: OCI finds each pod backend CRITICAL, and no readiness gate opens; set the health checker's port to 0 (each backend's own port) or to a port the pods answer", set, port)}
+}

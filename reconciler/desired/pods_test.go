@@ -222,3 +222,36 @@ func hasIssue(issues []Issue, reason string) bool {
 	}
 	return false
 }
+
+// A backend set whose health checker probes a port only nodes answer
+// (kube-proxy's healthz, a health check node port, a node port) finds
+// every pod CRITICAL: a set with Pod targets says so before the first pod
+// is added. Each backend's own port, or a port pods answer, is fine, and
+// so is any port for node targets alone.
+func TestPodTargetsBehindANodeHealthCheck(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeLoadBalancer, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443})
+	gw.Spec.HealthCheckNodePort = 31999
+	https := intstr.FromString("https")
+	for _, tt := range []struct {
+		name   string
+		target v1beta1.Target
+		port   int32
+		want   bool
+	}{
+		{"kube-proxy's healthz", podTarget(https, "bs", 1), 10256, true},
+		{"the Service's health check node port", podTarget(https, "bs", 1), 31999, true},
+		{"the Service's node port", podTarget(https, "bs", 1), 30443, true},
+		{"each backend's own port", podTarget(https, "bs", 1), 0, false},
+		{"a port the pods answer", podTarget(https, "bs", 1), 15021, false},
+		{"node targets alone", svcTarget(https, "bs", 1), 10256, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+				EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {gwSlice()}}}
+			r := Compute(&v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{tt.target}}, c, Options{BackendSets: map[string]Takes{"bs": {HealthPort: tt.port}}})
+			if got := hasIssue(r.Issues, v1beta1.ReasonHealthCheckNodePort); got != tt.want {
+				t.Errorf("issues %+v; want %s: %t", r.Issues, v1beta1.ReasonHealthCheckNodePort, tt.want)
+			}
+		})
+	}
+}

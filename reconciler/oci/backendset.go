@@ -70,6 +70,25 @@ func (h HealthSchedule) Settle() time.Duration {
 	return time.Duration(h.Retries+1)*h.Interval + h.Timeout
 }
 
+// HealthCheckPort is the port the backend set's health checker probes on
+// every backend, 0 when it probes each backend's own port (oci-go-sdk
+// HealthChecker.Port: "If the port is not specified, the load balancer
+// uses the port information from the Backend object").
+func (bs *BackendSet) HealthCheckPort() int32 {
+	var port *int
+	switch {
+	case bs == nil:
+	case bs.lb != nil && bs.lb.HealthChecker != nil:
+		port = bs.lb.HealthChecker.Port
+	case bs.nlb != nil && bs.nlb.HealthChecker != nil:
+		port = bs.nlb.HealthChecker.Port
+	}
+	if port == nil {
+		return 0
+	}
+	return int32(*port)
+}
+
 // HealthSchedule is the backend set's health checker's schedule; for a set
 // not read (nil), or a setting it does not give, OCI's defaults.
 func (bs *BackendSet) HealthSchedule() HealthSchedule {
