@@ -280,6 +280,9 @@ func writeBackendSet(ew *errWriter, c *preview.BackendSetChange, deletion bool) 
 		}
 		ew.printf("      ~ %s weight %d: %s (node gone) until %s, then removed\n", b.Backend, b.Weight, verb, b.Until.UTC().Format(time.RFC3339))
 	}
+	for _, b := range c.Withheld {
+		ew.printf("      ! %s withheld: OCI lets the backend set hold %d backends; added once others leave\n", b, c.Limit)
+	}
 	for _, b := range c.Kept {
 		if b.Foreign {
 			ew.printf("        %s weight %d (not this resource's)\n", b.Backend, b.Weight)

@@ -38,7 +38,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 			out.Fail(j.Name, err)
 		default:
 			p := plan.Compute(j.Input(obj, bs.Backends, bs.BackendLimit()))
-			c = preview.Describe(c, bs.Backends, &p, j.DrainFor)
+			c = preview.Describe(c, bs.Backends, &p, j.DrainFor, bs.BackendLimit())
 		}
 		changes = append(changes, c)
 	}

@@ -37,6 +37,12 @@ type BackendSetChange struct {
 	// Kept are the backends the write would leave as they are, this
 	// resource's and foreign ones alike.
 	Kept []KeptBackend `json:"kept,omitempty"`
+	// Withheld are wanted backends (ip:port) the write leaves out because
+	// OCI's backend limit for the set (Limit) has no room for them: added
+	// once others leave. A migration from node ports to pods, which holds
+	// both for a while, shows here before it starts.
+	Withheld []string `json:"withheld,omitempty"`
+	Limit    int      `json:"limit,omitempty"`
 	// NotFound is set when the load balancer or backend set does not exist.
 	NotFound bool `json:"notFound,omitempty"`
 	// Error says why the backend set could not be planned.
@@ -140,8 +146,8 @@ func (c *BackendSetChange) Details() string {
 }
 
 // Describe fills c with what p does to the backend set holding current,
-// drains lasting drainFor.
-func Describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration) BackendSetChange {
+// drains lasting drainFor, OCI letting it hold limit backends.
+func Describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration, limit int) BackendSetChange {
 	drainUntil := map[string]time.Time{}
 	for _, b := range p.Draining {
 		drainUntil[plan.Key(b.IP, b.Port)] = b.Since.Add(drainFor)
@@ -172,6 +178,9 @@ func Describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor
 	}
 	for _, k := range p.Added {
 		c.Added = append(c.Added, BackendWeight{k, after[k].Weight})
+	}
+	if len(p.Withheld) > 0 {
+		c.Withheld, c.Limit = p.Withheld, limit
 	}
 	return c
 }

@@ -59,6 +59,14 @@ func TestDescribe(t *testing.T) {
 			want: BackendSetChange{Restored: []BackendWeight{{"10.0.0.1:30080", 1}, {"10.0.0.2:30080", 1}}},
 		},
 		{
+			name: "pods added beside the nodes past OCI's limit: withheld, named",
+			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1)},
+				Owned:   []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1)},
+				Desired: []desired.Backend{want("10.0.0.1", 30080, 1), want("10.0.0.2", 30080, 1), want("10.1.0.7", 8080, 1), want("10.1.0.8", 8080, 1)}, Limit: 3},
+			want: BackendSetChange{Added: []BackendWeight{{"10.1.0.7:8080", 1}}, Kept: []KeptBackend{{"10.0.0.1:30080", 1, false}, {"10.0.0.2:30080", 1, false}},
+				Withheld: []string{"10.1.0.8:8080"}, Limit: 3},
+		},
+		{
 			name: "a departing node's backend is drained until the period is over; one drained before stays so",
 			in: plan.Input{Current: []plan.Backend{b("10.0.0.1", 30080, 1), b("10.0.0.2", 30080, 1), {IP: "10.0.0.3", Port: 30080, Weight: 1, Drain: true}},
 				Owned:    []v1beta1.Backend{owned("10.0.0.1", 30080, 1), owned("10.0.0.2", 30080, 1), owned("10.0.0.3", 30080, 1)},
@@ -71,7 +79,7 @@ func TestDescribe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan.Compute(tc.in)
-			got := Describe(BackendSetChange{}, tc.in.Current, &p, tc.in.DrainFor)
+			got := Describe(BackendSetChange{}, tc.in.Current, &p, tc.in.DrainFor, tc.in.Limit)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("describe (-want +got):\n%s", diff)
 			}
