@@ -272,7 +272,8 @@ func TestPlanShowsAMoveFromNodePortsToPods(t *testing.T) {
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}, NodeName: ptr.To("node-a")}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}, NodeName: ptr.To("node-a"),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web-1"}}},
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Status: corev1.NodeStatus{
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}

@@ -38,6 +38,11 @@ func (f *fixture) podSliceOn(service string, port int32, eps ...discoveryv1.Endp
 		s.AddressType = discoveryv1.AddressTypeIPv4
 		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}}
 		s.Endpoints = eps
+		for i := range s.Endpoints { // as the EndpointSlice controller names each pod
+			if s.Endpoints[i].TargetRef == nil {
+				s.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: f.ns, Name: "pod-" + s.Endpoints[i].Addresses[0]}
+			}
+		}
 		return nil
 	})
 	f.must(err)

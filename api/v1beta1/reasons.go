@@ -59,6 +59,9 @@ const (
 	ReasonInvalidNodeSelector  = "InvalidNodeSelector"
 	ReasonNoEligibleNodes      = "NoEligibleNodes"
 	ReasonNoReadyEndpoints     = "NoReadyEndpoints"
+	// ReasonEndpointNotAPod: ready endpoints of a Pod target's Service
+	// name no pod of its namespace; they are not registered.
+	ReasonEndpointNotAPod = "EndpointNotAPod"
 	// ReasonHealthCheckNodePort: a backend set with Pod targets has a
 	// health checker that probes a port only nodes answer (kube-proxy's
 	// 10256, a node port): every pod backend is CRITICAL.

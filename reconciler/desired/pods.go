@@ -36,6 +36,11 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) resolved {
 			"services[%d]: endpoints of Service %s have addresses of their node's pod range (spec.podCIDRs: an overlay network), which the load balancer cannot reach, and are not registered in backend set %q: %s; use VCN-native pod networking, or targetType NodePort",
 			i, key, t.BackendSetName, summarize(left))})
 	}
+	if foreign := notPods(key, sp, c.EndpointSlices[key]); len(foreign) > 0 {
+		res.issues = append(res.issues, Issue{v1beta1.ReasonEndpointNotAPod, fmt.Sprintf(
+			"services[%d]: endpoints of Service %s name no pod of namespace %s and are not registered in backend set %q: %s; a Pod target registers the Service's own pods only",
+			i, key, key.Namespace, t.BackendSetName, summarize(foreign))})
+	}
 	switch {
 	case len(backends) > 0:
 		res.backends = backends
@@ -111,6 +116,9 @@ func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpoi
 			if ready, _ := conditions(ep.Conditions); !ready && !gated.awaiting(ep) || len(ep.Addresses) == 0 {
 				continue
 			}
+			if !podOf(ep, service.Namespace) {
+				continue // not a pod of the Service's namespace: not registered (podOf)
+			}
 			ap, unreachableWhy := podBackend(ep, number, nodes)
 			if !ap.IsValid() || seen[ap] {
 				continue // unparsable; or one endpoint in two slices, as the EndpointSlice controller may briefly have it
@@ -175,4 +183,35 @@ func nodeHealthPort(set string, port int32, services []*corev1.Service) *Issue {
 	}
 	return &Issue{v1beta1.ReasonHealthCheckNodePort, fmt.Sprintf(
 		"backend set %q's health checker probes port %d of every backend, which nodes answer (kube-proxy's healthz, or a node port) and pods do not: OCI finds each pod backend CRITICAL, and no readiness gate opens; set the health checker's port to 0 (each backend's own port) or to a port the pods answer", set, port)}
+}
+
+// podOf reports whether ep names a Pod of namespace: a Pod target
+// registers only those, as aws-load-balancer-controller and
+// oci-native-ingress-controller take only endpoints whose targetRef is a
+// pod. An endpoint of a slice written by another hand (a Service without
+// selector, a writer of EndpointSlices) that names no pod, or another
+// namespace's, would put what its writer chose, or another team's pod,
+// behind the load balancer.
+func podOf(ep *discoveryv1.Endpoint, namespace string) bool {
+	ref := ep.TargetRef
+	return ref != nil && ref.Kind == "Pod" && ref.Namespace == namespace && ref.Name != ""
+}
+
+// notPods are the ready endpoints of the Service's port that name no pod
+// of its namespace (podOf), by address, sorted.
+func notPods(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, s := range endpointSlices {
+		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name || slicePort(s, port) == 0 {
+			continue
+		}
+		for j := range s.Endpoints {
+			ep := &s.Endpoints[j]
+			if ready, _ := conditions(ep.Conditions); ready && !podOf(ep, service.Namespace) {
+				out = append(out, first(ep.Addresses))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -19,9 +19,11 @@ func podTarget(port intstr.IntOrString, set string, weight int32) v1beta1.Target
 	return t
 }
 
-// pod is an endpoint of a pod at ip on node, ready unless ready says.
+// pod is an endpoint of a pod of namespace ns at ip on node, ready unless
+// ready says.
 func pod(ip, node string, ready ...bool) discoveryv1.Endpoint {
-	ep := discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node)}
+	ep := discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node),
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "pod-" + ip}}
 	if len(ready) > 0 {
 		ep.Conditions.Ready = ptr.To(ready[0])
 	}
@@ -253,5 +255,26 @@ func TestPodTargetsBehindANodeHealthCheck(t *testing.T) {
 				t.Errorf("issues %+v; want %s: %t", r.Issues, v1beta1.ReasonHealthCheckNodePort, tt.want)
 			}
 		})
+	}
+}
+
+// A Pod target registers only endpoints that name a pod of the Service's
+// namespace: one that names no pod, or another namespace's, is left out
+// and reported, as another hand may have written its slice.
+func TestPodTargetsRegisterOnlyTheServicesPods(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeClusterIP, corev1.ServicePort{Name: "https", Port: 443})
+	noPod := discoveryv1.Endpoint{Addresses: []string{"10.9.0.1"}, NodeName: ptr.To("a")}
+	otherNamespace := pod("10.9.0.2", "a")
+	otherNamespace.TargetRef.Namespace = "other"
+	notAPod := pod("10.9.0.3", "a")
+	notAPod.TargetRef.Kind = "Node"
+	c := Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+		EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {gwSlice(pod("10.1.0.1", "a"), noPod, otherNamespace, notAPod)}}}
+	r := Compute(&v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}}, c, Options{})
+	if bs := r.BackendSets[0]; len(bs.Backends) != 1 || bs.Backends[0].IP != "10.1.0.1" {
+		t.Errorf("backends %+v, want the Service's own pod alone", bs.Backends)
+	}
+	if !hasIssue(r.Issues, v1beta1.ReasonEndpointNotAPod) {
+		t.Errorf("issues %+v, want %s", r.Issues, v1beta1.ReasonEndpointNotAPod)
 	}
 }

@@ -133,7 +133,7 @@ func forGated(service types.NamespacedName, endpointSlices []*discoveryv1.Endpoi
 			continue
 		}
 		for j := range s.Endpoints {
-			if pod := gated.awaitingPod(&s.Endpoints[j]); pod != nil {
+			if pod := gated.awaitingPod(&s.Endpoints[j]); pod != nil && pod.Namespace == service.Namespace {
 				fn(s, &s.Endpoints[j], pod)
 			}
 		}

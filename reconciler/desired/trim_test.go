@@ -49,12 +49,13 @@ func TestTrimKeepsWhatDesiredStateReads(t *testing.T) {
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
 	slice := gwSlice(
 		discoveryv1.Endpoint{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To("a"), Hostname: ptr.To("pod-a"),
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "pod-a"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
 		discoveryv1.Endpoint{Addresses: []string{"10.244.0.2"}, NodeName: ptr.To("e"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
 	)
 	slice.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}
 	nodes[0].Spec.PodCIDRs = []string{"10.244.0.0/24"} // pod-a's address is an overlay's
-	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0.3", "10.1.0.4"}, NodeName: ptr.To("b")})
+	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0.3", "10.1.0.4"}, NodeName: ptr.To("b"),
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "pod-b"}})
 	full := Cluster{Nodes: nodes, NodesByName: byName(nodes...), Services: map[types.NamespacedName]*corev1.Service{gwKey: svc}, EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {slice}}}
 
 	trimmed := Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: TrimService(svc.DeepCopy())},
