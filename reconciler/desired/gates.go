@@ -80,11 +80,30 @@ func AwaitsGate(pod *corev1.Pod) bool { return ReadyButForGate(pod) && !GateTrue
 
 // ReadyButForGate reports whether pod is Ready, or would be but for
 // lbregistrar's readiness gate: it has the gate, its containers are ready
-// (a failing readiness probe makes them not), and it is not being
-// deleted.
+// (a failing readiness probe makes them not), it is not being deleted, and
+// its Ready condition is not False for another reason. The kubelet gives
+// a pod whose containers are ready and a gate not True the reason
+// ReadinessGatesNotReady (pkg/kubelet/status/generate.go), and keeps it
+// until it has seen the gate True; the node lifecycle controller marks
+// the pods of a node it cannot reach not Ready by the status alone
+// (pkg/controller/util/node MarkPodsNotReady), which kube-proxy then
+// drops, and so does this.
 func ReadyButForGate(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && HasGate(pod) && conditionTrue(pod, corev1.ContainersReady)
+	if pod.DeletionTimestamp != nil || !HasGate(pod) || !conditionTrue(pod, corev1.ContainersReady) {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status != corev1.ConditionFalse || c.Reason == kubeletGatesNotReady
+		}
+	}
+	return true
 }
+
+// kubeletGatesNotReady is the reason of the Ready condition the kubelet
+// writes while a pod's readiness gates are not all True
+// (pkg/kubelet/status/generate.go ReadinessGatesNotReady).
+const kubeletGatesNotReady = "ReadinessGatesNotReady"
 
 // GateTrue reports whether pod's lbregistrar readiness gate condition is True.
 func GateTrue(pod *corev1.Pod) bool { return conditionTrue(pod, v1beta1.ReadinessGate) }

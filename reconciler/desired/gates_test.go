@@ -40,6 +40,31 @@ func endpointOf(p *corev1.Pod, ip, node string, terminating bool) discoveryv1.En
 		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
 }
 
+// A pod whose node the node lifecycle controller cannot reach is marked
+// not Ready by its status alone: no longer ready but for the gate, though
+// its containers were ready and its gate True. One the kubelet holds for
+// the gate (ReadinessGatesNotReady) still is.
+func TestReadyButForGate(t *testing.T) {
+	withReady := func(p *corev1.Pod, status corev1.ConditionStatus, reason string) *corev1.Pod {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: status, Reason: reason})
+		return p
+	}
+	for _, tt := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{gatedPod("held-by-the-gate", true, corev1.ConditionFalse), true},
+		{withReady(gatedPod("kubelet-lagging", true, corev1.ConditionTrue), corev1.ConditionFalse, kubeletGatesNotReady), true},
+		{withReady(gatedPod("ready", true, corev1.ConditionTrue), corev1.ConditionTrue, ""), true},
+		{withReady(gatedPod("node-unreachable", true, corev1.ConditionTrue), corev1.ConditionFalse, ""), false},
+		{gatedPod("starting", false, ""), false},
+	} {
+		if got := ReadyButForGate(tt.pod); got != tt.want {
+			t.Errorf("ReadyButForGate(%s) = %t, want %t", tt.pod.Name, got, tt.want)
+		}
+	}
+}
+
 func TestAwaitsGate(t *testing.T) {
 	ungated := gatedPod("plain", true, "")
 	ungated.Spec.ReadinessGates = nil

@@ -141,7 +141,7 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 			}
 			p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
 			p.Status.Conditions = append(p.Status.Conditions,
-				corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+				corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady"})
 			return c.Client.Status().Update(ctx, p)
 		})
 		if err != nil {

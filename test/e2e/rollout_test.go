@@ -36,7 +36,8 @@ const (
 // "container" (an HTTP server at the address's loopback stand-in) when
 // serve says so, marks its containers ready, and keeps its Ready
 // condition as the kubelet computes it: containers ready and every
-// readiness gate True. A pod being deleted stops and is removed at once.
+// readiness gate True (ReadinessGatesNotReady while one is not). A pod
+// being deleted stops and is removed at once.
 type kubelet struct {
 	c         *kube.Cluster
 	namespace string
@@ -169,6 +170,11 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
 		})
 	}
 	changed = setPodCondition(p, corev1.PodReady, ready) || changed
+	if i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady }); !ready {
+		p.Status.Conditions[i].Reason = "ReadinessGatesNotReady" // as the kubelet says it (pkg/kubelet/status)
+	} else {
+		p.Status.Conditions[i].Reason = ""
+	}
 	if changed {
 		_ = k.c.Client.Status().Update(ctx, p) // a conflict is tried again on the next pass
 	}
