@@ -24,17 +24,24 @@ func listen(t *testing.T, addr string) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(l, nil)
 	t.Cleanup(func() { l.Close() })
 	return func() { l.Close() }
+}
+
+// acceptAndClose accepts connections on l and closes each, calling
+// accepted (when given) for each, until l is closed.
+func acceptAndClose(l net.Listener, accepted func()) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		if accepted != nil {
+			accepted()
+		}
+		c.Close()
+	}
 }
 
 // OCI's health checks of the node ports this resource registered show in

@@ -89,15 +89,7 @@ func (p *podListeners) set(ip string, up bool) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(l, nil)
 	p.open[addr] = l
 	return nil
 }

@@ -87,18 +87,11 @@ func (a *acceptLog) last() time.Time {
 // ends, noting when it last accepted one.
 func serveAccepts(b *testing.B, l net.Listener) *acceptLog {
 	a := &acceptLog{}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			a.mu.Lock()
-			a.at = time.Now()
-			a.mu.Unlock()
-			c.Close()
-		}
-	}()
+	go acceptAndClose(l, func() {
+		a.mu.Lock()
+		a.at = time.Now()
+		a.mu.Unlock()
+	})
 	b.Cleanup(func() { l.Close() })
 	return a
 }
