@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,7 +151,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		s.out.Issues = append(s.out.Issues, v.issues...)
 		if n := len(v.plan.Withheld) + len(v.plan.InstanceTaken); n > 0 {
 			w.blocked = cmp.Or(w.blocked, fmt.Sprintf("%d wanted backends are left out (OCI's backend limit, or their instance registered at another address by another writer): %s",
-				n, strings.Join(append(slices.Clone(v.plan.Withheld), v.plan.InstanceTaken...), ", ")))
+				n, desired.Summarize(append(slices.Clone(v.plan.Withheld), v.plan.InstanceTaken...))))
 		}
 		if v.clearsRefusal {
 			r.refusals.Clear(obj.Name, name)

@@ -241,7 +241,7 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		if len(a.noAddress) > 0 {
 			r.Issues = append(r.Issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf(
 				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
-				name, o.BackendSets[name].Family, summarize(slices.Sorted(maps.Keys(a.noAddress))))})
+				name, o.BackendSets[name].Family, Summarize(slices.Sorted(maps.Keys(a.noAddress))))})
 		}
 		if is := nodeHealthPort(name, o.BackendSets[name].HealthPort, a.pods); is != nil {
 			r.Issues = append(r.Issues, *is)

@@ -129,12 +129,14 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 	}
 	if len(noAddress) > 0 {
 		slices.Sort(noAddress)
-		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", summarize(noAddress))})
+		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", Summarize(noAddress))})
 	}
 	return out, ns, issues
 }
 
-func summarize(names []string) string {
+// Summarize names the first five of names, and counts the rest, so a
+// message stays short however many there are.
+func Summarize(names []string) string {
 	const shown = 5
 	if len(names) <= shown {
 		return fmt.Sprint(names)

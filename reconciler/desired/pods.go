@@ -34,12 +34,12 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) resolved {
 	if len(left) > 0 {
 		res.issues = append(res.issues, Issue{v1beta1.ReasonPodAddressUnreachable, fmt.Sprintf(
 			"services[%d]: endpoints of Service %s have addresses of their node's pod range (spec.podCIDRs: an overlay network), which the load balancer cannot reach, and are not registered in backend set %q: %s; use VCN-native pod networking, or targetType NodePort",
-			i, key, t.BackendSetName, summarize(left))})
+			i, key, t.BackendSetName, Summarize(left))})
 	}
 	if foreign := notPods(key, sp, c.EndpointSlices[key]); len(foreign) > 0 {
 		res.issues = append(res.issues, Issue{v1beta1.ReasonEndpointNotAPod, fmt.Sprintf(
 			"services[%d]: endpoints of Service %s name no pod of namespace %s and are not registered in backend set %q: %s; a Pod target registers the Service's own pods only",
-			i, key, key.Namespace, t.BackendSetName, summarize(foreign))})
+			i, key, key.Namespace, t.BackendSetName, Summarize(foreign))})
 	}
 	switch {
 	case len(backends) > 0:
