@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -55,6 +56,10 @@ func (f backendSets) WorkRequests(context.Context, string) ([]oci.WorkRequest, e
 }
 
 func (f backendSets) WorkRequestsSince(context.Context, string, time.Time) ([]oci.WorkRequest, error) {
+	return nil, nil
+}
+
+func (f backendSets) PrivateIPs(context.Context, string, []netip.Addr) (oci.PrivateIPs, error) {
 	return nil, nil
 }
 

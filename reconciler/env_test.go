@@ -141,6 +141,7 @@ func (f *fixture) options() reconciler.Options {
 	o := reconciler.DefaultOptions()
 	o.OCI.LoadBalancerEndpoint = f.emu.HTTPSURL()
 	o.OCI.NetworkLoadBalancerEndpoint = f.emu.HTTPSURL()
+	o.OCI.CoreEndpoint = f.emu.HTTPSURL()
 	o.OCICAFile = filepath.Join(f.t.TempDir(), "oci-ca.pem")
 	f.must(os.WriteFile(o.OCICAFile, f.emu.CACertPEM(), 0o600))
 	o.OCI.RateLimit, o.OCI.Burst = 1000, 1000

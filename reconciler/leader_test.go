@@ -119,6 +119,7 @@ func TestLeaderKilledMidWriteNoDuplicateWrite(t *testing.T) {
 	doomed := f.options()
 	doomed.OCI.LoadBalancerEndpoint = "https://" + cloud.addr()
 	doomed.OCI.NetworkLoadBalancerEndpoint = doomed.OCI.LoadBalancerEndpoint
+	doomed.OCI.CoreEndpoint = doomed.OCI.LoadBalancerEndpoint
 	doomed.WorkRequestTimeout = 3 * time.Second
 	leader, _ := f.startManagerOn(viaKube, true, doomed, f.leaderElection)
 	if !elected(t, leader, 10*time.Second) {

@@ -168,6 +168,8 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 		"Base URL of the OCI Load Balancer API, replacing the regional one (private or dedicated-region endpoints)")
 	fs.StringVar(&o.OCI.NetworkLoadBalancerEndpoint, "oci-networkloadbalancer-endpoint", o.OCI.NetworkLoadBalancerEndpoint,
 		"Base URL of the OCI Network Load Balancer API, replacing the regional one")
+	fs.StringVar(&o.OCI.CoreEndpoint, "oci-core-endpoint", o.OCI.CoreEndpoint,
+		"Base URL of the OCI Core Services API (instances, VNICs, private IPs: read for pod targets of source-preserving NLB backend sets), replacing the regional one")
 	fs.StringVar(&o.OCICAFile, "oci-ca-file", o.OCICAFile, "PEM file of CA certificates trusted for the OCI endpoints, besides the system ones")
 	fs.BoolVar(&o.RequireReadyNodes, "require-ready-nodes", o.RequireReadyNodes,
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")

@@ -299,3 +299,58 @@ func TestPodTargetsBehindANodeHealthCheckAreReported(t *testing.T) {
 		t.Errorf("plan's Degraded: %+v, want the health check port named", c)
 	}
 }
+
+// A backend set that preserves the client's source has OCI select its
+// backends by instance, so a pod goes by its private IP's OCID, looked up
+// on its node's VNICs through the Core Services API. A pod whose address
+// OCI does not list is left out, with Degraded saying so and no write
+// refused; when the identity may not read the private IPs, the backend
+// set is held as it is.
+func TestSourcePreservingBackendSetTakesPodsByPrivateIP(t *testing.T) {
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
+	seedPreserved(f, false)
+	node := f.ns + "-a"
+	instance := "ocid1.instance.oc1.iad." + f.ns
+	f.must(f.emu.SeedState(ociemu.Seed{Instances: []ociemu.Instance{{ID: instance, VNICs: []ociemu.VNIC{
+		{PrivateIPs: []ociemu.PrivateIP{{IPAddress: "10.0.51.1"}}},
+		{PrivateIPs: []ociemu.PrivateIP{{IPAddress: "10.1.51.2"}, {ID: "ocid1.privateip.oc1.iad.pod11", IPAddress: "10.1.51.11"}, {ID: "ocid1.privateip.oc1.iad.pod12", IPAddress: "10.1.51.12"}}},
+	}}}}))
+	f.node(node, "10.0.51.1", func(n *corev1.Node) { n.Spec.ProviderID = "oci://" + instance })
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.1.51.11", node, true), podAt("10.1.51.13", node, true))
+	obj := f.registrar("by-private-ip", networkLB, []v1beta1.Target{podTargetOf(f.ns, "web", "preserved", 1)})
+
+	// Before any write, lbregistrar plan says which pod is left out.
+	planner, err := reconciler.NewPlanner(f.api, f.options(), nil)
+	f.must(err)
+	rp, err := planner.Plan(f.ctx, f.get(obj), nil)
+	f.must(err)
+	if c := meta.FindStatusCondition(rp.Conditions, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonPodPrivateIPNotFound || !strings.Contains(c.Message, "10.1.51.13 on "+node) {
+		t.Errorf("plan's Degraded: %+v, want the pod without a private IP named", c)
+	}
+	if len(rp.BackendSets) != 1 || len(rp.BackendSets[0].Added) != 1 || rp.BackendSets[0].Added[0].Backend != "10.1.51.11:8080" {
+		t.Errorf("plan: %+v, want only 10.1.51.11:8080 added", rp.BackendSets)
+	}
+
+	f.startManager(f.options())
+	f.expectBackends(networkLB, "preserved", "10.1.51.11:8080/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	f.expectTarget(networkLB, "preserved", "10.1.51.11", "ocid1.privateip.oc1.iad.pod11")
+	f.expectDegraded(obj, v1beta1.ReasonPodPrivateIPNotFound, "10.1.51.13 on "+node)
+	for _, c := range f.emu.Calls() {
+		if c.Operation == "UpdateBackendSet" && c.Status >= 400 {
+			t.Errorf("a write was refused: %+v", c)
+		}
+	}
+
+	// A pod comes on a node whose instance the identity may not read (OCI
+	// answers 404 NotAuthorizedOrNotFound, as for one that does not
+	// exist): the backend set keeps what it holds.
+	f.node(f.ns+"-b", "10.0.51.2", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad." + f.ns + "-b" })
+	writes := f.writesTo(networkLB, "preserved")
+	f.podSlice("web", podAt("10.1.51.11", node, true), podAt("10.1.51.12", node, true), podAt("10.1.52.11", f.ns+"-b", true))
+	f.expectDegraded(obj, v1beta1.ReasonPrivateIPsUnread, "node "+f.ns+"-b", "NotAuthorizedOrNotFound")
+	f.expectBackends(networkLB, "preserved", "10.1.51.11:8080/1", "ocid1.instance.oc1.iad.node-b:31070/1")
+	if n := f.writesTo(networkLB, "preserved"); n != writes {
+		t.Errorf("%d writes while the private IPs were unread, want none", n-writes)
+	}
+}

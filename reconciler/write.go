@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,8 @@ import (
 type ociAPI interface {
 	backendset.API
 	backendset.HealthReader
+	// PrivateIPs reads for decide (a decide.OCI).
+	PrivateIPs(ctx context.Context, instanceID string, want []netip.Addr) (oci.PrivateIPs, error)
 	// WorkRequestsSince lists for the watch (an lbwatch.Lister).
 	WorkRequestsSince(ctx context.Context, loadBalancerID string, since time.Time) ([]oci.WorkRequest, error)
 }

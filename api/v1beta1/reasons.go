@@ -74,9 +74,20 @@ const (
 	// addresses of their node's pod range (an overlay network), which the
 	// load balancer cannot reach; they are not registered.
 	ReasonPodAddressUnreachable = "PodAddressUnreachable"
-	ReasonNoReadyNodes          = "NoReadyNodes"
-	ReasonNodeWithoutAddress    = "NodeWithoutAddress"
-	ReasonDuplicateBackend      = "DuplicateBackend"
+	// ReasonPodPrivateIPNotFound: endpoints of a Pod target in a backend
+	// set that selects its backends by instance (an NLB set preserving
+	// the client's source) have addresses that are no private IP of their
+	// node's VNICs, or run on a node with no instance OCID; they are not
+	// registered.
+	ReasonPodPrivateIPNotFound = "PodPrivateIPNotFound"
+	// ReasonPrivateIPsUnread: the private IPs of a node's instance, which
+	// such a backend set takes pods by, could not be read (often an IAM
+	// policy without read of instances, vnic-attachments or private-ips);
+	// the backend set keeps its registered backends.
+	ReasonPrivateIPsUnread   = "PrivateIPsUnread"
+	ReasonNoReadyNodes       = "NoReadyNodes"
+	ReasonNodeWithoutAddress = "NodeWithoutAddress"
+	ReasonDuplicateBackend   = "DuplicateBackend"
 	// ReasonBackendLimit: a backend set holds, or is wanted to hold, nine
 	// tenths or more of the backends OCI lets it hold.
 	ReasonBackendLimit = "BackendLimit"

@@ -318,6 +318,7 @@ func startServe(ctx context.Context, binary string, cluster *kube.Cluster, emu *
 		"--secret-namespaces", apiKeyNamespace,
 		"--oci-loadbalancer-endpoint", emu.URL(),
 		"--oci-networkloadbalancer-endpoint", emu.URL(),
+		"--oci-core-endpoint", emu.URL(),
 		"--drain-period", "5s",
 		"--node-drain-period", "5s",
 		// Health is read on each resync: often enough for the live view to

@@ -11,6 +11,8 @@ package decide
 
 import (
 	"context"
+	"maps"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -96,12 +98,21 @@ func decide(obj *v1beta1.LBRegistrar, cluster desired.Cluster, lost map[string]s
 	return out, registerJobs(obj, result, &out, read, o)
 }
 
+// OCI is what deciding reads of OCI: backend sets, and the private IPs of
+// the instances pods run on.
+type OCI interface {
+	backendset.Reader
+	PrivateIPs(ctx context.Context, instanceID string, want []netip.Addr) (oci.PrivateIPs, error)
+}
+
 // Assess gathers what decide needs and decides: the cluster as reader sees
 // it, the backend sets obj loses to claimants, and its backend sets as OCI
-// has them, read with ociClient (nil when obj's credentials cannot be used:
-// nothing is read, and the desired state is decided without them). The
-// controller's turn and lbregistrar plan both start here.
-func Assess(ctx context.Context, reader client.Reader, ociClient backendset.Reader, obj *v1beta1.LBRegistrar, claimants Claimants, opts Options) (status.Outcome, []Job, error) {
+// has them, with the private IPs of the nodes their pods run on where they
+// take pods by private IP, read with ociClient (nil when obj's credentials
+// cannot be used: nothing is read, and the desired state is decided
+// without them). The controller's turn and lbregistrar plan both start
+// here.
+func Assess(ctx context.Context, reader client.Reader, ociClient OCI, obj *v1beta1.LBRegistrar, claimants Claimants, opts Options) (status.Outcome, []Job, error) {
 	cluster, err := readView(ctx, reader, obj)
 	if err != nil {
 		return status.Outcome{}, nil, err
@@ -113,6 +124,7 @@ func Assess(ctx context.Context, reader client.Reader, ociClient backendset.Read
 	var read map[string]*oci.BackendSet
 	if ociClient != nil {
 		read = backendset.ReadAll(ctx, ociClient, obj.Spec.LoadBalancerID, backendSetNames(obj, lost))
+		cluster.PrivateIPs = privateIPs(ctx, ociClient, cluster, desired.PrivateIPNodes(&obj.Spec, cluster, takes(read)))
 	}
 	out, jobs := decide(obj, cluster, lost, read, opts)
 	protect(claimants, obj.Spec.LoadBalancerID, jobs, &out)
@@ -168,6 +180,33 @@ func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string 
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// privateIPs reads the private IPs of the instances of nodes, each asked
+// for the addresses it should list; a node without an instance OCID is not
+// read (its pods have none to find), and one whose read fails is Unread.
+func privateIPs(ctx context.Context, ociClient OCI, cluster desired.Cluster, nodes map[string][]netip.Addr) desired.PrivateIPs {
+	var out desired.PrivateIPs
+	for _, name := range slices.Sorted(maps.Keys(nodes)) {
+		node := cluster.NodesByName[name]
+		if node == nil || desired.InstanceID(node) == "" {
+			continue
+		}
+		instance := desired.InstanceID(node)
+		ips, err := ociClient.PrivateIPs(ctx, instance, nodes[name])
+		if err != nil {
+			if out.Unread == nil {
+				out.Unread = map[string]string{}
+			}
+			out.Unread[name] = err.Error()
+			continue
+		}
+		if out.OCIDs == nil {
+			out.OCIDs = map[netip.Addr]string{}
+		}
+		maps.Copy(out.OCIDs, ips)
+	}
+	return out
 }
 
 // takes is what each backend set read takes of a node: addresses of its

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +60,8 @@ type Options struct {
 type Takes struct {
 	Family Family
 	// Instance is set for a backend set that preserves the client's source
-	// address: OCI selects its backends by instance, so each names the
-	// node's instance OCID too.
+	// address: OCI selects its backends by instance, so each IPv4 backend
+	// names the node's instance OCID too, or the pod's private IP OCID.
 	Instance bool
 	// Protocols are the protocols its listeners forward (an NLB's: TCP,
 	// UDP or both); none means TCP, as every classic listener carries and
@@ -103,12 +104,23 @@ type Cluster struct {
 	EndpointSlices map[types.NamespacedName][]*discoveryv1.EndpointSlice
 	// NodesByName holds every node, by name, for Pod targets (nil when
 	// the spec has none): an endpoint's node tells whether its address is
-	// one the load balancer can reach (PodEndpoints).
+	// one the load balancer can reach (podEndpoints).
 	NodesByName map[string]*corev1.Node
 	// Gated holds the pods of the EndpointSlices' not-ready endpoints that
 	// carry lbregistrar's readiness gate: one that is ready but for it
 	// counts as ready.
 	Gated GatedPods
+	// PrivateIPs are what OCI lists of the private IPs of the nodes that
+	// PrivateIPNodes names: a backend set that selects its backends by
+	// instance takes a pod by its private IP's OCID.
+	PrivateIPs PrivateIPs
+}
+
+// PrivateIPs are private IP OCIDs by address, and, by node name, why the
+// private IPs of a node's instance could not be read.
+type PrivateIPs struct {
+	OCIDs  map[netip.Addr]string
+	Unread map[string]string
 }
 
 // resolved is what one spec.services entry makes of the cluster: the

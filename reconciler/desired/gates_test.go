@@ -108,14 +108,14 @@ func TestPodsAwaitingTheGateAreRegistered(t *testing.T) {
 	svc := mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443})
 	https := &svc.Spec.Ports[0]
 
-	backends, _ := PodEndpoints(gwKey, https, []*discoveryv1.EndpointSlice{slice}, IPv4, nil, gated)
+	backends, _ := podEndpoints(gwKey, https, []*discoveryv1.EndpointSlice{slice}, IPv4, podView{}, gated)
 	if len(backends) != 2 || backends[0].IP != "10.1.0.1" || backends[1].IP != "10.1.0.4" {
 		t.Errorf("pod backends %v, want 10.1.0.1 and 10.1.0.4", backends)
 	}
 	if got := slices.Sorted(maps.Keys(ServingNodes(gwKey, https, []*discoveryv1.EndpointSlice{slice}, gated, true))); !slices.Equal(got, []string{"a", "d"}) {
 		t.Errorf("serving nodes %v, want [a d]", got)
 	}
-	if backends, _ := PodEndpoints(gwKey, https, []*discoveryv1.EndpointSlice{slice}, IPv4, nil, nil); len(backends) != 0 {
+	if backends, _ := podEndpoints(gwKey, https, []*discoveryv1.EndpointSlice{slice}, IPv4, podView{}, nil); len(backends) != 0 {
 		t.Errorf("without the gated pods, backends %v, want none", backends)
 	}
 }
@@ -201,6 +201,8 @@ func TestStands(t *testing.T) {
 		{"Pod target: listed without the port", podTarget(https, "pods", 1), nil, false,
 			[]*discoveryv1.EndpointSlice{withPorts(gwSlice(endpointOf(pod, "10.1.0.7", "a", false)), discoveryv1.EndpointPort{Name: ptr.To("other"), Port: ptr.To[int32](9)}), gwSlice(endpointOf(other, "10.1.0.9", "a", false))}, Takes{},
 			Stand{Skip: "does not serve port https"}, true},
+		{"Pod target: a source-preserving set, and its node has no instance to list its private IP", podTarget(https, "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false))}, Takes{Instance: true},
+			Stand{Skip: "its node a has no instance OCID"}, true},
 		{"Pod target: not listed yet", podTarget(https, "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(other, "10.1.0.9", "a", false))}, Takes{}, Stand{}, false},
 		{"a held target says nothing of its pods", podTarget(intstr.FromString("gone"), "pods", 1), nil, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false))}, Takes{}, Stand{}, false},
 	} {

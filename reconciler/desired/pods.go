@@ -15,26 +15,38 @@ import (
 
 // podBackends resolves a Pod target (spec.services[i], targetType Pod)
 // into its backends: each ready endpoint of the Service port, by the
-// address and port its EndpointSlices give, or the issue that holds its
-// backend set; and what it makes of the pods waiting for their gate.
-// Endpoints whose address the load balancer cannot reach are left out,
-// and reported. A Service the EndpointSlice controller says has no
-// endpoint at all wants none (publishedEmpty): its pods are gone.
+// address and port its EndpointSlices give (and its private IP's OCID
+// where the backend set selects its backends by instance), or the issue
+// that holds its backend set; and what it makes of the pods waiting for
+// their gate. Endpoints the load balancer cannot take are left out, and
+// reported. A Service the EndpointSlice controller says has no endpoint
+// at all wants none (publishedEmpty): its pods are gone.
 func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) resolved {
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	_, sp, hold := resolveServicePort(i, t, c, takes)
 	if hold != nil {
 		return resolved{hold: hold}
 	}
-	res := resolved{stands: podStands(i, key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)}
-	backends, left := PodEndpoints(key, sp, c.EndpointSlices[key], takes.Family, c.NodesByName, c.Gated)
+	view := newPodView(c, takes)
+	res := resolved{stands: podStands(i, key, sp, c.EndpointSlices[key], takes.Family, view, c.Gated)}
+	backends, left := podEndpoints(key, sp, c.EndpointSlices[key], takes.Family, view, c.Gated)
 	for j := range backends {
 		backends[j].Weight = t.Weight
 	}
-	if len(left) > 0 {
+	if unread := left[v1beta1.ReasonPrivateIPsUnread]; len(unread) > 0 {
+		return resolved{stands: res.stands, hold: &Issue{v1beta1.ReasonPrivateIPsUnread, fmt.Sprintf(
+			"services[%d]: backend set %q preserves the client's source, so OCI takes pods by their private IP's OCID, and the private IPs of the nodes of Service %s's endpoints could not be read: %s; it keeps its registered backends (the identity needs read of instances, vnic-attachments and private-ips)",
+			i, t.BackendSetName, key, Summarize(unread))}}
+	}
+	if unreachable := left[v1beta1.ReasonPodAddressUnreachable]; len(unreachable) > 0 {
 		res.issues = append(res.issues, Issue{v1beta1.ReasonPodAddressUnreachable, fmt.Sprintf(
 			"services[%d]: endpoints of Service %s have addresses of their node's pod range (spec.podCIDRs: an overlay network), which the load balancer cannot reach, and are not registered in backend set %q: %s; use VCN-native pod networking, or targetType NodePort",
-			i, key, t.BackendSetName, Summarize(left))})
+			i, key, t.BackendSetName, Summarize(unreachable))})
+	}
+	if unknown := left[v1beta1.ReasonPodPrivateIPNotFound]; len(unknown) > 0 {
+		res.issues = append(res.issues, Issue{v1beta1.ReasonPodPrivateIPNotFound, fmt.Sprintf(
+			"services[%d]: backend set %q preserves the client's source, so OCI takes pods by their private IP's OCID, and endpoints of Service %s have none OCI lists on their node's VNICs; they are not registered: %s",
+			i, t.BackendSetName, key, Summarize(unknown))})
 	}
 	if foreign := notPods(key, sp, c.EndpointSlices[key]); len(foreign) > 0 {
 		res.issues = append(res.issues, Issue{v1beta1.ReasonEndpointNotAPod, fmt.Sprintf(
@@ -50,7 +62,7 @@ func podBackends(i int, t *v1beta1.Target, c Cluster, takes Takes) resolved {
 			"services[%d]: Service %s has no endpoints (the EndpointSlice controller publishes none): the backends of its pods in backend set %q are drained, then removed", i, key, t.BackendSetName)})
 	default:
 		res.hold = &Issue{v1beta1.ReasonNoReadyEndpoints, fmt.Sprintf(
-			"services[%d]: Service %s has no ready %s endpoint of port %s the load balancer can reach; backend set %q keeps its registered backends", i, key, takes.Family, t.Port.String(), t.BackendSetName)}
+			"services[%d]: Service %s has no ready %s endpoint of port %s the load balancer can take; backend set %q keeps its registered backends", i, key, takes.Family, t.Port.String(), t.BackendSetName)}
 	}
 	return res
 }
@@ -83,9 +95,9 @@ func publishedEmpty(service types.NamespacedName, endpointSlices []*discoveryv1.
 	return published
 }
 
-// PodEndpoints are the ready endpoints of the Service's port, of family
+// podEndpoints are the ready endpoints of the Service's port, of family
 // f, as backends (without weight) sorted by address and port, and the
-// endpoints left out as unreachable (address on node), sorted.
+// endpoints left out, by the reason (podSkip) for which they are, sorted.
 //
 // An endpoint is read as kube-proxy reads it (pkg/proxy/endpointslicecache.go):
 // its first address, ready unset meaning ready, in slices of this Service
@@ -95,13 +107,8 @@ func publishedEmpty(service types.NamespacedName, endpointSlices []*discoveryv1.
 // terminating endpoint is not ready (Kubernetes 1.26 on), so its backend
 // is drained like any other that goes. An endpoint whose pod is ready but
 // for lbregistrar's readiness gate counts as ready (GatedPods.awaiting).
-//
-// An address in its node's spec.podCIDRs came from the node's pod range,
-// which overlay networks (flannel, OKE's other CNI) give pods and the VCN
-// does not route; OKE's VCN-native pod networking gives pods addresses of
-// a VCN subnet, and virtual nodes have no pod range. Nodes are looked up
-// in nodes; an endpoint whose node is not there is taken as reachable.
-func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node, gated GatedPods) (backends []Backend, unreachable []string) {
+// How the backend set takes each is podBackend's to say.
+func podEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, view podView, gated GatedPods) (backends []Backend, left map[string][]string) {
 	seen := map[netip.AddrPort]bool{}
 	for _, s := range endpointSlices {
 		if s.Namespace != service.Namespace || s.Labels[discoveryv1.LabelServiceName] != service.Name || s.AddressType != addressType(f) {
@@ -119,21 +126,28 @@ func PodEndpoints(service types.NamespacedName, port *corev1.ServicePort, endpoi
 			if !podOf(ep, service.Namespace) {
 				continue // not a pod of the Service's namespace: not registered (podOf)
 			}
-			ap, unreachableWhy := podBackend(ep, number, nodes)
+			b, skip := view.podBackend(ep, number)
+			ap := b.addrPort()
 			if !ap.IsValid() || seen[ap] {
 				continue // unparsable; or one endpoint in two slices, as the EndpointSlice controller may briefly have it
 			}
 			seen[ap] = true
-			if unreachableWhy != "" {
-				unreachable = append(unreachable, ap.Addr().String()+" on "+*ep.NodeName)
+			if skip != nil {
+				if left == nil {
+					left = map[string][]string{}
+				}
+				left[skip.reason] = append(left[skip.reason], skip.item)
 				continue
 			}
-			backends = append(backends, Backend{IP: ap.Addr().String(), Port: number})
+			backends = append(backends, b)
 		}
 	}
 	slices.SortFunc(backends, CompareBackends)
-	slices.Sort(unreachable)
-	return backends, unreachable
+	for reason, items := range left {
+		slices.Sort(items)
+		left[reason] = slices.Compact(items)
+	}
+	return backends, left
 }
 
 // slicePort is the number slice gives the Service port (by name and

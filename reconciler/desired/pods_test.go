@@ -1,7 +1,10 @@
 package desired
 
 import (
+	"net/netip"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -38,6 +41,10 @@ func terminating(ip, node string) discoveryv1.Endpoint {
 	return ep
 }
 
+func providerID(id string) nodeOpt {
+	return func(n *corev1.Node) { n.Spec.ProviderID = "oci://" + id }
+}
+
 func podCIDR(cidr string) nodeOpt {
 	return func(n *corev1.Node) { n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr} }
 }
@@ -60,6 +67,9 @@ func TestComputePodTargets(t *testing.T) {
 	slicesOf := func(s ...*discoveryv1.EndpointSlice) map[types.NamespacedName][]*discoveryv1.EndpointSlice {
 		return map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: s}
 	}
+	// OKE: nodes with instances, their pods' addresses private IPs of them.
+	okeNodes := byName(mkNode("a", "10.0.0.1", providerID("ocid1.instance.oc1.iad.a")), mkNode("b", "10.0.0.2", providerID("ocid1.instance.oc1.iad.b")))
+	podIPs := map[netip.Addr]string{netip.MustParseAddr("10.1.0.11"): "ocid1.privateip.oc1.iad.pod11", netip.MustParseAddr("10.1.0.12"): "ocid1.privateip.oc1.iad.pod12"}
 	// flannel: each node's pods in its podCIDR, which the VCN does not route.
 	overlayNodes := byName(mkNode("a", "10.0.0.1", podCIDR("10.244.0.0/24")), mkNode("b", "10.0.0.2", podCIDR("10.244.1.0/24")))
 
@@ -163,13 +173,61 @@ func TestComputePodTargets(t *testing.T) {
 			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}}}},
 		},
 		{
-			name:    "a source-preserving backend set takes pods by address: they have no instance",
+			name: "a source-preserving backend set takes pods by their private IP's OCID; one OCI does not list is left out",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, NodesByName: okeNodes,
+				EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a"), pod("10.1.0.12", "b"), pod("10.1.0.13", "a"))),
+				PrivateIPs:     PrivateIPs{OCIDs: podIPs}},
+			opts: Options{BackendSets: map[string]Takes{"bs": {Instance: true}}},
+			want: []BackendSet{{Name: "bs", Backends: []Backend{
+				{"10.1.0.11", 8443, 1, "ocid1.privateip.oc1.iad.pod11"}, {"10.1.0.12", 8443, 1, "ocid1.privateip.oc1.iad.pod12"}}}},
+			wantIssues: []string{v1beta1.ReasonPodPrivateIPNotFound},
+		},
+		{
+			name: "a pod on a node without an instance OCID has no private IP to find",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, NodesByName: byName(mkNode("a", "10.0.0.1")),
+				EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a")))},
+			opts:       Options{BackendSets: map[string]Takes{"bs": {Instance: true}}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonNoReadyEndpoints}}},
+			wantIssues: []string{v1beta1.ReasonPodPrivateIPNotFound, v1beta1.ReasonNoReadyEndpoints},
+		},
+		{
+			name: "a node's private IPs unread: the set is held, its pods' OCIDs in doubt",
+			spec: v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
+			cluster: Cluster{Services: services, NodesByName: okeNodes,
+				EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a"), pod("10.1.0.12", "b"))),
+				PrivateIPs:     PrivateIPs{OCIDs: podIPs, Unread: map[string]string{"b": "ListPrivateIps: 404 NotAuthorizedOrNotFound"}}},
+			opts:       Options{BackendSets: map[string]Takes{"bs": {Instance: true}}},
+			want:       []BackendSet{{Name: "bs", Held: &Issue{Reason: v1beta1.ReasonPrivateIPsUnread}}},
+			wantIssues: []string{v1beta1.ReasonPrivateIPsUnread},
+		},
+		{
+			name:    "an IPv6 source-preserving backend set takes pods by address, as nodes",
 			spec:    v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1)}},
-			cluster: Cluster{Services: services, EndpointSlices: slicesOf(gwSlice(pod("10.1.0.11", "a")))},
-			opts:    Options{BackendSets: map[string]Takes{"bs": {Instance: true}}},
-			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"10.1.0.11", 8443, 1, ""}}}},
+			cluster: Cluster{Services: services, NodesByName: okeNodes, EndpointSlices: slicesOf(withPorts(sliceOf("ns", "gw", discoveryv1.AddressTypeIPv6, pod("fd00::11", "a")), gwSlice().Ports...))},
+			opts:    Options{BackendSets: map[string]Takes{"bs": {Family: IPv6, Instance: true}}},
+			want:    []BackendSet{{Name: "bs", Backends: []Backend{{"fd00::11", 8443, 1, ""}}}},
 		},
 	})
+}
+
+// PrivateIPNodes names the nodes of the endpoints of Pod targets whose
+// backend sets take pods by private IP, with their endpoints' addresses.
+func TestPrivateIPNodes(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeClusterIP, corev1.ServicePort{Name: "https", Port: 443})
+	c := Cluster{Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+		EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {
+			gwSlice(pod("10.1.0.12", "a"), pod("10.1.0.11", "a", false), pod("10.1.0.21", "b")), gwSlice(pod("10.1.0.12", "a"))}}}
+	spec := v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(intstr.FromString("https"), "bs", 1), svcTarget(intstr.FromString("https"), "nodes", 1)}}
+	got := PrivateIPNodes(&spec, c, map[string]Takes{"bs": {Instance: true}, "nodes": {Instance: true}})
+	want := map[string][]netip.Addr{"a": {netip.MustParseAddr("10.1.0.11"), netip.MustParseAddr("10.1.0.12")}, "b": {netip.MustParseAddr("10.1.0.21")}}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("nodes (-want +got):\n%s", d)
+	}
+	if got := PrivateIPNodes(&spec, c, map[string]Takes{"bs": {}}); got != nil {
+		t.Errorf("a backend set that takes addresses needs no private IPs, got %v", got)
+	}
 }
 
 // A Pod target whose Service the EndpointSlice controller publishes with

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
 // Stand is what a backend set's desired state makes of one pod that a
@@ -69,9 +72,11 @@ func (s Stands) merge(other Stands) Stands {
 
 // podStands are the stands of target i (a Pod target) for the gated pods
 // that the Service's slices list: the pod's endpoint where its slice
-// serves the port in the backend set's family at an address the load
-// balancer reaches (podBackend, as PodEndpoints registers it).
-func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, nodes map[string]*corev1.Node, gated GatedPods) Stands {
+// serves the port in the backend set's family as a backend the set takes
+// (podBackend, as podEndpoints registers it). A pod whose node's private
+// IPs could not be read stands by its address: its gate waits, and hears
+// that the set is held.
+func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, view podView, gated GatedPods) Stands {
 	var out Stands
 	forGated(service, endpointSlices, gated, func(s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, pod *corev1.Pod) {
 		st := Stand{Entry: i}
@@ -82,12 +87,13 @@ func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, en
 		case s.AddressType != addressType(f):
 			st.Skip = fmt.Sprintf("its address %s is not %s, the family of the backend set", first(ep.Addresses), f)
 		default:
-			ap, unreachable := podBackend(ep, number, nodes)
+			b, skip := view.podBackend(ep, number)
+			ap := b.addrPort()
 			switch {
 			case !ap.IsValid():
 				st.Skip = fmt.Sprintf("its endpoint's address %q does not parse", first(ep.Addresses))
-			case unreachable != "":
-				st.Skip = unreachable
+			case skip != nil && skip.reason != v1beta1.ReasonPrivateIPsUnread:
+				st.Skip = skip.why
 			default:
 				st.Backends, st.Healthy = []string{ap.String()}, true
 			}
@@ -166,19 +172,119 @@ func healthWaits(ep *discoveryv1.Endpoint, pod *corev1.Pod, service types.Namesp
 	return true
 }
 
-// podBackend is the backend ep stands for at port number (not valid when
-// its address does not parse), and why the load balancer cannot reach it,
-// "" when it can: PodEndpoints and podStands decide alike.
-func podBackend(ep *discoveryv1.Endpoint, number int32, nodes map[string]*corev1.Node) (netip.AddrPort, string) {
+// podView is what says how a backend set takes a pod's endpoint: the
+// nodes (an address of its node's pod range is an overlay's), and, where
+// the set selects its backends by instance, the private IPs of the pods'
+// nodes (nil otherwise).
+type podView struct {
+	nodes      map[string]*corev1.Node
+	privateIPs *PrivateIPs
+}
+
+func newPodView(c Cluster, takes Takes) podView {
+	v := podView{nodes: c.NodesByName}
+	if byPrivateIP(takes) {
+		v.privateIPs = &c.PrivateIPs
+	}
+	return v
+}
+
+// byPrivateIP reports whether a backend set takes pods by their private
+// IP's OCID: IPv4 pods, in a set that selects its backends by instance
+// ("If enabled, the compute instance selects the backend servers": OCI
+// docs, Enabling Network Load Balancer Backend Set Source Preservation).
+// An NLB backend's targetId is "The IP OCID/Instance OCID associated with
+// the backend server" (SDK networkloadbalancer.Backend), and a pod's
+// address is a private IP of its node's VNICs under OKE's VCN-native pod
+// networking. IPv6 pods go by address, as Oracle's cloud controller
+// manager sends IPv6 backends (load_balancer_spec.go getBackends).
+func byPrivateIP(t Takes) bool { return t.Instance && t.Family == IPv4 }
+
+// podSkip is why a backend set does not take a pod's endpoint: the reason
+// reported (a v1beta1 reason), the item it names in the report, and why,
+// for the pod's gate.
+type podSkip struct{ reason, item, why string }
+
+// podBackend is the backend ep stands for at port number (its address not
+// valid when the endpoint's does not parse), and why the backend set does
+// not take it, nil when it does: podEndpoints and podStands decide alike.
+func (v podView) podBackend(ep *discoveryv1.Endpoint, number int32) (Backend, *podSkip) {
 	addr, err := netip.ParseAddr(first(ep.Addresses))
 	if err != nil {
-		return netip.AddrPort{}, ""
+		return Backend{}, nil
 	}
-	ap := netip.AddrPortFrom(addr.Unmap(), uint16(number))
-	if ep.NodeName != nil && inPodRange(ap.Addr(), nodes[*ep.NodeName]) {
-		return ap, fmt.Sprintf("its address %s is in the pod range of node %s (an overlay network), which the load balancer cannot reach", ap.Addr(), *ep.NodeName)
+	addr = addr.Unmap()
+	b := Backend{IP: addr.String(), Port: number}
+	node := ""
+	if ep.NodeName != nil {
+		node = *ep.NodeName
 	}
-	return ap, ""
+	if node != "" && inPodRange(addr, v.nodes[node]) {
+		return b, &podSkip{v1beta1.ReasonPodAddressUnreachable, addr.String() + " on " + node,
+			fmt.Sprintf("its address %s is in the pod range of node %s (an overlay network), which the load balancer cannot reach", addr, node)}
+	}
+	if v.privateIPs == nil {
+		return b, nil
+	}
+	if why, unread := v.privateIPs.Unread[node]; unread && node != "" {
+		return b, &podSkip{v1beta1.ReasonPrivateIPsUnread, "node " + node + ": " + why,
+			fmt.Sprintf("the private IPs of its node %s could not be read", node)}
+	}
+	if b.TargetID = v.privateIPs.OCIDs[addr]; b.TargetID == "" {
+		why := fmt.Sprintf("its address %s is no private IP OCI lists on the VNICs of its node %s, and the backend set takes pods by private IP", addr, node)
+		switch {
+		case node == "":
+			why = fmt.Sprintf("its endpoint names no node, whose VNICs would list its address %s; the backend set takes pods by private IP", addr)
+		case v.nodes[node] == nil || InstanceID(v.nodes[node]) == "":
+			why = fmt.Sprintf("its node %s has no instance OCID (spec.providerID), whose VNICs would list its address %s; the backend set takes pods by private IP", node, addr)
+		}
+		return b, &podSkip{v1beta1.ReasonPodPrivateIPNotFound, addr.String() + " on " + cmp.Or(node, "no node"), why}
+	}
+	return b, nil
+}
+
+// addrPort is b's address and port, not valid when b has no address.
+func (b Backend) addrPort() netip.AddrPort {
+	addr, err := netip.ParseAddr(b.IP)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(addr, uint16(b.Port))
+}
+
+// PrivateIPNodes are the nodes whose instances' private IPs Compute needs
+// (Cluster.PrivateIPs), each with the addresses of its endpoints: those
+// of the Pod targets' Services whose backend sets take pods by private IP.
+func PrivateIPNodes(spec *v1beta1.LBRegistrarSpec, c Cluster, sets map[string]Takes) map[string][]netip.Addr {
+	var out map[string][]netip.Addr
+	for i := range spec.Services {
+		t := &spec.Services[i]
+		if !t.Pods() || !byPrivateIP(sets[t.BackendSetName]) {
+			continue
+		}
+		key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+		for _, s := range c.EndpointSlices[key] {
+			if s.Namespace != key.Namespace || s.Labels[discoveryv1.LabelServiceName] != key.Name || s.AddressType != discoveryv1.AddressTypeIPv4 {
+				continue
+			}
+			for j := range s.Endpoints {
+				ep := &s.Endpoints[j]
+				addr, err := netip.ParseAddr(first(ep.Addresses))
+				if err != nil || ep.NodeName == nil || *ep.NodeName == "" {
+					continue
+				}
+				if out == nil {
+					out = map[string][]netip.Addr{}
+				}
+				out[*ep.NodeName] = append(out[*ep.NodeName], addr.Unmap())
+			}
+		}
+	}
+	for node, addrs := range out {
+		slices.SortFunc(addrs, netip.Addr.Compare)
+		out[node] = slices.Compact(addrs)
+	}
+	return out
 }
 
 func first(addresses []string) string {

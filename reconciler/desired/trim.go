@@ -9,7 +9,7 @@ import (
 )
 
 // The Trim functions drop, from objects the controller caches, everything
-// the desired state (Compute, NodeChanged, ServingNodes, PodEndpoints) never reads. A
+// the desired state (Compute, NodeChanged, ServingNodes, podEndpoints) never reads. A
 // cluster of thousands of nodes keeps each node's images, capacity, system
 // info and a dozen conditions, and every object its managed fields and
 // annotations, which would otherwise dominate the controller's memory.

@@ -1,6 +1,7 @@
 // Package oci is the reconciler's thin adapter over the OCI SDK: it reads
 // and writes backend sets of classic load balancers and network load
-// balancers, waits for their work requests, and classifies errors for retry.
+// balancers, waits for their work requests, reads the private IPs of the
+// instances pods run on, and classifies errors for retry.
 //
 // Every client is built with the SDK's own retries and circuit breaker
 // switched off, deliberately: a write is retried as a whole read-modify-write
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	"golang.org/x/time/rate"
@@ -69,6 +71,9 @@ type Options struct {
 	// emulator), e.g. "https://lb.example.internal". Empty means the SDK's.
 	LoadBalancerEndpoint        string
 	NetworkLoadBalancerEndpoint string
+	// CoreEndpoint replaces the Core Services (compute and networking)
+	// endpoint the private IP lookups of pod targets use (PrivateIPs).
+	CoreEndpoint string
 	// HTTPClient sends every request; nil means a client with a 60 s timeout.
 	HTTPClient *http.Client
 	// RateLimit and Burst pace OCI calls across the whole process.
@@ -230,12 +235,24 @@ func (f *Factory) clientOf(provider common.ConfigurationProvider, region string)
 	if err != nil {
 		return nil, err
 	}
+	compute, err := core.NewComputeClientWithConfigurationProvider(provider)
+	if err != nil {
+		return nil, err
+	}
+	network, err := core.NewVirtualNetworkClientWithConfigurationProvider(provider)
+	if err != nil {
+		return nil, err
+	}
 	lb.SetRegion(region)
 	nlb.SetRegion(region)
+	compute.SetRegion(region)
+	network.SetRegion(region)
 	f.configure(&lb.BaseClient, f.opts.LoadBalancerEndpoint)
 	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
-	return &Client{lb: lb, nlb: nlb, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}},
-		listings: &compartmentListings{by: map[string]compartmentListing{}}}, nil
+	f.configure(&compute.BaseClient, f.opts.CoreEndpoint)
+	f.configure(&network.BaseClient, f.opts.CoreEndpoint)
+	return &Client{lb: lb, nlb: nlb, compute: compute, network: network, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}},
+		listings: &compartmentListings{by: map[string]compartmentListing{}}, privateIPs: &privateIPCache{}}, nil
 }
 
 func (f *Factory) configure(c *common.BaseClient, endpoint string) {
@@ -248,13 +265,17 @@ func (f *Factory) configure(c *common.BaseClient, endpoint string) {
 	}
 }
 
-// Client calls the LB and NLB APIs with one credential. It is safe for concurrent use.
+// Client calls the LB and NLB APIs, and the Core Services' instance and
+// private IP reads, with one credential. It is safe for concurrent use.
 type Client struct {
-	lb       loadbalancer.LoadBalancerClient
-	nlb      networkloadbalancer.NetworkLoadBalancerClient
-	polls    map[kind]*estimator
-	nlbs     *nlbCache
-	listings *compartmentListings
+	lb         loadbalancer.LoadBalancerClient
+	nlb        networkloadbalancer.NetworkLoadBalancerClient
+	compute    core.ComputeClient
+	network    core.VirtualNetworkClient
+	polls      map[kind]*estimator
+	nlbs       *nlbCache
+	listings   *compartmentListings
+	privateIPs *privateIPCache
 }
 
 type kind string

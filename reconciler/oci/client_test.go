@@ -181,7 +181,7 @@ func emulatorClientOver(t *testing.T, register bool, client *http.Client) (*ocie
 		user.Fingerprint, _ = ociemu.Fingerprint(&k.PublicKey)
 	}
 	f := oci.NewFactory(oci.Options{
-		LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(), HTTPClient: client,
+		LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(), CoreEndpoint: emu.URL(), HTTPClient: client,
 		RateLimit: 1000, Burst: 1000, PollMin: time.Millisecond, PollMax: 50 * time.Millisecond,
 	})
 	c, err := f.Client(oci.Credentials{Tenancy: user.Tenancy, User: user.User, Fingerprint: user.Fingerprint, Region: "us-ashburn-1", PrivateKey: keyPEM})

@@ -34,7 +34,7 @@ func TestSessionRenewedUnderConcurrentRequests(t *testing.T) {
 	}
 	t.Setenv("OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH", caFile)
 	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "us-ashburn-1")
-	f := oci.NewFactory(oci.Options{LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(), RateLimit: 1000, Burst: 1000})
+	f := oci.NewFactory(oci.Options{LoadBalancerEndpoint: emu.URL(), NetworkLoadBalancerEndpoint: emu.URL(), CoreEndpoint: emu.URL(), RateLimit: 1000, Burst: 1000})
 	c, err := f.SessionClient("workload-identity/team-a/lb-writer", "us-ashburn-1", func() (common.ConfigurationProvider, error) {
 		return auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProviderK8sService(&host, serviceAccountToken{}, emu.CACertPEM())
 	})

@@ -221,7 +221,7 @@ func (s *standIn) startReplicas(t *testing.T) {
 			func(flag string) bool { return strings.HasPrefix(a, flag) })
 	}
 	args := append(slices.DeleteFunc(slices.Clone(d.Spec.Template.Spec.Containers[0].Args), own),
-		"--webhook-host=127.0.0.1", "--oci-loadbalancer-endpoint="+s.emu.URL(), "--oci-networkloadbalancer-endpoint="+s.emu.URL())
+		"--webhook-host=127.0.0.1", "--oci-loadbalancer-endpoint="+s.emu.URL(), "--oci-networkloadbalancer-endpoint="+s.emu.URL(), "--oci-core-endpoint="+s.emu.URL())
 	var env []string
 	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		value := e.Value

@@ -35,7 +35,7 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 	kubectl(t, c, testdata(t, "original-operator-install.yaml"), "apply", "-f", "-")
 	asLeft := emu.State()
 	sh, cluster := newDocShell(t, c), newStandIn(t, c, emu)
-	endpoints := "--oci-loadbalancer-endpoint=" + emu.URL() + " --oci-networkloadbalancer-endpoint=" + emu.URL()
+	endpoints := "--oci-loadbalancer-endpoint=" + emu.URL() + " --oci-networkloadbalancer-endpoint=" + emu.URL() + " --oci-core-endpoint=" + emu.URL()
 	withEndpoints := []string{"plan --kubeconfig ~/.kube/config", "plan --kubeconfig ~/.kube/config " + endpoints}
 
 	// The README's tools, and its plan before installing, which finds

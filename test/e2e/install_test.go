@@ -57,7 +57,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 
 			args := []string{"--cert-mode=" + mode, "--webhook-host=127.0.0.1", "--leader-elect",
 				"--secret-namespaces=" + kube.Namespace,
-				"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+				"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}
 			replicas := []serveProcess{newServeProcess(), newServeProcess()}
 			// Started back to back, so neither finds what the other made.
 			started := time.Now()

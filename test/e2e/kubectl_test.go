@@ -43,7 +43,7 @@ func TestKubectlWait(t *testing.T) {
 	manifest := apiKeyFor(t, c, emu, classicIngressRegistrar)
 	serve := newServeProcess()
 	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	serve.waitReady(t)
 
 	kubectl(t, c, manifest, "apply", "-f", "-")

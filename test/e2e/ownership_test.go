@@ -133,13 +133,13 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 	before := backendsOf(t, emu, classicIngress, "ingress")
 
 	// Planned before the switch, as the README says to.
-	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	if status != 0 || !strings.Contains(out, "ownership record ignored") || strings.Contains(out, "- 10.0.0.99") {
 		t.Errorf("plan (exit %d) does not ignore the planted record, or removes the foreign backend:\n%s", status, out)
 	}
 	serve := newServeProcess()
 	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--resync-period=1h")
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL(), "--resync-period=1h")
 	serve.waitReady(t)
 	waitAllReady(t, c, 1, 2*time.Minute)
 	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
@@ -200,7 +200,7 @@ spec:
 	before := backendsOf(t, emu, classicIngress, "ingress")
 
 	const unchecked = "spec.workloadIdentity.serviceAccount: the workload identity of service account lbregistrar-system/lb-writer came from the " + v1alpha1.HubDataAnnotation + " annotation, which no admission check saw"
-	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+	out, status := runPlan(t, "--kubeconfig", c.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	if status != 1 || !strings.Contains(out, unchecked) {
 		t.Errorf("plan (exit %d) does not name the unchecked identity:\n%s", status, out)
 	}

@@ -58,7 +58,7 @@ func TestPlanBeforeTheSwitch(t *testing.T) {
 	reader := readOnlyKubeconfig(t, c)
 	plan := func(args ...string) (string, int) {
 		return runPlan(t, append([]string{"--kubeconfig", reader, "--oci-config", ociConfigFile(t, emu),
-			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}, args...)...)
 	}
 	emu.ResetCalls()
 
@@ -109,7 +109,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 	addNode(t, c, "node-c", "10.0.0.3")
 	emu.ResetCalls()
 
-	endpoints := []string{"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+	endpoints := []string{"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}
 	serve := newServeProcess()
 	serve.startInstalled(t, c, c.Kubeconfig, nil, append(endpoints, "--dry-run", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace)...)
 	serve.waitReady(t)

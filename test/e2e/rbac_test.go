@@ -94,7 +94,7 @@ func (p serveProcess) startUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, em
 		t.Fatal(err)
 	}
 	p.startInstalled(t, c, kubeconfig, nil, append([]string{"--cert-mode=builtin", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
-		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}, args...)...)
 	p.waitReady(t)
 	if err := c.WaitAdmitting(ctx); err != nil {
 		t.Fatal(err)

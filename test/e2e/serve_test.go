@@ -58,7 +58,7 @@ func serveAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ..
 func (p serveProcess) startAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) {
 	t.Helper()
 	p.startInstalled(t, c, c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
-		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}, args...)...)
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}, args...)...)
 	p.waitReady(t)
 	if err := c.WaitAdmitting(testContext(t)); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	service := newServiceProxy(t)
 	pointWebhooksAt(t, c, "https://"+service.Addr(), nil)
 	args := []string{"--leader-elect", "--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
-		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL()}
+		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}
 	leader, standby := newServeProcess(), newServeProcess()
 	leader.start(t, c, args...)
 	service.AddBackend(leader.WebhookAddr)

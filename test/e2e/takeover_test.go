@@ -62,7 +62,7 @@ func TestTakeoverChangesNothing(t *testing.T) {
 
 	serve := newServeProcess()
 	serve.startInstalled(t, c, c.Kubeconfig, nil, "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
-		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	serve.waitReady(t)
 	waitAllReady(t, c, len(takeoverOwners), 2*time.Minute)
 	assertNoBackendSetUpdates(t, emu, "taking over")

@@ -75,7 +75,7 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 	everyone := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443"}
 	waitBackends(t, emu, "ingress", time.Minute, everyone...)
 
-	out, status := runPlan(t, "--kubeconfig", green.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL())
+	out, status := runPlan(t, "--kubeconfig", green.Kubeconfig, "--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	for _, want := range []string{"backend set ingress: no change", "ingress 10.0.0.1:30443 weight 1", "ingress 10.0.0.99:30443 weight 1"} {
 		if status != 0 || !strings.Contains(out, want) {
 			t.Errorf("green's plan (exit %d) does not say %q:\n%s", status, want, out)

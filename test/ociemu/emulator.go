@@ -121,8 +121,10 @@ type Emulator struct {
 	identityServers []*http.Server
 	instances       map[string]*instanceCert // by certificate fingerprint (InstancePrincipal)
 	balancers       map[string]*balancer     // by OCID
-	workRequests    map[string]*workRequest  // by OCID
-	workOrder       []*workRequest           // creation order
+	computeMu       sync.RWMutex
+	compute         compute
+	workRequests    map[string]*workRequest // by OCID
+	workOrder       []*workRequest          // creation order
 	retryTokens     map[string]retryEntry
 	faults          []*faultEntry
 	nextFaultID     int
@@ -192,6 +194,7 @@ func newEmulator(opts Options) *Emulator {
 		sessionSecret: []byte(rand.Text()),
 		instances:     map[string]*instanceCert{},
 		balancers:     map[string]*balancer{},
+		compute:       compute{instances: map[string]*Instance{}, privateIPs: map[string]*privateIPRecord{}},
 		workRequests:  map[string]*workRequest{},
 		retryTokens:   map[string]retryEntry{},
 		counters:      newCounters(),

@@ -52,7 +52,9 @@ func Example() {
 		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
 			Policy:        common.String(string(set.Policy)),
 			HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: set.HealthChecker.Protocol},
-			Backends:      []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.0.7"), Port: common.Int(30443)}},
+			// The backend set preserves the client's source (OCI's default),
+			// so the node's instance selects the backend.
+			Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.0.7"), TargetId: common.String("ocid1.instance.oc1.iad.node1"), Port: common.Int(30443)}},
 		}})
 	if err != nil {
 		log.Fatal(err)

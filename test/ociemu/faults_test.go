@@ -16,7 +16,7 @@ import (
 
 func (f *fixture) emptyNetworkUpdate() networkloadbalancer.UpdateBackendSetRequest {
 	return networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
-		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{Backends: []networkloadbalancer.BackendDetails{}}}
+		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{IsPreserveSource: common.Bool(false), Backends: []networkloadbalancer.BackendDetails{}}}
 }
 
 // With real timers a work request goes ACCEPTED -> IN_PROGRESS -> SUCCEEDED;

@@ -52,7 +52,7 @@ func TestForwarderReachesRegisteredBackends(t *testing.T) {
 
 	update, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{
 		NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
-		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{Backends: []networkloadbalancer.BackendDetails{
+		UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{IsPreserveSource: common.Bool(false), Backends: []networkloadbalancer.BackendDetails{
 			{IpAddress: common.String("127.0.0.1"), Port: common.Int(blue)},
 			{IpAddress: common.String("127.0.0.1"), Port: common.Int(green), IsDrain: common.Bool(true)},
 		}}})

@@ -59,7 +59,7 @@ func TestProbeListRelistsOnlyWhatChanged(t *testing.T) {
 			"b": classicSet(backend("127.0.0.1", 30002)),
 		}}},
 		NetworkLoadBalancers: []networkloadbalancer.NetworkLoadBalancer{{Id: common.String(networkID), BackendSets: map[string]networkloadbalancer.BackendSet{
-			"c": {HealthChecker: &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp}, Backends: []networkloadbalancer.Backend{
+			"c": {IsPreserveSource: common.Bool(false), HealthChecker: &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp}, Backends: []networkloadbalancer.Backend{
 				{IpAddress: common.String("127.0.0.1"), Port: common.Int(30003)},
 			}},
 		}}},

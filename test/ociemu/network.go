@@ -121,7 +121,7 @@ func (e *Emulator) networkUpdateBackendSet(rc *requestContext) (*response, error
 	for i, be := range convertJSON[[]networkloadbalancer.Backend](d.Backends) {
 		be, err := networkBackend(be)
 		if err == nil {
-			err = admissible(b, updated.IpVersion, be)
+			err = e.admissible(b, &updated, be)
 		}
 		if err == nil && seen.add(be) {
 			err = invalidParameter("Duplicate backend IP/id + port combinations not allowed: " + *be.Name)
@@ -208,7 +208,7 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 	}
 	be, err := networkBackend(convertJSON[networkloadbalancer.Backend](d))
 	if err == nil {
-		err = admissible(b, set.IpVersion, be)
+		err = e.admissible(b, &set, be)
 	}
 	if err != nil {
 		return nil, err
@@ -225,26 +225,47 @@ func (e *Emulator) networkCreateBackend(rc *requestContext) (*response, error) {
 
 // admissible checks a backend against its backend set and load balancer:
 // its address must be of the backend set's IP version (IPv4 when unset),
-// and a network load balancer preserving source and destination headers
-// takes backends only by instance (targetId).
+// a network load balancer preserving source and destination headers
+// takes backends only by target (targetId), and so does, for IPv4, a
+// backend set preserving the client's source address.
 //
 // A targetId that is an instance OCID names the instance's primary VNIC's
-// IPv4 address (SDK Backend.TargetId: "The IP OCID/Instance OCID
-// associated with the backend server"; Oracle's cloud controller manager
-// sends an instance only with an IPv4 backend, and IPv6 backends by
-// address alone: load_balancer_spec.go getBackends). The sources do not
-// say what OCI does with an instance in an IPv6 backend set, so the
-// stricter reading: refused, as naming an address of another version.
-func admissible(b *balancer, ipVersion networkloadbalancer.IpVersionEnum, be networkloadbalancer.Backend) *apiError {
-	if deref(b.network.IsPreserveSourceDestination) && deref(be.TargetId) == "" {
+// IPv4 address; one that is a private IP OCID names that private IP (SDK
+// Backend.TargetId: "The IP OCID/Instance OCID associated with the
+// backend server"; Oracle's cloud controller manager sends an instance
+// only with an IPv4 backend, and IPv6 backends by address alone:
+// load_balancer_spec.go getBackends). The sources do not say what OCI
+// does with an instance in an IPv6 backend set, so the stricter reading:
+// refused, as naming an address of another version.
+//
+// A backend set with isPreserveSource (true when unset, as OCI documents
+// it) has its backends selected by instance: "If enabled, the compute
+// instance selects the backend servers. Otherwise, you can add the
+// backend servers using IP addresses" (OCI docs, Enabling Network Load
+// Balancer Backend Set Source Preservation). Public reports differ on
+// what OCI does with an address alone there (oracle/terraform-provider-oci
+// #1427: taken, and the traffic lost), so the stricter reading: an IPv4
+// backend without a targetId is refused. IPv6 backends go by address, as
+// Oracle's cloud controller manager registers them in such sets.
+func (e *Emulator) admissible(b *balancer, set *networkloadbalancer.BackendSet, be networkloadbalancer.Backend) *apiError {
+	target := deref(be.TargetId)
+	if deref(b.network.IsPreserveSourceDestination) && target == "" {
 		return invalidParameter("backend " + *be.Name + ": a network load balancer that preserves source and destination takes backends by instance (targetId) only")
 	}
 	want := networkloadbalancer.IpVersionIpv4
-	if ipVersion != "" {
-		want = ipVersion
+	if set.IpVersion != "" {
+		want = set.IpVersion
 	}
-	if target := deref(be.TargetId); strings.HasPrefix(target, "ocid1.instance.") && want == networkloadbalancer.IpVersionIpv6 {
+	if target == "" && want == networkloadbalancer.IpVersionIpv4 && deref(orDefault(set.IsPreserveSource, true)) {
+		return invalidParameter("backend " + *be.Name + ": backend set " + deref(set.Name) + " preserves the client's source address (isPreserveSource), so the compute instance selects its backends: give targetId, an instance or private IP OCID")
+	}
+	switch {
+	case strings.HasPrefix(target, "ocid1.instance.") && want == networkloadbalancer.IpVersionIpv6:
 		return invalidParameter("backend " + *be.Name + ": targetId " + target + " names the instance's primary IPv4 address, not one of the backend set's IP version " + string(want))
+	case strings.HasPrefix(target, "ocid1.privateip."):
+		if err := e.privateIPTarget(target, be, want); err != nil {
+			return err
+		}
 	}
 	ip := deref(be.IpAddress)
 	if ip == "" {
@@ -256,6 +277,28 @@ func admissible(b *balancer, ipVersion networkloadbalancer.IpVersionEnum, be net
 	}
 	if is6 := addr.Is6() && !addr.Is4In6(); is6 != (want == networkloadbalancer.IpVersionIpv6) {
 		return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not of the backend set's IP version " + string(want))
+	}
+	return nil
+}
+
+// privateIPTarget checks a targetId naming a private IP: it must be one
+// the emulator holds (Instances), IPv4 (a privateIp is "an IPv4 private
+// IP address": SDK core.PrivateIp) in an IPv4 backend set, and the
+// backend's address, when it gives one, must be that private IP's. The
+// sources say nothing of a mismatch or an unknown OCID: the stricter
+// reading, refused.
+func (e *Emulator) privateIPTarget(target string, be networkloadbalancer.Backend, want networkloadbalancer.IpVersionEnum) *apiError {
+	p := e.privateIP(target)
+	switch {
+	case p == nil:
+		return invalidParameter("backend " + *be.Name + ": targetId " + target + " names no private IP")
+	case want == networkloadbalancer.IpVersionIpv6:
+		return invalidParameter("backend " + *be.Name + ": targetId " + target + " names an IPv4 private IP, not one of the backend set's IP version " + string(want))
+	}
+	if ip := deref(be.IpAddress); ip != "" {
+		if addr, err := netip.ParseAddr(ip); err == nil && addr.Unmap().String() != p.IPAddress {
+			return invalidParameter("backend " + *be.Name + ": ipAddress " + ip + " is not the address of private IP " + target + " (" + p.IPAddress + ")")
+		}
 	}
 	return nil
 }

@@ -191,7 +191,7 @@ func TestDocumentedBackendLimits(t *testing.T) {
 	f := newFixture(t, ociemu.Options{}, false)
 	const classicLB, nlb = "ocid1.loadbalancer.oc1.iad.limits", "ocid1.networkloadbalancer.oc1.iad.limits"
 	nlbSet := func(n int, nonPreemptive bool) networkloadbalancer.BackendSet {
-		s := networkloadbalancer.BackendSet{HealthChecker: &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp},
+		s := networkloadbalancer.BackendSet{IsPreserveSource: common.Bool(false), HealthChecker: &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp},
 			AreOperationallyActiveBackendsPreferred: common.Bool(nonPreemptive)}
 		for i := range n {
 			s.Backends = append(s.Backends, networkloadbalancer.Backend{IpAddress: common.String(addressOf(i)), Port: common.Int(80)})
@@ -225,7 +225,7 @@ func TestDocumentedBackendLimits(t *testing.T) {
 		return err
 	}
 	networkWrite := func(set string, n int, nonPreemptive bool) error {
-		d := networkloadbalancer.UpdateBackendSetDetails{HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: networkloadbalancer.HealthCheckProtocolsTcp},
+		d := networkloadbalancer.UpdateBackendSetDetails{IsPreserveSource: common.Bool(false), HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: networkloadbalancer.HealthCheckProtocolsTcp},
 			AreOperationallyActiveBackendsPreferred: common.Bool(nonPreemptive), Backends: []networkloadbalancer.BackendDetails{}}
 		for _, be := range nlbSet(n, false).Backends {
 			d.Backends = append(d.Backends, networkloadbalancer.BackendDetails{IpAddress: be.IpAddress, Port: be.Port})

@@ -110,11 +110,11 @@ func TestSettingsLeftOutOfAnUpdateAreLost(t *testing.T) {
 
 		nlbUpdate, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
 			BackendSetName: common.String("tcp"), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
-				Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000)}}}})
+				Backends: []networkloadbalancer.BackendDetails{{TargetId: common.String("ocid1.instance.oc1.iad.left"), Port: common.Int(31000)}}}})
 		must(t, err)
 		f.waitNetwork(t, *nlbUpdate.OpcWorkRequestId)
 		nlbWant := networkloadbalancer.BackendSet{Name: common.String("tcp"), Backends: []networkloadbalancer.Backend{{
-			Name: common.String("10.0.1.1:31000"), IpAddress: common.String("10.0.1.1"), Port: common.Int(31000),
+			Name: common.String("ocid1.instance.oc1.iad.left:31000"), TargetId: common.String("ocid1.instance.oc1.iad.left"), Port: common.Int(31000),
 			Weight: common.Int(1), IsDrain: common.Bool(false), IsBackup: common.Bool(false), IsOffline: common.Bool(false)}}}
 		if d := cmp.Diff(nlbWant, f.networkSet(t).BackendSet); d != "" {
 			t.Errorf("NLB settings left out survived (-want +got):\n%s", d)
@@ -233,7 +233,7 @@ func TestRetryTokenMakesWritesIdempotent(t *testing.T) {
 	transports(t, slow, func(t *testing.T, f *fixture) {
 		token := common.String("retry-token-1")
 		req := networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
-			OpcRetryToken: token, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
+			OpcRetryToken: token, UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{IsPreserveSource: common.Bool(false),
 				Backends: []networkloadbalancer.BackendDetails{{IpAddress: common.String("10.0.1.1"), Port: common.Int(31000)}}}}
 		first, err := f.nlb.UpdateBackendSet(f.context, req)
 		must(t, err)
@@ -371,13 +371,21 @@ func TestNetworkBackendSetRules(t *testing.T) {
 		hc := &networkloadbalancer.HealthChecker{Protocol: networkloadbalancer.HealthCheckProtocolsTcp, Port: common.Int(443)}
 		nlb := func(id string, mutate func(*networkloadbalancer.NetworkLoadBalancer)) networkloadbalancer.NetworkLoadBalancer {
 			n := networkloadbalancer.NetworkLoadBalancer{Id: common.String(id), BackendSets: map[string]networkloadbalancer.BackendSet{
-				"v4": {HealthChecker: hc}, "v6": {HealthChecker: hc, IpVersion: networkloadbalancer.IpVersionIpv6}}}
+				"v4": {HealthChecker: hc, IsPreserveSource: common.Bool(false)}, "v6": {HealthChecker: hc, IpVersion: networkloadbalancer.IpVersionIpv6},
+				"source": {HealthChecker: hc}}}
 			mutate(&n)
 			return n
 		}
-		must(t, f.emu.SeedState(ociemu.Seed{NetworkLoadBalancers: []networkloadbalancer.NetworkLoadBalancer{
+		const nodeIP, podIP = "ocid1.privateip.oc1.iad.node", "ocid1.privateip.oc1.iad.pod"
+		must(t, f.emu.SeedState(ociemu.Seed{Instances: []ociemu.Instance{{ID: "ocid1.instance.oc1.iad.a", VNICs: []ociemu.VNIC{
+			{PrivateIPs: []ociemu.PrivateIP{{ID: nodeIP, IPAddress: "10.0.10.2"}}},
+			{PrivateIPs: []ociemu.PrivateIP{{IPAddress: "10.0.20.2"}, {ID: podIP, IPAddress: "10.0.20.5"}}},
+		}}}, NetworkLoadBalancers: []networkloadbalancer.NetworkLoadBalancer{
 			nlb(rules, func(*networkloadbalancer.NetworkLoadBalancer) {}),
-			nlb(preserving, func(n *networkloadbalancer.NetworkLoadBalancer) { n.IsPreserveSourceDestination = common.Bool(true) }),
+			nlb(preserving, func(n *networkloadbalancer.NetworkLoadBalancer) {
+				n.IsPreserveSourceDestination = common.Bool(true)
+				n.BackendSets["v4"] = networkloadbalancer.BackendSet{HealthChecker: hc}
+			}),
 			nlb(failed, func(n *networkloadbalancer.NetworkLoadBalancer) {
 				n.LifecycleState = networkloadbalancer.LifecycleStateFailed
 			}),
@@ -398,7 +406,7 @@ func TestNetworkBackendSetRules(t *testing.T) {
 			}
 			resp, err := f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(lb),
 				BackendSetName: common.String(set), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
-					IpVersion: version, Backends: backends, HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: hc.Protocol, Port: hc.Port}}})
+					IpVersion: version, IsPreserveSource: common.Bool(lb == preserving || set != "v4"), Backends: backends, HealthChecker: &networkloadbalancer.HealthCheckerDetails{Protocol: hc.Protocol, Port: hc.Port}}})
 			if err == nil {
 				f.waitNetwork(t, *resp.OpcWorkRequestId)
 			}
@@ -440,6 +448,20 @@ func TestNetworkBackendSetRules(t *testing.T) {
 		serviceError(t, create(preserving, "v4", byIP("10.0.0.1")), 400, "InvalidParameter")
 		must(t, update(preserving, "v4", byTarget("ocid1.instance.oc1.iad.a")))
 
+		// A backend set preserving the client's source takes IPv4 backends
+		// by instance or private IP, the address, when given, the private
+		// IP's (IPv6 ones by address: "v6" above preserves it too).
+		podByBoth := func(ip string) networkloadbalancer.BackendDetails {
+			return networkloadbalancer.BackendDetails{IpAddress: common.String(ip), TargetId: common.String(podIP), Port: common.Int(80)}
+		}
+		serviceError(t, update(rules, "source", byIP("10.0.20.5")), 400, "InvalidParameter")
+		serviceError(t, create(rules, "source", byIP("10.0.20.5")), 400, "InvalidParameter")
+		serviceError(t, update(rules, "source", podByBoth("10.0.20.6")), 400, "InvalidParameter")
+		serviceError(t, update(rules, "source", byTarget("ocid1.privateip.oc1.iad.unknown")), 400, "InvalidParameter")
+		serviceError(t, update(rules, "v6", byTarget(podIP)), 400, "InvalidParameter")
+		must(t, update(rules, "source", podByBoth("10.0.20.5"), byTarget(nodeIP)))
+		serviceError(t, create(rules, "source", byTarget(podIP)), 409, "NotAuthorizedOrResourceAlreadyExists")
+
 		for lb, state := range map[string]string{failed: "Failed", deleting: "Deleting"} {
 			se := serviceError(t, update(lb, "v4", byIP("10.0.0.1")), 409, "Conflict")
 			if want := "from " + state + " to Updating"; !strings.Contains(se.GetMessage(), want) {
@@ -478,7 +500,7 @@ func TestBackendsPerBackendSetLimit(t *testing.T) {
 		}
 		_, err = f.nlb.UpdateBackendSet(f.context, networkloadbalancer.UpdateBackendSetRequest{NetworkLoadBalancerId: common.String(networkID),
 			BackendSetName: common.String("tcp"), UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{
-				Policy: common.String(string(nlbSet.Policy)), Backends: backends}})
+				Policy: common.String(string(nlbSet.Policy)), IsPreserveSource: common.Bool(false), Backends: backends}})
 		serviceError(t, err, 400, "LimitExceeded")
 	})
 }

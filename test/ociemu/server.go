@@ -85,6 +85,7 @@ func (e *Emulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	e.registerClassic(mux)
 	e.registerNetwork(mux)
+	e.registerCompute(mux)
 	e.registerAdmin(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newRequestID(r.Header.Get("opc-request-id")), notFound(r.URL.Path))

@@ -25,6 +25,9 @@ import (
 type Seed struct {
 	LoadBalancers        []loadbalancer.LoadBalancer               `json:"loadBalancers,omitempty"`
 	NetworkLoadBalancers []networkloadbalancer.NetworkLoadBalancer `json:"networkLoadBalancers,omitempty"`
+	// Instances are the compute instances whose private IPs an NLB backend
+	// may name as its targetId; they are seeded before the load balancers.
+	Instances []Instance `json:"instances,omitempty"`
 }
 
 // LoadSeedFile reads a Seed from a YAML or JSON file.
@@ -103,6 +106,9 @@ const defaultCompartment = "ocid1.compartment.oc1..emulatorcompartment"
 
 // SeedState adds the load balancers in s, replacing any with the same OCID.
 func (e *Emulator) SeedState(s Seed) error {
+	if err := e.seedInstances(s.Instances); err != nil {
+		return err
+	}
 	var prepared []*balancer
 	for i := range s.LoadBalancers {
 		b, err := prepareClassic(copyJSON(s.LoadBalancers[i]), i)
@@ -112,7 +118,7 @@ func (e *Emulator) SeedState(s Seed) error {
 		prepared = append(prepared, b)
 	}
 	for i := range s.NetworkLoadBalancers {
-		b, err := prepareNetwork(copyJSON(s.NetworkLoadBalancers[i]), i)
+		b, err := e.prepareNetwork(copyJSON(s.NetworkLoadBalancers[i]), i)
 		if err != nil {
 			return err
 		}
@@ -184,7 +190,7 @@ func normalizeClassicBackend(be *loadbalancer.Backend) *apiError {
 	return classicBackendRules(be)
 }
 
-func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*balancer, error) {
+func (e *Emulator) prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*balancer, error) {
 	field := fmt.Sprintf("networkLoadBalancers[%d]", index)
 	if nlb.Id == nil || *nlb.Id == "" {
 		return nil, fmt.Errorf("%s.id is required", field)
@@ -227,7 +233,7 @@ func prepareNetwork(nlb networkloadbalancer.NetworkLoadBalancer, index int) (*ba
 		for j := range set.Backends {
 			be, err := networkBackend(set.Backends[j])
 			if err == nil {
-				err = admissible(b, set.IpVersion, be)
+				err = e.admissible(b, &set, be)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s.backends[%d]: %s", where, j, err.message)
@@ -277,7 +283,7 @@ func convertJSON[T any](v any) T {
 	return out
 }
 
-// State returns a copy of every load balancer, in the Seed shape.
+// State returns a copy of every load balancer and instance, in the Seed shape.
 func (e *Emulator) State() Seed {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -290,6 +296,7 @@ func (e *Emulator) State() Seed {
 			s.NetworkLoadBalancers = append(s.NetworkLoadBalancers, copyJSON(*b.network))
 		}
 	}
+	s.Instances = e.Instances()
 	return s
 }
 

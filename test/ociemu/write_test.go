@@ -161,7 +161,7 @@ func TestConflictWhileUpdating(t *testing.T) {
 	transports(t, slow, func(t *testing.T, f *fixture) {
 		nlbUpdate := networkloadbalancer.UpdateBackendSetRequest{
 			NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp"),
-			UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{Backends: []networkloadbalancer.BackendDetails{}}}
+			UpdateBackendSetDetails: networkloadbalancer.UpdateBackendSetDetails{IsPreserveSource: common.Bool(false), Backends: []networkloadbalancer.BackendDetails{}}}
 		first, err := f.nlb.UpdateBackendSet(f.context, nlbUpdate)
 		must(t, err)
 		_, err = f.nlb.UpdateBackendSet(f.context, nlbUpdate)

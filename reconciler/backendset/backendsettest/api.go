@@ -5,6 +5,7 @@ package backendsettest
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -41,6 +42,11 @@ func next(errs *[]error) error {
 	err := (*errs)[0]
 	*errs = (*errs)[1:]
 	return err
+}
+
+// PrivateIPs lists none: the fake's backend sets take addresses.
+func (s *API) PrivateIPs(context.Context, string, []netip.Addr) (oci.PrivateIPs, error) {
+	return nil, nil
 }
 
 // WorkRequestsSince lists as WorkRequests does: the fake has no listing to
