@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -42,14 +45,15 @@ const (
 // and truncated bodies, compressed bombs, huge and deep JSON, thousands of
 // objects, wrong kinds and versions, random bytes, idle, slow and
 // handshake-less connections, many small headers, floods of made-up tokens
-// and many connections from one source, all at once. Throughout, the
+// and many connections from one source, all at once; then, alone, every
+// connection slot asked to discard a body that never comes. Throughout, the
 // kubelet's probes and the API server's admission reviews (from an address
-// of their own, as in a cluster) must be answered within the timeouts the
-// shipped manifests give them; serve must stay up, within peakRSSBound,
-// make the API server review at most what the metrics port's limits allow,
-// and afterwards answer well-formed requests correctly: the API server
-// still admits and converts through it, and the controller still registers
-// backends.
+// of their own, as in a cluster), and admission through the API server
+// itself, must be answered within the timeouts the shipped manifests give
+// them; serve must stay up, within peakRSSBound, make the API server
+// review at most what the metrics port's limits allow, and afterwards
+// answer well-formed requests correctly: the API server still admits and
+// converts through it, and the controller still registers backends.
 func TestHostileTraffic(t *testing.T) {
 	fail := failLast(t)
 	c, emu := clusterWithWorkload(t, 0)
@@ -198,10 +202,9 @@ func TestHostileTraffic(t *testing.T) {
 			return errorsOf(a.webhook.plain().churn(2000, 8*time.Second), a.health.churn(500, 8*time.Second), a.metrics.plain().churn(500, 8*time.Second))
 		}},
 	}
-
 	reviewsBefore := tokenReviews(t, c)
 	began := time.Now()
-	stopWatching := watchServing(t, fail, listeners, admissionReview(alpha))
+	stopWatching := watchServing(t, fail, listeners, admissionReview(alpha), throughTheAPIServer(t, c, alpha))
 	var wg sync.WaitGroup
 	failures := make(chan string, len(attacks))
 	for i, attack := range attacks {
@@ -221,6 +224,25 @@ func TestHostileTraffic(t *testing.T) {
 	for f := range failures {
 		fail(f)
 	}
+
+	// Then alone, so that no other attack's waiting connections make
+	// room: from four sources, as many connections each as the webhook
+	// keeps from one (every slot it has), and as the metrics port keeps,
+	// each declaring a body to a path that reads none and never sending it.
+	stopWatching = watchServing(t, fail, listeners, admissionReview(alpha), throughTheAPIServer(t, c, alpha))
+	unsent := make(chan error, 4)
+	for i := range 4 {
+		a := listeners.from(fmt.Sprintf("127.0.2.%d", i+1))
+		go func() {
+			unsent <- errorsOf(a.webhook.unsentBodies(64, "/nowhere", 8*time.Second), a.metrics.unsentBodies(8, "/nowhere", 8*time.Second))
+		}()
+	}
+	for range 4 {
+		if err := <-unsent; err != nil {
+			fail("bodies declared to paths that read none, never sent: " + err.Error())
+		}
+	}
+	stopWatching()
 
 	select {
 	case <-serve.Done():
@@ -257,11 +279,12 @@ const madeUpTokens = 1000
 // watchServing does, until the returned function is called, what the
 // kubelet and the API server do, from 127.0.0.1: probes /healthz and
 // /readyz on a new connection each, and sends a well-formed admission
-// review; each must be answered within the timeout the shipped manifests
-// give it (the Deployment's probes, the webhook configuration's
-// timeoutSeconds). The returned function calls fail for every answer that
-// was late or wrong, and logs the slowest of each.
-func watchServing(t *testing.T, fail func(string), listeners attacker, review string) (stop func()) {
+// review; and it asks the API server itself to admit (admit); each must be
+// answered within the timeout the shipped manifests give it (the
+// Deployment's probes, the webhook configuration's timeoutSeconds). The
+// returned function calls fail for every answer that was late or wrong,
+// and logs the slowest of each.
+func watchServing(t *testing.T, fail func(string), listeners attacker, review string, admit func() error) (stop func()) {
 	t.Helper()
 	probeTimeout, admissionTimeout := shippedTimeouts(t)
 	done := make(chan struct{})
@@ -303,6 +326,9 @@ func watchServing(t *testing.T, fail func(string), listeners attacker, review st
 			return apiServer.webhook.answers(post("/validate-nodes-peppy-ratio-dev-v1alpha1-lbregistrar", review, ""), 200, `"response"`)
 		})
 	})
+	wg.Go(func() {
+		check("admission through the API server", admissionTimeout, time.Second, func() (time.Duration, error) { return 0, admit() })
+	})
 	return func() {
 		close(done)
 		wg.Wait()
@@ -310,6 +336,23 @@ func watchServing(t *testing.T, fail func(string), listeners attacker, review st
 		for _, l := range late {
 			fail(l)
 		}
+	}
+}
+
+// throughTheAPIServer creates the v1alpha1 object alpha (JSON) in a dry
+// run, which the API server admits through serve's webhooks.
+func throughTheAPIServer(t *testing.T, c *kube.Cluster, alpha []byte) func() error {
+	t.Helper()
+	return func() error {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(alpha); err != nil {
+			return err
+		}
+		obj.SetName("")
+		obj.SetGenerateName("admitted-")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return c.Client.Create(ctx, obj, client.DryRunAll)
 	}
 }
 
@@ -694,6 +737,17 @@ func (tg target) slowHeaders(n int, d time.Duration) error {
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
+		}
+	})
+}
+
+// unsentBodies keeps n connections for d, each sending a keep-alive
+// request that declares a body to path and never sends it, and waiting
+// for the server to close it; a closed one is dialled again.
+func (tg target) unsentBodies(n int, path string, d time.Duration) error {
+	return tg.each(n, d, true, func(c net.Conn, until time.Time) {
+		if _, err := io.WriteString(c, keepAlive(post(path, "", "Content-Length: 16"))); err == nil {
+			_, _ = io.Copy(io.Discard, c)
 		}
 	})
 }

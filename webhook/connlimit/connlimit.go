@@ -12,14 +12,23 @@
 // its own limit loses its oldest waiting one. Only connections serving a request are never closed to make room:
 // when every slot serves one, the next connection waits to be served, which
 // the server's read and write timeouts bound.
+//
+// A request is served until its answer is written, and no longer: an
+// HTTP/1 request whose body its handler left unread (an unknown path, a
+// refused caller) is answered with Connection: close and reads nothing
+// more, rather than kept serving while net/http waits, up to the read
+// timeout, to discard a body the caller may never send (it reads what is
+// left of a body, up to 256 KiB, before it answers or closes).
 package connlimit
 
 import (
 	"container/list"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -219,9 +228,74 @@ func (l *Listener) Configure(srv *http.Server) {
 			l.serve(c, +1)
 			defer l.serve(c, -1)
 		}
-		handler.ServeHTTP(w, r)
+		if r.ProtoMajor != 1 || r.ContentLength == 0 {
+			handler.ServeHTTP(w, r)
+			return
+		}
+		body := &watchedBody{ReadCloser: r.Body, left: r.ContentLength}
+		r.Body = body
+		cw := &closingWriter{ResponseWriter: w, body: body}
+		handler.ServeHTTP(cw, r)
+		cw.closeIfUnread() // an answer the server writes after the handler
 	})
 }
+
+// watchedBody tells whether a request's body was read whole: to its EOF,
+// or to its declared length (left, -1 when unknown).
+type watchedBody struct {
+	io.ReadCloser
+	mu   sync.Mutex
+	left int64
+	read bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	b.read = b.read || err == io.EOF || b.left == 0
+	return n, err
+}
+
+func (b *watchedBody) unread() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.read
+}
+
+// closingWriter closes the connection after the answer when the request's
+// body is unread as the answer's header goes out: it says so in the
+// header, and ends the connection's reads at once, so that the server's
+// discarding of the rest of the body fails rather than waits.
+type closingWriter struct {
+	http.ResponseWriter
+	body  *watchedBody
+	wrote bool
+}
+
+func (w *closingWriter) closeIfUnread() {
+	if !w.wrote && w.body.unread() {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+	}
+	w.wrote = true
+}
+
+func (w *closingWriter) WriteHeader(status int) {
+	w.closeIfUnread()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *closingWriter) Write(p []byte) (int, error) {
+	w.closeIfUnread()
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type connKey struct{}
 

@@ -14,7 +14,8 @@ import (
 // which holds its request until release is closed.
 // testServer is an HTTP server behind a Listen listener: /hold requests
 // say they are being served on holding, and are answered once release is
-// closed; any other path at once.
+// closed; /read reads the request's body; any other path answers at once,
+// its body unread.
 type testServer struct {
 	addr             string
 	release, holding chan struct{}
@@ -29,9 +30,12 @@ func server(t *testing.T, limits Limits) testServer {
 	l := Listen(inner, limits)
 	ts := testServer{addr: inner.Addr().String(), release: make(chan struct{}), holding: make(chan struct{}, 16)}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
+		switch r.URL.Path {
+		case "/hold":
 			ts.holding <- struct{}{}
 			<-ts.release
+		case "/read":
+			_, _ = io.Copy(io.Discard, r.Body)
 		}
 		_, _ = io.WriteString(w, "ok")
 	}), ReadHeaderTimeout: time.Minute}
@@ -190,5 +194,49 @@ func TestOneSourceLosesItsOwnFirst(t *testing.T) {
 	ts.serving(t, 2)
 	if refused := dialFrom(t, "127.0.0.2", addr); !closed(refused) {
 		t.Error("a source whose connections all serve requests got another")
+	}
+}
+
+// A request whose body the handler does not read (the test server reads
+// none) is answered and its connection closed at once, not kept serving
+// while the server waits to discard a body that never comes: its slot is
+// free for the next caller long before the read timeout.
+func TestAnUnreadBodyHoldsNoSlot(t *testing.T) {
+	ts := server(t, Limits{Name: "test", Max: 1, PerSource: 1})
+	c := dialFrom(t, "127.0.0.2", ts.addr)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if !resp.Close {
+		t.Error("the answer keeps the connection open")
+	}
+	if !closed(c) {
+		t.Error("the connection was not closed")
+	}
+	start := time.Now()
+	if err := get(dialFrom(t, "127.0.0.3", ts.addr), "/", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("the next caller waited %s for the slot", waited)
+	}
+
+	// A body read whole keeps the connection for the next request.
+	c = dialFrom(t, "127.0.0.4", ts.addr)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err = http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Close {
+		t.Error("a request whose body was read closes its connection")
 	}
 }
