@@ -237,6 +237,7 @@ func causeFields(resp *admissionv1.AdmissionResponse) []string {
 
 func TestValidatingWebhooks(t *testing.T) {
 	owner := hubObject("owner", testNLB, "ingress")
+	owner.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour)) // before any resource naming it
 	h := handlers(t, owner, hubObject("elsewhere", testLB, "ingress"))
 
 	manyMistakes := hubObject("broken", "lb-1", "bad name", "ok")

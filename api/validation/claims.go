@@ -29,7 +29,9 @@ import (
 // replacement can be created before the old resources are deleted, and the
 // replacing resource keeps the contested claims when the hand-over could
 // not have been forged (see Precedes). Naming a resource there takes the
-// right to update it, which admission checks.
+// right to update it, which admission checks. It names only resources
+// created before the one it is on (replaces): once a named resource is
+// deleted, whoever creates a resource of its name gains nothing by it.
 const ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
 
 // Replaces lists the names annotations' ReplacesAnnotation holds.
@@ -77,7 +79,7 @@ func ClaimKeys(spec *v1beta1.LBRegistrarSpec) []string {
 // signs in otherwise would make the holder stop maintaining its backends.
 // A named resource that is gone contests nothing.
 func Precedes(a, b *v1beta1.LBRegistrar) bool {
-	if ar, br := replaces(a, b.Name), replaces(b, a.Name); ar != br {
+	if ar, br := replaces(a, b), replaces(b, a); ar != br {
 		return ar == SameIdentity(&a.Spec, &b.Spec)
 	}
 	at, bt := a.CreationTimestamp, b.CreationTimestamp
@@ -92,9 +94,17 @@ func Precedes(a, b *v1beta1.LBRegistrar) bool {
 	return at.Before(&bt)
 }
 
-// replaces reports whether obj's ReplacesAnnotation names name.
-func replaces(obj *v1beta1.LBRegistrar, name string) bool {
-	return slices.Contains(Replaces(obj.Annotations), name)
+// replaces reports whether obj replaces other: its ReplacesAnnotation names
+// other, and other was created no later than obj (creation times count
+// whole seconds, so a script creating both at once finds them equal). The
+// resources a replacement is written for exist when it is created; a
+// resource created after it took a name that was freed, or was never the
+// one meant, and names on their own would hand it the replacement's
+// claims. A resource not yet created (no creationTimestamp: being
+// admitted, or read from a file) is the newest.
+func replaces(obj, other *v1beta1.LBRegistrar) bool {
+	created, by := other.CreationTimestamp, obj.CreationTimestamp
+	return slices.Contains(Replaces(obj.Annotations), other.Name) && !created.IsZero() && (by.IsZero() || !by.Before(&created))
 }
 
 // SameIdentity reports whether a and b sign in to OCI as the same identity:
@@ -128,7 +138,7 @@ func validateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar, p
 	var owner map[string]string
 	for i := range claimants {
 		c := &claimants[i]
-		if c.Name == obj.Name || replaces(obj, c.Name) || replaces(c, obj.Name) {
+		if c.Name == obj.Name || replaces(obj, c) || replaces(c, obj) {
 			continue
 		}
 		for _, key := range ClaimKeys(&c.Spec) {

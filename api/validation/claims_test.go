@@ -52,7 +52,11 @@ func TestPrecedes(t *testing.T) {
 		// A hand-over between identities may be forged: the newcomer gives way.
 		{"replacement signing in otherwise loses", signingInOtherwise(named("new", at(9), "old")), named("old", at(1), ""), false},
 		{"replaced keeps it from one signing in otherwise", named("old", at(1), ""), signingInOtherwise(named("new", at(9), "old")), true},
-		{"replacement signing in otherwise loses though older", signingInOtherwise(named("new", at(1), "old")), named("old", at(9), ""), false},
+		// A resource created after its replacer took a freed name: the
+		// annotation says nothing of it, and the older keeps the claim.
+		{"a freed name taken again is not replaced", named("old", at(9), ""), named("new", at(1), "old"), false},
+		{"a freed name taken again gives way to the older", signingInOtherwise(named("new", at(1), "old")), named("old", at(9), ""), true},
+		{"created the same second: replaced", named("old", at(1), ""), named("new", at(1), "old"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +103,7 @@ func TestSameIdentity(t *testing.T) {
 func TestValidateClaims(t *testing.T) {
 	other := validHub("other")
 	other.Spec.Services = other.Spec.Services[:1] // claims (NLB, ingress)
+	other.CreationTimestamp = at(1)
 	unrelated := validHub("unrelated")
 	unrelated.Spec.LoadBalancerID = testLB
 
@@ -128,7 +133,19 @@ func TestValidateClaims(t *testing.T) {
 	t.Run("the resource that replaces it is not a conflict", func(t *testing.T) {
 		replacer := other.DeepCopy()
 		replacer.Annotations = map[string]string{ReplacesAnnotation: "a"}
-		checkFailures(t, ValidateClaims(validHub("a"), []v1beta1.LBRegistrar{*replacer}), nil)
+		replaced := validHub("a")
+		replaced.CreationTimestamp = at(0)
+		checkFailures(t, ValidateClaims(replaced, []v1beta1.LBRegistrar{*replacer}), nil)
+	})
+	// The replaced resources were deleted, and someone takes one's name:
+	// being named confers nothing on a resource newer than the replacement.
+	t.Run("a freed name taken again is a conflict", func(t *testing.T) {
+		replacer := other.DeepCopy()
+		replacer.Annotations = map[string]string{ReplacesAnnotation: "a"}
+		checkFailures(t, ValidateClaims(validHub("a"), []v1beta1.LBRegistrar{*replacer}), []failure{{"spec.services[0].backendSetName", RuleClaimConflict}})
+		squatter := validHub("a")
+		squatter.CreationTimestamp = at(2)
+		checkFailures(t, ValidateClaims(squatter, []v1beta1.LBRegistrar{*replacer}), []failure{{"spec.services[0].backendSetName", RuleClaimConflict}})
 	})
 	t.Run("the same backend set on another load balancer is free", func(t *testing.T) {
 		obj := validHub("a")

@@ -57,6 +57,18 @@ func TestMigrateKeepsTheNameOfALoneResource(t *testing.T) {
 	}
 }
 
+// Once the replaced resources are gone, migrating again prints the merged
+// resource without the annotation naming them, for the hand-over is done.
+func TestMigrateDropsTheReplacesAnnotationOfAMergedResource(t *testing.T) {
+	out, _, err := run(t, newMigrateCommand(), "", "-f", testdata("two-resources-one-lb.migrated.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "name: lbregistrar-ingress\n") || strings.Contains(out, validation.ReplacesAnnotation) {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
 // What cannot be merged is reported on stderr and printed nowhere.
 func TestMigrateReportsWhatCannotBeMerged(t *testing.T) {
 	for file, want := range map[string]string{

@@ -222,7 +222,8 @@ subjects:
 // nodes.peppy-ratio.dev/replaces: not on create, nor by annotating her own
 // resource later, a write that leaves the spec alone. That team's admin,
 // who may update the resource, may; kubectl shows each refusal on the
-// annotation.
+// annotation. Once the replaced resource is deleted, its name is free, and
+// a resource created under it later is not the one replaced.
 func TestOnlyThoseWhoMayUpdateAResourceMayReplaceIt(t *testing.T) {
 	t.Parallel()
 	c := shared(t)
@@ -298,4 +299,13 @@ subjects:
 	}
 
 	kubectl(t, c, manifest("team-a-next", "ingress", "team-a-ingress"), "--as=frank", "apply", "-f", "-")
+
+	// The hand-over done, team A's old resource is deleted: whoever takes
+	// its name gets nothing from the annotation that still names it.
+	kubectl(t, c, "", "delete", "lbregistrar", "team-a-ingress")
+	const claimed = `already claimed by LBRegistrar "team-a-next"`
+	_, stderr, err = c.Kubectl(testContext(t), manifest("team-a-ingress", "ingress", ""), "--as=erin", "create", "-f", "-")
+	if err == nil || !strings.Contains(stderr, claimed) {
+		t.Errorf("taking the freed name of a replaced resource: want %q; err=%v stderr:\n%s", claimed, err, stderr)
+	}
 }
