@@ -198,6 +198,29 @@ func rightsToReplace(annotations, old map[string]string) []right {
 	return rights
 }
 
+// rightsToRegister lists the rights a write needs for the Services its
+// targets name that the stored object's (old, none on create) did not:
+// update on each. Registering a Service puts its pods, or the nodes
+// serving them, behind a load balancer its writer chose, and with
+// readiness gates makes the pods' readiness wait for it: both change how
+// the Service behaves, which is what update on it grants. Reading a
+// Service (get) is granted far more widely, to its viewers.
+func rightsToRegister(services, old []validation.ServiceReference) []right {
+	var rights []right
+	for _, ref := range services {
+		if slices.ContainsFunc(old, func(o validation.ServiceReference) bool { return o.Namespace == ref.Namespace && o.Name == ref.Name }) {
+			continue
+		}
+		rights = append(rights, right{
+			field: ref.Field, rule: validation.RuleServiceAccess,
+			attrs: authorizationv1.ResourceAttributes{Namespace: ref.Namespace, Verb: "update", Resource: "services", Name: ref.Name},
+			refusal: fmt.Sprintf("update Service %s/%s: registering a Service puts its pods behind a load balancer, and makes their readiness gates wait for it, so only someone who may change the Service may name it",
+				ref.Namespace, ref.Name),
+		})
+	}
+	return rights
+}
+
 // check refuses the rights writer lacks, each on its field.
 func (p IdentityPolicy) check(ctx context.Context, writer authenticationv1.UserInfo, rights []right) (field.ErrorList, error) {
 	var errs field.ErrorList

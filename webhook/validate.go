@@ -56,6 +56,9 @@ type rules[T client.Object, V any] struct {
 	// validate checks a create (old nil) or an update against claimants.
 	validate func(obj, old V, claimants []v1beta1.LBRegistrar) (field.ErrorList, []string)
 	stored   func(V) *v1beta1.LBRegistrarSpec
+	// services are the Services the stored spec names, on the fields the
+	// version wrote them in.
+	services func(V) []validation.ServiceReference
 	// status is the status as stored.
 	status func(T) v1beta1.LBRegistrarStatus
 }
@@ -68,7 +71,10 @@ var hubRules = rules[*v1beta1.LBRegistrar, *v1beta1.LBRegistrar]{
 	view:     func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrar { return obj },
 	validate: validation.ValidateWrite,
 	stored:   func(obj *v1beta1.LBRegistrar) *v1beta1.LBRegistrarSpec { return &obj.Spec },
-	status:   func(obj *v1beta1.LBRegistrar) v1beta1.LBRegistrarStatus { return obj.Status },
+	services: func(obj *v1beta1.LBRegistrar) []validation.ServiceReference {
+		return validation.ServiceReferences(&obj.Spec)
+	},
+	status: func(obj *v1beta1.LBRegistrar) v1beta1.LBRegistrarStatus { return obj.Status },
 }
 
 var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
@@ -79,6 +85,7 @@ var alphaRules = rules[*v1alpha1.LBRegistrar, *validation.Alpha]{
 	view:     validation.NewAlpha,
 	validate: validation.ValidateV1alpha1Write,
 	stored:   func(a *validation.Alpha) *v1beta1.LBRegistrarSpec { return &a.Stored },
+	services: (*validation.Alpha).ServiceReferences,
 	status: func(obj *v1alpha1.LBRegistrar) v1beta1.LBRegistrarStatus {
 		var hub v1beta1.LBRegistrar
 		v1alpha1.ToHub(obj, &hub)
@@ -135,6 +142,11 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 	errs, warnings := v.rules.validate(view, oldView, claimants)
 	errs = append(refused, errs...)
 	rights := rightsToReplace(obj.GetAnnotations(), stored)
+	var oldServices []validation.ServiceReference
+	if req.Operation == admissionv1.Update {
+		oldServices = v.rules.services(oldView)
+	}
+	rights = append(rights, rightsToRegister(v.rules.services(view), oldServices)...)
 	if req.Operation == admissionv1.Create || changesIdentity(spec, v.rules.stored(oldView), obj.GetAnnotations(), stored) {
 		identityRights, identityErrs := v.identities.rightsFor(spec)
 		rights, errs = append(rights, identityRights...), append(errs, identityErrs...)

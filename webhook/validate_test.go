@@ -608,7 +608,7 @@ func TestSecretAccess(t *testing.T) {
 			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get Secret lbregistrar-system/oci-api-key"},
 		{name: "non-reader creates through v1alpha1", path: ValidateV1alpha1Path,
 			body:   reviewBy(t, "mallory", admissionv1.Create, alphaObject("alpha", "ingress"), nil),
-			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get Secret"},
+			causes: []string{"spec.service.name", "spec.apiKey.privateKey"}, inMessage: "mallory may not get Secret"},
 		{name: "non-reader labels", path: ValidateV1beta1Path,
 			body: reviewBy(t, "mallory", admissionv1.Update, labelled, owned)},
 		{name: "non-reader edits the spec", path: ValidateV1beta1Path,
@@ -621,6 +621,52 @@ func TestSecretAccess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkRefusal(t, send(t, h, tt.path, tt.body), tt.causes, tt.inMessage)
+		})
+	}
+}
+
+// Naming a Service takes the right to update it, asked on create and for
+// each Service an update newly names, on the field the version wrote it in.
+func TestServiceAccess(t *testing.T) {
+	h := handlersWith(t, IdentityPolicy{Reviewer: grantedRights(map[string][]string{
+		"alice":   {"get secrets lbregistrar-system/oci-api-key", "update services shop/web"},
+		"mallory": {"get secrets lbregistrar-system/oci-api-key", "update services istio-system/istio-ingressgateway"},
+	})})
+	http := intstr.FromString("http")
+	webTarget := func(set string, pods bool) v1beta1.Target {
+		t := v1beta1.Target{Namespace: "shop", Name: "web", Port: &http, BackendSetName: set, Weight: 1}
+		if pods {
+			t.TargetType = v1beta1.TargetTypePod
+		}
+		return t
+	}
+	shops := hubObject("shops", testNLB)
+	shops.Spec.Services = []v1beta1.Target{webTarget("web", true), webTarget("web-nodes", false)}
+	fixed := hubObject("fixed", testNLB, "fixed")
+	moreOfWeb := shops.DeepCopy()
+	moreOfWeb.Spec.Services[1].Weight = 5
+	addsWeb := fixed.DeepCopy()
+	addsWeb.Spec.Services = append(addsWeb.Spec.Services, webTarget("web", true))
+
+	const refusal = "mallory may not update Service shop/web"
+	for _, tt := range []struct {
+		name, path string
+		body       []byte
+		causes     []string
+	}{
+		{"the Service's editor names it", ValidateV1beta1Path, reviewBy(t, "alice", admissionv1.Create, shops, nil), nil},
+		{"another team names it, for its pods and its nodes", ValidateV1beta1Path, reviewBy(t, "mallory", admissionv1.Create, shops, nil), []string{"spec.services[0].name"}},
+		{"a fixed node port names no Service", ValidateV1beta1Path, reviewBy(t, "mallory", admissionv1.Create, fixed, nil), nil},
+		{"an update naming it anew", ValidateV1beta1Path, reviewBy(t, "mallory", admissionv1.Update, addsWeb, fixed), []string{"spec.services[1].name"}},
+		{"an update of what it already names", ValidateV1beta1Path, reviewBy(t, "mallory", admissionv1.Update, moreOfWeb, shops), nil},
+		{"v1alpha1, on its own field", ValidateV1alpha1Path, reviewBy(t, "alice", admissionv1.Create, alphaObject("alpha", "other"), nil), []string{"spec.service.name"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := send(t, h, tt.path, tt.body)
+			checkRefusal(t, resp, tt.causes, "may not update Service")
+			if tt.causes != nil && tt.path == ValidateV1beta1Path && !strings.Contains(resp.Result.Message, refusal) {
+				t.Errorf("message %q does not say %q", resp.Result.Message, refusal)
+			}
 		})
 	}
 }

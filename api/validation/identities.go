@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -74,4 +75,35 @@ func UncheckedIdentity(annotations map[string]string, spec *v1beta1.LBRegistrarS
 		return sa.Field
 	}
 	return ControllerIdentity(spec, "")
+}
+
+// ServiceReference is a Service that targets of a spec name, and the field
+// of the first that names it.
+type ServiceReference struct {
+	Field           *field.Path
+	Namespace, Name string
+}
+
+// ServiceReferences are the Services spec's targets name, each once, in
+// order of first use, on v1beta1 fields.
+func ServiceReferences(spec *v1beta1.LBRegistrarSpec) []ServiceReference {
+	return serviceReferences(spec, hubPaths(specPath))
+}
+
+// ServiceReferences are the Services the object's stored spec names, on
+// the fields that wrote them.
+func (a *Alpha) ServiceReferences() []ServiceReference {
+	return serviceReferences(&a.Stored, a.paths())
+}
+
+func serviceReferences(spec *v1beta1.LBRegistrarSpec, paths specPaths) []ServiceReference {
+	var refs []ServiceReference
+	for i := range spec.Services {
+		t := &spec.Services[i]
+		if t.Name == "" || slices.ContainsFunc(refs, func(r ServiceReference) bool { return r.Namespace == t.Namespace && r.Name == t.Name }) {
+			continue
+		}
+		refs = append(refs, ServiceReference{paths.target(i).name, t.Namespace, t.Name})
+	}
+	return refs
 }

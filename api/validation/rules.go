@@ -59,6 +59,9 @@ const (
 	// RuleReplacesAccess: the writer may not update a resource the
 	// replaces annotation newly names (checked by the webhook).
 	RuleReplacesAccess = "replaces-access"
+	// RuleServiceAccess: the writer may not update a Service a target
+	// newly names (checked by the webhook).
+	RuleServiceAccess = "service-access"
 )
 
 // Ratchet keeps the errors of an updated object that its old version did not

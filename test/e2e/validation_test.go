@@ -66,7 +66,8 @@ func TestSecondClaimIsRefused(t *testing.T) {
 	}
 }
 
-// writersRBAC lets users alice and mallory write LBRegistrars, and nothing
+// writersRBAC lets users alice and mallory write LBRegistrars, and update
+// the ingress gateway's Service the test resources register, and nothing
 // else.
 const writersRBAC = `---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -76,6 +77,10 @@ rules:
 - apiGroups: [nodes.peppy-ratio.dev]
   resources: [lbregistrars]
   verbs: [get, create, update, patch]
+- apiGroups: [""]
+  resources: [services]
+  resourceNames: [istio-ingressgateway]
+  verbs: [update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -135,6 +140,70 @@ subjects:
 		t.Errorf("kubectl does not show %q:\n%s", want, stderr)
 	}
 	kubectl(t, c, manifest("alices"), "--as=alice", "apply", "-f", "-")
+}
+
+// A writer of LBRegistrars with its own API key and no right in another
+// team's namespace may not register that team's Service, for its pods or
+// for its nodes: registering would put the pods behind the writer's load
+// balancer and make their readiness gates wait for it. That team's
+// writer, who may update the Service, may; kubectl shows the refusal on
+// the entry's field.
+func TestOnlyThoseWhoMayUpdateAServiceMayRegisterIt(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	kubectl(t, c, `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+`+writersRBAC+`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: web-editor, namespace: shop}
+rules:
+- {apiGroups: [""], resources: [services], resourceNames: [web], verbs: [get, update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-edits-web, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: web-editor}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: api-key-reader, namespace: lbregistrar-system}
+rules:
+- {apiGroups: [""], resources: [secrets], resourceNames: [oci-api-key], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: api-key-readers-of-shop, namespace: lbregistrar-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: api-key-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: mallory}
+`, "apply", "-f", "-")
+	if out, _, err := c.Kubectl(testContext(t), "", "--as=mallory", "auth", "can-i", "get", "services", "-n", "shop"); err == nil || strings.TrimSpace(out) != "no" {
+		t.Fatalf("mallory may read shop's Services (%q, %v): the test assumes she may not", out, err)
+	}
+	manifest := func(name, targetType string) string {
+		return `apiVersion: nodes.peppy-ratio.dev/v1beta1
+kind: LBRegistrar
+metadata: {name: ` + name + `}
+spec:
+  loadBalancerId: ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaa` + strings.ReplaceAll(name, "-", "") + `
+  apiKey: {user: ocid1.user.oc1..aaaaaaaaexample, tenancy: ocid1.tenancy.oc1..aaaaaaaaexample, fingerprint: "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef",
+    region: ap-tokyo-1, privateKey: {namespace: lbregistrar-system, secretKeyRef: {name: oci-api-key, key: private-key}}}
+  services:
+  - {namespace: shop, name: web, port: http, backendSetName: web, weight: 1, targetType: ` + targetType + `}
+`
+	}
+	const refusal = "spec.services[0].name: Forbidden: mallory may not update Service shop/web"
+	for _, targetType := range []string{"Pod", "NodePort"} {
+		_, stderr, err := c.Kubectl(testContext(t), manifest("mallorys-"+strings.ToLower(targetType), targetType), "--as=mallory", "create", "-f", "-")
+		if err == nil || !strings.Contains(stderr, refusal) {
+			t.Errorf("registering another team's Service (%s): want %q; err=%v stderr:\n%s", targetType, refusal, err, stderr)
+		}
+	}
+	kubectl(t, c, manifest("alices-shop", "Pod"), "--as=alice", "create", "-f", "-")
 }
 
 // Two users allowed to create LBRegistrars, one of whom may also create
@@ -232,6 +301,7 @@ kind: ClusterRole
 metadata: {name: lbregistrar-creator}
 rules:
 - {apiGroups: [nodes.peppy-ratio.dev], resources: [lbregistrars], verbs: [create]}
+- {apiGroups: [""], resources: [services], resourceNames: [istio-ingressgateway], verbs: [update]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
