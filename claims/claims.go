@@ -1,8 +1,12 @@
-// Package claims finds the LBRegistrars that claim a (load balancer, backend
-// set) pair, through a field index over the manager's cache: the admission
-// webhook refuses a second claim with it, and the reconciler resolves with it
-// the race that two creates admitted at the same instant leave (see
-// validation.Precedes). The rules themselves are pure, in api/validation.
+// Package claims finds LBRegistrars through field indexes over the
+// manager's cache: those that claim a (load balancer, backend set) pair,
+// with which the admission webhook refuses a second claim and the
+// reconciler resolves the race that two creates admitted at the same
+// instant leave (see validation.Precedes); and those that name a Service,
+// with which a Service's events reach the resources that read it and the
+// pod webhook finds the entries that gate a pod, a lookup per Service
+// rather than a scan of every resource. The rules themselves are pure, in
+// api/validation.
 package claims
 
 import (
@@ -10,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -29,11 +34,43 @@ func Keys(obj client.Object) []string {
 	return validation.ClaimKeys(&lbr.Spec)
 }
 
-// AddIndex registers IndexField with a manager's field indexer. Call it
-// once per manager, before the webhooks or the reconciler are set up: both
-// read through it.
+// ServiceIndex is the field index, over *v1beta1.LBRegistrar, from a
+// Service ("namespace/name") to the resources whose targets name it.
+const ServiceIndex = "spec.services"
+
+// ServiceKeys is the indexer function of ServiceIndex.
+func ServiceKeys(obj client.Object) []string {
+	lbr, ok := obj.(*v1beta1.LBRegistrar)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, t := range lbr.Spec.Services {
+		if key := t.Namespace + "/" + t.Name; t.Name != "" && !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// AddIndex registers IndexField and ServiceIndex with a manager's field
+// indexer. Call it once per manager, before the webhooks or the reconciler
+// are set up: both read through them.
 func AddIndex(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, IndexField, Keys)
+	if err := indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, IndexField, Keys); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, ServiceIndex, ServiceKeys)
+}
+
+// Naming returns the resources whose targets name the Service, in place
+// (the reader's own objects, not to be changed).
+func Naming(ctx context.Context, reader client.Reader, service types.NamespacedName) ([]v1beta1.LBRegistrar, error) {
+	var list v1beta1.LBRegistrarList
+	if err := reader.List(ctx, &list, client.MatchingFields{ServiceIndex: service.String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("reading the LBRegistrars that name Service %s: %w", service, err)
+	}
+	return list.Items, nil
 }
 
 // Of returns the resources that claim (loadBalancerID, backendSet).

@@ -123,11 +123,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 }
 
 func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, serviceIndex, indexServices); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &v1beta1.LBRegistrar{}, secretIndex, indexSecrets); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta1.LBRegistrar{}, secretIndex, indexSecrets); err != nil {
 		return err
 	}
 

@@ -24,12 +24,9 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// Field indexes over LBRegistrar, from what a watched object is called to
-// the resources that read it.
-const (
-	serviceIndex = "reconciler.spec.services"
-	secretIndex  = "reconciler.spec.apiKey.secrets"
-)
+// secretIndex is a field index over LBRegistrar, from a Secret to the
+// resources that read it (claims.ServiceIndex is the Services').
+const secretIndex = "reconciler.spec.apiKey.secrets"
 
 // secretSource watches the metadata of Secrets (never their data) in the
 // namespaces API keys may live in, through a cache of its own when those are
@@ -57,20 +54,6 @@ func (r *Reconciler) secretSource(mgr ctrl.Manager) (source.Source, error) {
 	}
 	r.secrets.Watch(c)
 	return source.Kind[client.Object](c, meta, handler.EnqueueRequestsFromMapFunc(r.bySecret)), nil
-}
-
-func indexServices(obj client.Object) []string {
-	lbr, ok := obj.(*v1beta1.LBRegistrar)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, t := range lbr.Spec.Services {
-		if t.Name != "" {
-			keys = append(keys, t.Namespace+"/"+t.Name)
-		}
-	}
-	return keys
 }
 
 func indexSecrets(obj client.Object) []string {
@@ -146,7 +129,7 @@ func (r *Reconciler) nodeEvent(ctx context.Context, _ client.Object) []reconcile
 }
 
 func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.requests(ctx, client.MatchingFields{serviceIndex: obj.GetNamespace() + "/" + obj.GetName()})
+	return r.requests(ctx, client.MatchingFields{claims.ServiceIndex: obj.GetNamespace() + "/" + obj.GetName()})
 }
 
 // byEndpointSlice maps a slice to the resources whose backends depend on
@@ -159,18 +142,18 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 		return nil
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-	var list v1beta1.LBRegistrarList // in place, as requests lists them
-	if err := r.client.List(ctx, &list, client.MatchingFields{serviceIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
+	naming, err := claims.Naming(ctx, r.client, key)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for an EndpointSlice event")
 		return nil
 	}
 	var svc corev1.Service
 	local := r.client.Get(ctx, key, &svc) == nil && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	var reqs []reconcile.Request
-	for i := range list.Items {
-		for _, t := range list.Items[i].Spec.Services {
+	for i := range naming {
+		for _, t := range naming[i].Spec.Services {
 			if t.Namespace == key.Namespace && t.Name == key.Name && (local || t.FilterByEndpoints || t.Pods()) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: naming[i].Name}})
 				break
 			}
 		}

@@ -42,7 +42,7 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 	var lists, copied int
 	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(obj).
 		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
-		WithIndex(&v1beta1.LBRegistrar{}, serviceIndex, indexServices).
+		WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).
 		WithIndex(&v1beta1.LBRegistrar{}, secretIndex, indexSecrets).Build(),
 		interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*v1beta1.LBRegistrarList); ok {

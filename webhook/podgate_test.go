@@ -11,10 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/claims"
 )
 
 // A pod gets the gate when a Service selecting it is registered for its
@@ -44,7 +47,7 @@ func TestPodGate(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = v1beta1.AddToScheme(scheme)
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(registrar,
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).WithObjects(registrar,
 		service("pods", false), service("filtered", false), service("local", true), service("every-node", false), service("unregistered", false)).Build()
 	gate := NewPodGate(reader)
 
@@ -92,7 +95,15 @@ func TestPodGateAsksTheOneAnswer(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = v1beta1.AddToScheme(scheme)
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	// The review's cost is a lookup per Service that selects the pod,
+	// never a scan of every LBRegistrar.
+	indexedOnly := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*v1beta1.LBRegistrarList); ok && (&client.ListOptions{}).ApplyOptions(opts).FieldSelector == nil {
+			t.Error("the review listed every LBRegistrar")
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).WithInterceptorFuncs(indexedOnly).WithObjects(
 		registrar("suspended", "paused", func(r *v1beta1.LBRegistrar) { r.Spec.Suspend = true }),
 		registrar("deleting", "going", func(r *v1beta1.LBRegistrar) { r.DeletionTimestamp, r.Finalizers = &now, []string{"x"} }),
 		service("paused"), service("going"), service("plain")).Build()
