@@ -3,11 +3,14 @@ package reconciler_test
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -352,5 +355,35 @@ func TestSourcePreservingBackendSetTakesPodsByPrivateIP(t *testing.T) {
 	f.expectBackends(networkLB, "preserved", "10.1.51.11:8080/1", "ocid1.instance.oc1.iad.node-b:31070/1")
 	if n := f.writesTo(networkLB, "preserved"); n != writes {
 		t.Errorf("%d writes while the private IPs were unread, want none", n-writes)
+	}
+}
+
+// A Pod target adopts nothing: an EndpointSlice that lists a pod at the
+// address of a backend another tool registered does not make that backend
+// lbregistrar's, so it is neither reweighted nor, once the slice drops
+// it, removed. Only what lbregistrar added for a pod is its own.
+func TestPodTargetsAdoptNothing(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	api := seed.LoadBalancers[0].BackendSets["api"]
+	api.Backends = append(api.Backends, loadbalancer.Backend{IpAddress: common.String("10.1.53.11"), Port: common.Int(8080), Weight: common.Int(7)})
+	seed.LoadBalancers[0].BackendSets["api"] = api
+	f.must(f.emu.SeedState(seed))
+	node := f.ns + "-a"
+	f.node(node, "10.0.53.1")
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.1.53.11", node, true), podAt("10.1.53.12", node, true))
+	f.startManager(f.options())
+	obj := f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 2)})
+	f.expectBackends(classicLB, "api", "10.1.53.11:8080/7", "10.1.53.12:8080/2")
+	f.waitReady(obj, v1beta1.ReasonRegistered)
+
+	f.podSlice("web", podAt("10.1.53.12", node, true), podAt("10.1.53.13", node, true))
+	f.expectBackends(classicLB, "api", "10.1.53.11:8080/7", "10.1.53.12:8080/2", "10.1.53.13:8080/2")
+	for _, rec := range f.get(obj).Status.BackendSets {
+		if slices.ContainsFunc(rec.Owned(), func(b v1beta1.Backend) bool { return b.IP == "10.1.53.11" }) {
+			t.Errorf("the other tool's backend is in the record: %+v", rec.Owned())
+		}
 	}
 }

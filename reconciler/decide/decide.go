@@ -149,6 +149,8 @@ type Job struct {
 	// the readiness gates.
 	Stands desired.Stands
 	Held   *desired.Issue
+	// PodBackends: see plan.Input.PodBackends.
+	PodBackends map[string]bool
 	// Err says why its inputs could not be read; it is not written.
 	Err error
 }
@@ -162,7 +164,7 @@ func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend, limit int)
 		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
 	}
 	return plan.Input{Mode: j.Mode, Current: current, Owned: rec.Owned(), Desired: j.Want, Protected: j.Protected, Drained: j.Drained,
-		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), Limit: limit}
+		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), Limit: limit, PodBackends: j.PodBackends}
 }
 
 // backendSetNames are the backend sets a reconcile of obj may write: those
@@ -264,7 +266,8 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 			mode = plan.Hold
 			out.Held = append(out.Held, bs.Name)
 		}
-		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name], Stands: bs.Stands, Held: bs.Held})
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name], Stands: bs.Stands, Held: bs.Held,
+			PodBackends: bs.PodBackends})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {

@@ -153,6 +153,11 @@ type BackendSet struct {
 	// Stands say, of each pod waiting for its readiness gate that a target
 	// of this set gates, which backends stand for it or why none does.
 	Stands Stands
+	// PodBackends are the backends, by Key, that only Pod targets want.
+	// One found registered by another hand is never adopted (plan.Input):
+	// an EndpointSlice is the word of whoever may write one, and adopting
+	// on it would let that writer have another tool's backend removed.
+	PodBackends map[string]bool
 }
 
 // Result is the desired state of every backend set a spec names.
@@ -193,6 +198,8 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		// no endpoints); inDoubt: one resolved to none for want of a view
 		// (no eligible node). Only the first may empty the set.
 		emptied, inDoubt bool
+		// podKeys and nodeKeys are the keys Pod and node targets want.
+		podKeys, nodeKeys map[string]bool
 	}
 	sets := map[string]*acc{}
 	for i := range spec.Services {
@@ -222,6 +229,16 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			continue
 		}
 		backends := res.backends
+		keys := &a.nodeKeys
+		if t.Pods() {
+			keys = &a.podKeys
+		}
+		for _, b := range backends {
+			if *keys == nil {
+				*keys = map[string]bool{}
+			}
+			(*keys)[b.Key()] = true
+		}
 		a.emptied = a.emptied || res.emptied
 		a.inDoubt = a.inDoubt || len(backends) == 0 && !res.emptied
 		if !a.resolved {
@@ -259,6 +276,14 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 			r.Issues = append(r.Issues, *is)
 		}
 		bs := BackendSet{Name: name, Held: a.held, Stands: a.stands}
+		for k := range a.podKeys {
+			if !a.nodeKeys[k] {
+				if bs.PodBackends == nil {
+					bs.PodBackends = map[string]bool{}
+				}
+				bs.PodBackends[k] = true
+			}
+		}
 		if a.held == nil {
 			bs.Backends = a.first
 			if a.backends != nil {

@@ -336,3 +336,22 @@ func TestPodTargetsRegisterOnlyTheServicesPods(t *testing.T) {
 		t.Errorf("issues %+v, want %s", r.Issues, v1beta1.ReasonEndpointNotAPod)
 	}
 }
+
+// The backends only Pod targets want are named, so that the plan never
+// adopts one it finds registered; one a node target wants too is not.
+func TestPodBackendsAreNamed(t *testing.T) {
+	gw := mkService("ns", "gw", corev1.ServiceTypeNodePort, corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443})
+	c := Cluster{Nodes: []*corev1.Node{mkNode("a", "10.0.0.1")}, Services: map[types.NamespacedName]*corev1.Service{gwKey: gw},
+		EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {gwSlice(pod("10.1.0.11", "a"), pod("10.1.0.12", "a"))}}}
+	https := intstr.FromString("https")
+	nodes := svcTarget(https, "bs", 1)
+	spec := v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(https, "bs", 1), nodes}}
+	got := Compute(&spec, c, Options{}).BackendSets[0].PodBackends
+	if d := cmp.Diff(map[string]bool{"10.1.0.11:8443": true, "10.1.0.12:8443": true}, got); d != "" {
+		t.Errorf("pod backends (-want +got):\n%s", d)
+	}
+	spec.Services = []v1beta1.Target{nodes}
+	if got := Compute(&spec, c, Options{}).BackendSets[0].PodBackends; got != nil {
+		t.Errorf("node targets alone: pod backends %v", got)
+	}
+}

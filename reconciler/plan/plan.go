@@ -5,7 +5,9 @@
 // Ownership is the resource's status record: only backends recorded there are
 // ever changed or removed. A desired backend that is already present is
 // adopted into the record (that is how a resource migrated from the original
-// operator, which kept no record, takes over what it registered). A backend
+// operator, which kept no record, takes over what it registered), but for
+// a pod's backend (Input.PodBackends): the original operator registered
+// none, and a pod's address is what an EndpointSlice says. A backend
 // another live resource records as its own is never removed.
 //
 // A backend the resource owns but no longer wants (its node left, was
@@ -147,6 +149,10 @@ type Input struct {
 	// additions past it are left out (Withheld names them), so no write is
 	// sent that OCI would refuse for its limit.
 	Limit int
+	// PodBackends are the desired backends, by desired.Backend.Key, that
+	// only Pod targets want (desired.BackendSet.PodBackends): one already
+	// registered by another hand is left foreign, not adopted.
+	PodBackends map[string]bool
 	// Drained says this resource's backends were marked drain already
 	// (its deletion's drain period is under way or over): in Drain and
 	// Remove, an owned backend no longer drained was taken back into
@@ -232,6 +238,9 @@ func Compute(in Input) Plan {
 		_, mine := owned[k]
 		since, draining := in.Draining[k]
 		switch d, wanted := want[k]; {
+		case wanted && !mine && in.PodBackends[d.Key()]:
+			// a pod's address someone else registered: an EndpointSlice,
+			// which whoever may write one writes, does not make it ours
 		case wanted: // adopt when foreign, make serving when needed; a backend OCI took by address stays so
 			// Wanted means serving: a drain or offline mark (this resource's,
 			// or one a deleted resource left on its way out) is undone.

@@ -122,6 +122,16 @@ func TestCompute(t *testing.T) {
 			backends: []Backend{a}, owned: rec(a),
 		},
 		{
+			name:     "a pod's backend someone else registered is not adopted, nor changed",
+			in:       Input{Current: []Backend{weighted(a, 3)}, Desired: want(a), PodBackends: map[string]bool{want(a)[0].Key(): true}},
+			backends: []Backend{weighted(a, 3)}, owned: nil,
+		},
+		{
+			name:     "a pod's backend this resource owns is kept in line",
+			in:       Input{Current: []Backend{weighted(a, 3)}, Owned: rec(a), Desired: want(a), PodBackends: map[string]bool{want(a)[0].Key(): true}},
+			backends: []Backend{a}, owned: rec(a), changed: true,
+		},
+		{
 			name:     "owned backend removed from outside is added back",
 			in:       Input{Current: []Backend{foreign}, Owned: rec(a), Desired: want(a)},
 			backends: []Backend{foreign, a}, owned: rec(a), changed: true,
