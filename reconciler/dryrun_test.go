@@ -302,6 +302,7 @@ func TestPlanShowsAMoveFromNodePortsToPods(t *testing.T) {
 	moved := obj.DeepCopy()
 	moved.Spec.Services[0].Weight, moved.Spec.Services[1].Weight = 1, 100
 	moved.Status.BackendSets[0].Backends = v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 100}, {IP: "10.1.0.7", Port: 8080, Weight: 1}})
+	signRecord(moved) // the pod's backend is this resource's: it added it
 	rp, err = planner.Plan(context.Background(), moved, []v1beta1.LBRegistrar{*moved})
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,14 @@ func TestPanicInReconcileReleasesTheLane(t *testing.T) {
 	}
 }
 
+// unitRecordKey signs the records of unitReconciler's objects.
+var unitRecordKey = []byte("a unit test's record signing key")
+
+// signRecord signs lbr's record as unitReconciler's controller would.
+func signRecord(lbr *v1beta1.LBRegistrar) {
+	lbr.Status.RecordSignature = ownership.Sign(unitRecordKey, lbr)
+}
+
 // unitReconciler is a Reconciler over a fake client holding objs, writing
 // through api.
 func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reconciler {
@@ -102,13 +110,12 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 	}
 	// The records the objects hold are the controller's own.
 	recordKey := client.ObjectKey{Namespace: "lbregistrar-system", Name: DefaultRecordKeySecret}
-	key := []byte("a unit test's record signing key")
 	for _, o := range objs {
 		if lbr, ok := o.(*v1beta1.LBRegistrar); ok && ownership.Recorded(lbr) {
-			lbr.Status.RecordSignature = ownership.Sign(key, lbr)
+			signRecord(lbr)
 		}
 	}
-	objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: recordKey.Namespace, Name: recordKey.Name}, Data: map[string][]byte{ownership.KeyField: key}})
+	objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: recordKey.Namespace, Name: recordKey.Name}, Data: map[string][]byte{ownership.KeyField: unitRecordKey}})
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
 		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
