@@ -371,7 +371,15 @@ subjects:
 	kubectl(t, c, manifest("team-a-next", "ingress", "team-a-ingress"), "--as=frank", "apply", "-f", "-")
 
 	// The hand-over done, team A's old resource is deleted: whoever takes
-	// its name gets nothing from the annotation that still names it.
+	// its name gets nothing from the annotation that still names it. A
+	// resource created in the same second as the replacement would count as
+	// replaced (creation times are whole seconds), so the takeover comes, as
+	// it would, later.
+	var next v1beta1.LBRegistrar
+	if err := c.Client.Get(testContext(t), client.ObjectKey{Name: "team-a-next"}, &next); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(next.CreationTimestamp.Add(time.Second)))
 	kubectl(t, c, "", "delete", "lbregistrar", "team-a-ingress")
 	const claimed = `already claimed by LBRegistrar "team-a-next"`
 	_, stderr, err = c.Kubectl(testContext(t), manifest("team-a-ingress", "ingress", ""), "--as=erin", "create", "-f", "-")
