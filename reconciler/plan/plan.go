@@ -143,7 +143,9 @@ type Input struct {
 	Now time.Time
 	// NoAdds leaves wanted backends that are not registered out of the
 	// plan (Withheld names them): OCI refused adding them, and what else
-	// changes (removals, weights, drains) must not wait for them.
+	// changes (removals, weights, drains) must not wait for them, but
+	// that none of the wanted would be left (starves): then the backends
+	// leaving stay as they are. So too when Limit withholds them.
 	NoAdds bool
 	// Limit, when set, is the most backends the backend set may hold:
 	// additions past it are left out (Withheld names them), so no write is
@@ -229,6 +231,17 @@ func Compute(in Input) Plan {
 		}
 	}
 
+	p := in.plan(currentKeys, owned, want, readdressed, false)
+	if in.Mode == Apply && len(p.Withheld) > 0 && starves(currentKeys, want) {
+		p = in.plan(currentKeys, owned, want, readdressed, true)
+	}
+	return p
+}
+
+// plan is Compute's plan from what it worked out of in: the current
+// backends by key, the owned and wanted ones, those readdressed; with
+// keepLeaving, this resource's backends that leave are kept as they are.
+func (in *Input) plan(currentKeys []string, owned map[string]v1beta1.Backend, want map[string]desired.Backend, readdressed map[string]bool, keepLeaving bool) Plan {
 	var p Plan
 	present := make(map[string]bool, len(in.Current))
 	p.Backends = make([]Backend, 0, len(in.Current)+len(want))
@@ -256,16 +269,16 @@ func Compute(in Input) Plan {
 			// foreign: untouched
 		case in.Protected[k]:
 			// handed over to another live resource: untouched and forgotten
-		case readdressed[k]:
-			p.Readdressed = append(p.Readdressed, k)
-			p.Removed = append(p.Removed, k)
-			continue
 		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
 			in.Mode.leaving() && draining && !cur.Drain:
 			// undrained by another writer since this resource drained it:
 			// wanted elsewhere, untouched and forgotten
-		case in.Mode == Hold:
+		case in.Mode == Hold, keepLeaving:
 			p.keep(cur, since, draining)
+		case readdressed[k]:
+			p.Readdressed = append(p.Readdressed, k)
+			p.Removed = append(p.Removed, k)
+			continue
 		case in.Mode == Drain:
 			if !cur.Drain {
 				cur.Drain = true
@@ -339,6 +352,24 @@ func Compute(in Input) Plan {
 		p.drainsUntil(in.DrainFor)
 	}
 	return p
+}
+
+// starves reports whether a write without additions would leave none of
+// the wanted backends in the set (current, by key): every one is yet to be
+// added. Then this resource's backends that leave are kept as they are,
+// serving or draining, until a replacement is in: removing them while OCI
+// refuses the additions (a load balancer's room taken by other writers)
+// would empty the set of this resource's backends for as long.
+func starves(current []string, want map[string]desired.Backend) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for _, k := range current {
+		if _, ok := want[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // DrainTookEffect counts the drains p starts from at, when the write that

@@ -420,6 +420,47 @@ func TestNoAddsWithholdsOnlyAdditions(t *testing.T) {
 	}
 }
 
+// A rollout whose additions OCI refuses (a shared load balancer full) keeps
+// the backends it replaces as they are, serving or draining, rather than
+// emptying the set of this resource until the additions fit; once one
+// wanted backend is in, the others leave as usual.
+func TestNoAddsKeepsTheLastWhileReplacementsWait(t *testing.T) {
+	old := Backend{IP: "10.1.0.1", Port: 8080, Weight: 1}
+	draining := Backend{IP: "10.1.0.2", Port: 8080, Weight: 1, Drain: true}
+	foreign := Backend{IP: "192.168.0.9", Port: 8080, Weight: 1}
+	since := time.Unix(1000, 0)
+	in := Input{Mode: Apply, NoAdds: true, Current: []Backend{old, draining, foreign}, DrainFor: time.Minute, Now: since.Add(time.Hour),
+		Owned:    []v1beta1.Backend{{IP: old.IP, Port: 8080, Weight: 1}, {IP: draining.IP, Port: 8080, Weight: 1}},
+		Draining: map[string]time.Time{draining.Key(): since},
+		Desired:  []desired.Backend{{IP: "10.1.0.3", Port: 8080, Weight: 1}}}
+	got := Compute(in)
+	if got.Changed() || !slices.Equal(got.Withheld, []string{"10.1.0.3:8080"}) {
+		t.Errorf("starved: changed %v (added %v, removed %v, updated %v), withheld %v; want nothing written, 10.1.0.3 withheld",
+			got.Changed(), got.Added, got.Removed, got.Updated, got.Withheld)
+	}
+	if d := cmp.Diff([]Backend{old, draining, foreign}, got.Backends); d != "" {
+		t.Errorf("backends (-want +got):\n%s", d)
+	}
+	if len(got.Owned) != 2 || len(got.Draining) != 1 {
+		t.Errorf("the kept backends stay in the record as they were: owned %v, draining %v", got.Owned, got.Draining)
+	}
+
+	// The same when the limit leaves no room, the others' backends filling
+	// the load balancer.
+	in.NoAdds, in.Limit = false, 2
+	if got := Compute(in); got.Changed() || len(got.Withheld) != 1 {
+		t.Errorf("no room: changed %v, withheld %v; want nothing written", got.Changed(), got.Withheld)
+	}
+
+	in.NoAdds, in.Limit = true, 0
+	in.Current = append(in.Current, Backend{IP: "10.1.0.3", Port: 8080, Weight: 1})
+	in.Desired = append(in.Desired, desired.Backend{IP: "10.1.0.4", Port: 8080, Weight: 1})
+	got = Compute(in)
+	if !slices.Contains(got.Removed, draining.Key()) || !slices.Contains(got.DrainStarted, old.Key()) {
+		t.Errorf("with a replacement in: removed %v, drains started %v; want the drained one removed, the other drained", got.Removed, got.DrainStarted)
+	}
+}
+
 // With Limit, additions fill the room the backend set has left, in backend
 // order, and the rest is withheld; what stays (a draining backend too)
 // counts against it.
