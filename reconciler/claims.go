@@ -45,3 +45,14 @@ func (r *Reconciler) wakeClaimants(ctx context.Context, obj *v1beta1.LBRegistrar
 		}
 	}
 }
+
+// wakeWaiters reconciles again, after obj removed backends from lb, the
+// other resources waiting for room there (backendset.Waiters): the room is
+// kept for them, and they take it at once rather than at their retry.
+func (r *Reconciler) wakeWaiters(obj, lb string) {
+	for _, name := range r.waiters.Of(lb) {
+		if name != obj {
+			r.wakeups.Wake(name)
+		}
+	}
+}

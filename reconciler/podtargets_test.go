@@ -387,3 +387,43 @@ func TestPodTargetsAdoptNothing(t *testing.T) {
 		}
 	}
 }
+
+// On a load balancer shared by two resources and full (OCI's limit is per
+// load balancer too: 512 backends in all on a classic one), planning knows
+// the room left, and room freed goes first to the resource that waits for
+// it: A scales up and waits; B then replaces a pod, and the slot its old
+// pod frees is A's, not B's new pod's, which waits in turn. Nothing is
+// written that OCI would refuse.
+func TestRoomOnASharedLoadBalancerGoesToWhoWaits(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
+	f.must(err)
+	web := seed.LoadBalancers[0].BackendSets["web"] // 1 foreign backend, and 1 in "health"
+	for i := range 507 {
+		web.Backends = append(web.Backends, loadbalancer.Backend{IpAddress: common.String(fmt.Sprintf("192.168.%d.%d", 10+i/250, 1+i%250)), Port: common.Int(8080), Weight: common.Int(1)})
+	}
+	seed.LoadBalancers[0].BackendSets["web"] = web
+	f.must(f.emu.SeedState(seed)) // 509 foreign: room for 3
+	node := f.ns + "-a"
+	f.node(node, "10.0.54.1")
+	f.clusterIPService("a")
+	f.clusterIPService("b")
+	f.podSlice("a", podAt("10.1.54.11", node, true))
+	f.podSlice("b", podAt("10.1.54.21", node, true), podAt("10.1.54.22", node, true))
+	f.startManager(f.options())
+	a := f.registrar("a", classicLB, []v1beta1.Target{podTargetOf(f.ns, "a", "api", 1)})
+	f.registrar("b", classicLB, []v1beta1.Target{podTargetOf(f.ns, "b", "admin", 1)})
+	f.expectBackends(classicLB, "api", "10.1.54.11:8080/1")
+	f.expectBackends(classicLB, "admin", "10.1.54.21:8080/1", "10.1.54.22:8080/1")
+
+	f.podSlice("a", podAt("10.1.54.11", node, true), podAt("10.1.54.12", node, true))
+	f.expectDegraded(a, v1beta1.ReasonBackendLimit)
+	f.podSlice("b", podAt("10.1.54.22", node, true), podAt("10.1.54.23", node, true))
+	f.expectBackends(classicLB, "api", "10.1.54.11:8080/1", "10.1.54.12:8080/1")
+	f.expectBackends(classicLB, "admin", "10.1.54.22:8080/1")
+	for _, c := range f.emu.Calls() {
+		if c.Operation == "UpdateBackendSet" && c.Status >= 400 {
+			t.Errorf("a write was refused: %+v", c)
+		}
+	}
+}

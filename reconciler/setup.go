@@ -49,6 +49,7 @@ type Reconciler struct {
 	flights     *lanes.Flights
 	pending     *preview.Pending    // held back by DryRun
 	refusals    backendset.Refusals // additions OCI refused, held back until their retry
+	waiters     backendset.Waiters  // backend sets whose additions a load balancer's limit withholds
 	drains      drains
 	seen        readiness.Store // what the reconciles found, for the readiness gates
 	gateWaits   gateWaits       // the pods whose gate is False

@@ -37,7 +37,7 @@ type forgetter interface{ Forget(resource string) }
 // that one that is gone is forgotten by all of them
 // (TestEveryStoreForgetsAGoneResource keeps the list whole).
 func (r *Reconciler) stores() []forgetter {
-	return []forgetter{r.secrets, r.pending, &r.refusals, &r.drains, r.status, r.watch, r.flights, &r.seen, metrics.PerResource}
+	return []forgetter{r.secrets, r.pending, &r.refusals, &r.waiters, &r.drains, r.status, r.watch, r.flights, &r.seen, metrics.PerResource}
 }
 
 // forget drops what the process keeps of a resource that is gone.

@@ -88,7 +88,7 @@ func judge(w *setWrite, deleting bool, res backendset.Result, err error) verdict
 		p.DrainTookEffect(res.WorkRequest.Time.Time, w.job.DrainFor)
 	}
 	v := verdict{kind: inLine, plan: p, clearsRefusal: !w.noAdds,
-		wanted: len(p.Backends) + len(p.Withheld), limit: w.read.BackendLimit()}
+		wanted: len(p.Backends) + len(p.Withheld), limit: w.read.BackendLimit(0)}
 	for _, is := range []*desired.Issue{status.NearLimit(w.job.Name, v.wanted, v.limit), status.InstanceRegistered(w.job.Name, p.InstanceTaken)} {
 		if is != nil {
 			v.issues = append(v.issues, *is)
@@ -143,6 +143,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		}
 	case emptied:
 		status.DropEntry(obj, name)
+		r.waiters.Set(s.lb, obj.Name, name, 0)
 	case inLine:
 		rec := status.Entry(obj, name)
 		rec.SetOwned(v.plan.Owned)
@@ -156,8 +157,13 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		if v.clearsRefusal {
 			r.refusals.Clear(obj.Name, name)
 		}
+		r.waiters.Set(s.lb, obj.Name, name, len(v.plan.Withheld))
+		if len(v.plan.Removed) > 0 {
+			r.wakeWaiters(obj.Name, s.lb)
+		}
 		metrics.BackendsWithheld.WithLabelValues(obj.Name, name).Set(float64(len(v.plan.Withheld)))
-		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(v.wanted) / float64(v.limit))
+		// A load balancer full of other sets' backends leaves a limit of 0.
+		metrics.BackendLimitUsed.WithLabelValues(obj.Name, name).Set(float64(v.wanted) / float64(max(v.limit, 1)))
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(v.plan.DrainStarted)))
 		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(v.plan.DrainEnded)))
 		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(v.plan.DrainCalledOff)))

@@ -37,11 +37,12 @@ type setWrite struct {
 	changing bool            // planned to be written
 	after    []plan.Backend  // the set once in line: as written, or as read
 	blocked  string          // why wanted backends are not written, for the readiness gates
+	reserved int             // the load balancer's room kept for backend sets that wait before it
 }
 
 // input is the plan input of w's backend set holding current.
 func (w *setWrite) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
-	in := w.job.Input(obj, current, w.read.BackendLimit())
+	in := w.job.Input(obj, current, w.read.BackendLimit(w.reserved))
 	in.NoAdds = w.noAdds
 	return in
 }
@@ -112,7 +113,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 			s.logger.Error(j.Err, "listing the other claimants of the backend set", "backendSet", j.Name)
 			continue
 		}
-		writes = append(writes, &setWrite{job: j, read: j.Read})
+		writes = append(writes, &setWrite{job: j, read: j.Read, reserved: r.waiters.Ahead(s.lb, s.obj.Name, j.Name)})
 		if j.Read == nil {
 			unread = append(unread, j.Name)
 		}

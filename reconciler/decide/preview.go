@@ -37,8 +37,8 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 			c.Error = err.Error()
 			out.Fail(j.Name, err)
 		default:
-			p := plan.Compute(j.Input(obj, bs.Backends, bs.BackendLimit()))
-			c = preview.Describe(c, bs.Backends, &p, j.DrainFor, bs.BackendLimit())
+			p := plan.Compute(j.Input(obj, bs.Backends, bs.BackendLimit(0)))
+			c = preview.Describe(c, bs.Backends, &p, j.DrainFor, bs.BackendLimit(0))
 		}
 		changes = append(changes, c)
 	}

@@ -36,18 +36,26 @@ type BackendSet struct {
 	// not known: they could not be read, and no earlier read stands in.
 	// The backend set itself was read.
 	ProtocolsUnread error
+	// Others are the backends the load balancer's other backend sets
+	// held at its last read (at most loadBalancerTTL old), which count
+	// against its limit in all; -1 when not known.
+	Others int
 
 	lb  *loadbalancer.BackendSet
 	nlb *networkloadbalancer.BackendSet
 }
 
-// OCI's documented backend limits per backend set (docs/oci-emulator.md):
-// 512 on both services ("Limits on Load Balancing Resources", "Limits on
-// Network Load Balancers"), 2 in a non-preemptive NLB backend set ("A
-// Non-preemption mode backend set only has a maximum of two backend
-// servers", Backend Sets for Network Load Balancers).
+// OCI's documented backend limits (docs/oci-emulator.md): 512 per backend
+// set on both services, and in all 512 per classic load balancer and 1024
+// per NLB ("Limits on Load Balancing Resources": "512 backend servers per
+// backend set", "512 backend servers total"; "Limits on Network Load
+// Balancers": "1024 backend servers total"); 2 in a non-preemptive NLB
+// backend set ("A Non-preemption mode backend set only has a maximum of
+// two backend servers", Backend Sets for Network Load Balancers).
 const (
 	backendsPerSet        = 512
+	backendsPerClassic    = 512
+	backendsPerNLB        = 1024
 	nonPreemptiveBackends = 2
 )
 
@@ -113,13 +121,25 @@ func (bs *BackendSet) HealthSchedule() HealthSchedule {
 	return HealthSchedule{Interval: time.Duration(interval) * time.Millisecond, Timeout: time.Duration(timeout) * time.Millisecond, Retries: retries}
 }
 
-// BackendLimit is the most backends OCI lets the backend set hold; for
-// one not read (nil), the limit of every backend set.
-func (bs *BackendSet) BackendLimit() int {
-	if bs != nil && bs.nlb != nil && bs.nlb.AreOperationallyActiveBackendsPreferred != nil && *bs.nlb.AreOperationallyActiveBackendsPreferred {
+// BackendLimit is the most backends OCI lets the backend set hold: its own
+// limit, or the room its load balancer's limit in all leaves it beside
+// the others' backends (as last read) and the room reserved for others,
+// whichever is less; for one not read (nil), the limit of every backend
+// set.
+func (bs *BackendSet) BackendLimit(reserved int) int {
+	switch {
+	case bs == nil:
+		return backendsPerSet
+	case bs.nlb != nil && bs.nlb.AreOperationallyActiveBackendsPreferred != nil && *bs.nlb.AreOperationallyActiveBackendsPreferred:
 		return nonPreemptiveBackends
+	case bs.Others < 0:
+		return backendsPerSet
 	}
-	return backendsPerSet
+	total := backendsPerClassic
+	if bs.nlb != nil {
+		total = backendsPerNLB
+	}
+	return max(min(backendsPerSet, total-bs.Others-reserved), 0)
 }
 
 // GetBackendSet reads one backend set.
@@ -140,6 +160,10 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		bs.PreservesSource = read.IsPreserveSource == nil || *read.IsPreserveSource
 		nlb, err := c.readNLB(ctx, loadBalancerID)
 		bs.Protocols, bs.ProtocolsUnread = nlb.protocols[name], err
+		bs.Others = -1
+		if err == nil {
+			bs.Others = others(nlb.backends, name)
+		}
 		for _, b := range read.Backends {
 			bs.Backends = append(bs.Backends, networkBackend(b))
 		}
@@ -152,6 +176,7 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 		return nil, err
 	}
 	bs.lb, bs.ETag = &read, etag
+	bs.Others = c.classicOthers(ctx, loadBalancerID, name)
 	for _, b := range read.Backends {
 		bs.Backends = append(bs.Backends, plan.Backend{
 			IP: deref(b.IpAddress), Port: int32(derefInt(b.Port)), Weight: int32(derefInt(b.Weight)),
@@ -167,7 +192,12 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 // returns the work request id. failed names the work request in which the
 // same write failed before, if any, so that this one is a new write rather
 // than a replay of the failure (see retryToken).
-func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string) (string, error) {
+func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string) (id string, err error) {
+	defer func() {
+		if err == nil {
+			c.counted(bs.LoadBalancerID, bs.Name, len(backends))
+		}
+	}()
 	sdkCtx, cs := call(ctx)
 	var ifMatch *string
 	if bs.ETag != "" {
@@ -215,7 +245,7 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 		token, sent := retryToken(bs, details, failed), details.Backends
 		details.Backends = []networkloadbalancer.BackendDetails{}
 		var resp networkloadbalancer.UpdateBackendSetResponse
-		err := sendUpdate(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "/networkLoadBalancers/{networkLoadBalancerId}/backendSets/{backendSetName}",
+		err = sendUpdate(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "/networkLoadBalancers/{networkLoadBalancerId}/backendSets/{backendSetName}",
 			networkloadbalancer.UpdateBackendSetRequest{
 				NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
 				OpcRetryToken: token, UpdateBackendSetDetails: details,
@@ -249,7 +279,7 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 	token, sent := retryToken(bs, details, failed), details.Backends
 	details.Backends = []loadbalancer.BackendDetails{}
 	var resp loadbalancer.UpdateBackendSetResponse
-	err := sendUpdate(sdkCtx, &c.lb.BaseClient, "loadBalancer", "/loadBalancers/{loadBalancerId}/backendSets/{backendSetName}",
+	err = sendUpdate(sdkCtx, &c.lb.BaseClient, "loadBalancer", "/loadBalancers/{loadBalancerId}/backendSets/{backendSetName}",
 		loadbalancer.UpdateBackendSetRequest{
 			LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
 			OpcRetryToken: token, UpdateBackendSetDetails: details,

@@ -251,7 +251,7 @@ func (f *Factory) clientOf(provider common.ConfigurationProvider, region string)
 	f.configure(&nlb.BaseClient, f.opts.NetworkLoadBalancerEndpoint)
 	f.configure(&compute.BaseClient, f.opts.CoreEndpoint)
 	f.configure(&network.BaseClient, f.opts.CoreEndpoint)
-	return &Client{lb: lb, nlb: nlb, compute: compute, network: network, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}},
+	return &Client{lb: lb, nlb: nlb, compute: compute, network: network, polls: f.polls, nlbs: &nlbCache{read: map[string]nlbRead{}}, classics: &classicCache{read: map[string]classicRead{}},
 		listings: &compartmentListings{by: map[string]compartmentListing{}}, privateIPs: &privateIPCache{}}, nil
 }
 
@@ -274,6 +274,7 @@ type Client struct {
 	network    core.VirtualNetworkClient
 	polls      map[kind]*estimator
 	nlbs       *nlbCache
+	classics   *classicCache
 	listings   *compartmentListings
 	privateIPs *privateIPCache
 }

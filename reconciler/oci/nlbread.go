@@ -2,10 +2,12 @@ package oci
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -27,6 +29,20 @@ type nlbRead struct {
 	at          time.Time
 	protocols   map[string][]string
 	compartment *string
+	// backends counts each backend set's backends, for the NLB's limit
+	// in all (BackendSet.Others).
+	backends map[string]int
+}
+
+// others are the backends of the backend sets other than name, as read.
+func others(counts map[string]int, name string) int {
+	n := 0
+	for set, c := range counts {
+		if set != name {
+			n += c
+		}
+	}
+	return n
 }
 
 // forwarded are the protocols a listener forwards to its default backend
@@ -63,7 +79,10 @@ func (c *Client) readNLB(ctx context.Context, loadBalancerID string) (nlbRead, e
 		}
 		return nlbRead{}, err
 	}
-	r = nlbRead{at: time.Now(), protocols: map[string][]string{}, compartment: resp.CompartmentId}
+	r = nlbRead{at: time.Now(), protocols: map[string][]string{}, compartment: resp.CompartmentId, backends: map[string]int{}}
+	for name, set := range resp.BackendSets {
+		r.backends[name] = len(set.Backends)
+	}
 	for _, l := range resp.Listeners {
 		set := deref(l.DefaultBackendSetName)
 		r.protocols[set] = append(r.protocols[set], forwarded(l.Protocol)...)
@@ -76,4 +95,74 @@ func (c *Client) readNLB(ctx context.Context, loadBalancerID string) (nlbRead, e
 	c.nlbs.read[loadBalancerID] = r
 	c.nlbs.mu.Unlock()
 	return r, nil
+}
+
+// classicCache keeps, for each classic load balancer, how many backends
+// each of its backend sets held at its last read (GetLoadBalancer, at most
+// once per nlbTTL), for its limit in all.
+type classicCache struct {
+	mu   sync.Mutex
+	read map[string]classicRead // by load balancer OCID
+}
+
+type classicRead struct {
+	at       time.Time
+	backends map[string]int
+}
+
+// classicOthers are the backends of the classic load balancer's backend
+// sets other than name, as last read; -1 when it was never read (a failed
+// read leaves the last one standing, however old, as for an NLB).
+func (c *Client) classicOthers(ctx context.Context, loadBalancerID, name string) int {
+	c.classics.mu.Lock()
+	r, ok := c.classics.read[loadBalancerID]
+	c.classics.mu.Unlock()
+	if !ok || time.Since(r.at) >= nlbTTL {
+		sdkCtx, cs := call(ctx)
+		resp, err := c.lb.GetLoadBalancer(sdkCtx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: &loadBalancerID})
+		switch err := classify("GetLoadBalancer", err, cs); {
+		case err != nil && !ok:
+			return -1
+		case err != nil:
+			log.FromContext(ctx).V(1).Info("reading the load balancer failed; the last read stands in", "loadBalancer", loadBalancerID, "readAt", r.at, "error", err.Error())
+		default:
+			r = classicRead{at: time.Now(), backends: map[string]int{}}
+			for set, bs := range resp.BackendSets {
+				r.backends[set] = len(bs.Backends)
+			}
+			c.classics.mu.Lock()
+			c.classics.read[loadBalancerID] = r
+			c.classics.mu.Unlock()
+		}
+	}
+	return others(r.backends, name)
+}
+
+// counted records that a write accepted leaves set with n backends, in
+// the load balancer's last read, so that the room its limit leaves others
+// is known before the next read.
+func (c *Client) counted(loadBalancerID, set string, n int) {
+	recount := func(counts map[string]int) map[string]int {
+		out := maps.Clone(counts) // a read's map may be in use
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[set] = n
+		return out
+	}
+	if IsNetworkLoadBalancer(loadBalancerID) {
+		c.nlbs.mu.Lock()
+		defer c.nlbs.mu.Unlock()
+		if r, ok := c.nlbs.read[loadBalancerID]; ok {
+			r.backends = recount(r.backends)
+			c.nlbs.read[loadBalancerID] = r
+		}
+		return
+	}
+	c.classics.mu.Lock()
+	defer c.classics.mu.Unlock()
+	if r, ok := c.classics.read[loadBalancerID]; ok {
+		r.backends = recount(r.backends)
+		c.classics.read[loadBalancerID] = r
+	}
 }
