@@ -159,13 +159,25 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 }
 
 // changesIdentity reports whether an update may change what lbregistrar
-// signs in with, or where: it changes the spec, or it removes the mark of
-// an identity no admission check saw (validation.UncheckedIdentity), which
-// the controller then uses. A write that does neither (a finalizer, a
-// label) is not asked about the identity.
+// signs in with, or where: it changes the spec but for its switches
+// (withoutSwitches), or it removes the mark of an identity no admission
+// check saw (validation.UncheckedIdentity), which the controller then
+// uses. A write that does neither (a finalizer, a label, a pause) is not
+// asked about the identity.
 func changesIdentity(spec, old *v1beta1.LBRegistrarSpec, annotations, stored map[string]string) bool {
-	return !equality.Semantic.DeepEqual(spec, old) ||
+	return !equality.Semantic.DeepEqual(withoutSwitches(spec), withoutSwitches(old)) ||
 		validation.UncheckedIdentity(stored, old) != nil && validation.UncheckedIdentity(annotations, spec) == nil
+}
+
+// withoutSwitches is spec without what only says whether the controller
+// writes, and what deleting the resource does: suspend and
+// deletionPolicy. Setting them names nothing to sign in with, so whoever
+// may update the resource may pause it, or have its deletion keep its
+// backends, with no more rights than deleting it takes.
+func withoutSwitches(spec *v1beta1.LBRegistrarSpec) *v1beta1.LBRegistrarSpec {
+	out := *spec
+	out.Suspend, out.DeletionPolicy = false, ""
+	return &out
 }
 
 // statusWrite admits a write of the status subresource. The ownership

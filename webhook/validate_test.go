@@ -592,6 +592,10 @@ func TestSecretAccess(t *testing.T) {
 	labelled.Labels = map[string]string{"team": "a"}
 	reweighted := owned.DeepCopy()
 	reweighted.Spec.Services[0].Weight = 5
+	paused := owned.DeepCopy()
+	paused.Spec.Suspend, paused.Spec.DeletionPolicy = true, v1beta1.DeletionPolicyOrphan
+	pausedAndReweighted := reweighted.DeepCopy()
+	pausedAndReweighted.Spec.Suspend = true
 	elsewhere := hubObject("elsewhere", testNLB, "ingress")
 	elsewhere.Spec.APIKey.Passphrase = &v1beta1.SecretKeySource{Namespace: "kube-system", SecretKeyRef: v1beta1.SecretKeyRef{Name: "other", Key: "passphrase"}}
 
@@ -613,6 +617,15 @@ func TestSecretAccess(t *testing.T) {
 			body: reviewBy(t, "mallory", admissionv1.Update, labelled, owned)},
 		{name: "non-reader edits the spec", path: ValidateV1beta1Path,
 			body:   reviewBy(t, "mallory", admissionv1.Update, reweighted, owned),
+			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get"},
+		// Pausing takes no more than deleting: suspend and deletionPolicy
+		// name nothing to sign in with.
+		{name: "non-reader pauses, and keeps the backends on deletion", path: ValidateV1beta1Path,
+			body: reviewBy(t, "mallory", admissionv1.Update, paused, owned)},
+		{name: "non-reader resumes", path: ValidateV1beta1Path,
+			body: reviewBy(t, "mallory", admissionv1.Update, owned, paused)},
+		{name: "non-reader pauses and edits the spec", path: ValidateV1beta1Path,
+			body:   reviewBy(t, "mallory", admissionv1.Update, pausedAndReweighted, owned),
 			causes: []string{"spec.apiKey.privateKey"}, inMessage: "mallory may not get"},
 		{name: "outside the namespaces, whoever writes", path: ValidateV1beta1Path,
 			body:   reviewBy(t, "alice", admissionv1.Create, elsewhere, nil),

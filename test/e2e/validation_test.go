@@ -387,3 +387,37 @@ subjects:
 		t.Errorf("taking the freed name of a replaced resource: want %q; err=%v stderr:\n%s", claimed, err, stderr)
 	}
 }
+
+// An on-call engineer who may update and delete LBRegistrars, and read no
+// API key, may pause a resource and have its deletion keep its backends:
+// suspend and deletionPolicy name nothing to sign in with. Editing what it
+// registers still takes the key; deleting it takes delete alone.
+func TestPausingTakesNoMoreThanDeleting(t *testing.T) {
+	t.Parallel()
+	c := shared(t)
+	kubectl(t, c, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: lbregistrar-on-call}
+rules:
+- {apiGroups: [nodes.peppy-ratio.dev], resources: [lbregistrars], verbs: [get, update, patch, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: lbregistrar-on-call}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: lbregistrar-on-call}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: oscar}]
+`, "apply", "-f", "-")
+	kubectl(t, c, strings.NewReplacer(
+		"name: lbregistrar-ingress-https", "name: paused-by-on-call",
+		"aaaaaaaaexample\n  backendSetName", "aaaaaaaaoncall\n  backendSetName",
+	).Replace(testdata(t, "seed000-single-service.yaml")), "apply", "-f", "-")
+	const resource = "lbregistrars.v1beta1.nodes.peppy-ratio.dev/paused-by-on-call"
+
+	kubectl(t, c, "", "--as=oscar", "patch", resource, "--type=merge", "-p", `{"spec":{"suspend":true,"deletionPolicy":"Orphan"}}`)
+	kubectl(t, c, "", "--as=oscar", "patch", resource, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	_, stderr, err := c.Kubectl(testContext(t), "", "--as=oscar", "patch", resource, "--type=json", "-p", `[{"op":"replace","path":"/spec/services/0/weight","value":5}]`)
+	if want := "oscar may not get Secret lbregistrar-system/oci-api-key"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("a change of what it registers: want %q; err=%v stderr:\n%s", want, err, stderr)
+	}
+	kubectl(t, c, "", "--as=oscar", "delete", resource)
+}
