@@ -11,8 +11,6 @@ package lanes
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -43,9 +41,6 @@ type Lanes struct {
 	mu   sync.Mutex
 	busy map[string]*lane
 	now  func() time.Time
-	// maxWait bounds acquire, so a worker is not held for as long as another
-	// resource's writes take; its reconcile fails and is retried instead.
-	maxWait time.Duration
 }
 
 type lane struct {
@@ -72,7 +67,7 @@ const (
 
 // New returns lanes, all free.
 func New() *Lanes {
-	return &Lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }, maxWait: time.Minute}
+	return &Lanes{busy: map[string]*lane{}, now: func() time.Time { return time.Now().UTC() }}
 }
 
 // Turn is a resource's turn on a load balancer's lane: while it lasts, that
@@ -131,47 +126,6 @@ func (h *Turn) Release() {
 	for _, p := range h.lane.parked {
 		p.wake()
 	}
-}
-
-// Acquire waits for the lane, at most l.maxWait; for paths that must finish
-// in one go (deletion, leaving a load balancer).
-func (l *Lanes) Acquire(ctx context.Context, loadBalancerID, resource string) (*Turn, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, l.maxWait, errLaneWait)
-	defer cancel()
-	for {
-		woken := make(chan struct{})
-		h, ok := l.TryAcquire(loadBalancerID, resource, func() { close(woken) })
-		if ok {
-			return h, nil
-		}
-		select {
-		case <-woken:
-		case <-ctx.Done():
-			holder := l.unpark(loadBalancerID, resource)
-			if context.Cause(ctx) != errLaneWait {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("load balancer %s: %w for %s; %s; retrying later", loadBalancerID, errLaneWait, l.maxWait, holder)
-		}
-	}
-}
-
-var errLaneWait = errors.New("waited for its lane")
-
-// unpark takes resource off the load balancer's waiting list and says who
-// holds the lane.
-func (l *Lanes) unpark(loadBalancerID, resource string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ln := l.busy[loadBalancerID]
-	if ln == nil {
-		return "it was just released"
-	}
-	if _, parked := ln.parked[resource]; parked {
-		delete(ln.parked, resource)
-		metrics.PendingChanges.Dec()
-	}
-	return fmt.Sprintf("LBRegistrar %s has held it since %s (step %s)", ln.holder, ln.since.Format(time.RFC3339), ln.step.Phase)
 }
 
 // Wakeups enqueues the resources parked on a lane when it is released. It is

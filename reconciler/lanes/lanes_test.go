@@ -2,9 +2,7 @@ package lanes
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,33 +12,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
-
-func TestAcquireWaitIsBounded(t *testing.T) {
-	l := New()
-	l.maxWait = 10 * time.Millisecond
-	busy, _ := l.TryAcquire("lb", "holder", nil)
-
-	_, err := l.Acquire(context.Background(), "lb", "deleted")
-	if !errors.Is(err, errLaneWait) || !strings.Contains(err.Error(), "LBRegistrar holder has held it since") {
-		t.Fatalf("acquire of a busy lane = %v, want an error naming its holder", err)
-	}
-	if got := l.Snapshot(); len(got) != 1 || len(got[0].Parked) != 0 {
-		t.Fatalf("lanes after giving up: %+v, want the holder alone", got)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := l.Acquire(ctx, "lb", "deleted"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquire with a canceled context = %v", err)
-	}
-
-	busy.Release()
-	h, err := l.Acquire(context.Background(), "lb", "deleted")
-	if err != nil {
-		t.Fatalf("acquire of a free lane: %v", err)
-	}
-	h.Release()
-}
 
 // Releasing a lane wakes every parked resource at once, however many, with
 // nothing left running to deliver the wakes: the controller's queue holds
@@ -112,17 +83,18 @@ func TestSnapshot(t *testing.T) {
 
 func TestLanesSerializePerLoadBalancer(t *testing.T) {
 	l := New()
-	ctx := context.Background()
 	var inA, maxA atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lane, err := l.Acquire(ctx, "a", fmt.Sprint("r", i))
-			if err != nil {
-				t.Error(err)
-				return
+			var lane *Turn
+			for ok := false; !ok; {
+				woken := make(chan struct{})
+				if lane, ok = l.TryAcquire("a", fmt.Sprint("r", i), func() { close(woken) }); !ok {
+					<-woken
+				}
 			}
 			n := inA.Add(1)
 			for {
@@ -158,11 +130,6 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 		t.Fatal("lane b blocked by lane a")
 	}
 	laneB.Release()
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := l.Acquire(cctx, "a", "w"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquire on a busy lane with a cancelled context = %v", err)
-	}
 	laneA.Release()
 	if woken != 1 {
 		t.Fatalf("parked resource woken %d times, want 1", woken)
