@@ -291,9 +291,9 @@ func TestWhyAWorkRequestFailedIsReported(t *testing.T) {
 			err := waitForAWrite(t, tc.lb, ociemu.Fault{Operation: "UpdateBackendSet", FailWorkRequest: true, Times: 1,
 				FailCode: tc.code, FailMessage: "the reason OCI gives"})
 			_, _, retry := oci.Retryable(err)
-			if !oci.IsWorkRequestFailed(err) || oci.IsRejected(err) != tc.rejected || retry == tc.rejected ||
+			if !oci.IsWorkRequestFailed(err) || oci.IsRefused(err) != tc.rejected || retry == tc.rejected ||
 				!strings.Contains(err.Error(), "the reason OCI gives") || !strings.Contains(err.Error(), tc.code) {
-				t.Fatalf("%v: rejected %v, retryable %v; want rejected %v, with OCI's reason", err, oci.IsRejected(err), retry, tc.rejected)
+				t.Fatalf("%v: rejected %v, retryable %v; want rejected %v, with OCI's reason", err, oci.IsRefused(err), retry, tc.rejected)
 			}
 		})
 	}

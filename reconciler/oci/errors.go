@@ -78,21 +78,14 @@ func IsWorkRequestFailed(err error) bool {
 	return errors.As(err, &e) && e.Op == opWorkRequest
 }
 
-// IsRejected reports whether err says a work request failed for a reason
-// sending the same write again cannot help: bad input or a limit.
-func IsRejected(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Op == opWorkRequest && e.Reason == ""
-}
-
 // IsRefused reports whether OCI refused a backend set write for what it
-// holds: its work request failed for bad input or a limit (IsRejected), or
-// the write itself was answered 400 (InvalidParameter, LimitExceeded,
-// QuotaExceeded: OCI API errors page). Sending it again unchanged cannot
-// help; a write without the additions may.
+// holds: its work request failed for bad input or a limit (no retry
+// class), or the write itself was answered 400 (InvalidParameter,
+// LimitExceeded, QuotaExceeded: OCI API errors page). Sending it again
+// unchanged cannot help; a write without the additions may.
 func IsRefused(err error) bool {
 	var e *Error
-	return IsRejected(err) || (errors.As(err, &e) && e.Op == "UpdateBackendSet" && e.Status == 400)
+	return errors.As(err, &e) && (e.Op == opWorkRequest && e.Reason == "" || e.Op == "UpdateBackendSet" && e.Status == 400)
 }
 
 // Retryable returns the retry class of err and the server's Retry-After, or

@@ -17,7 +17,7 @@ import (
 // WaitWorkRequest polls a work request until it finishes. It returns nil on
 // success and an *Error with Op "WorkRequest" when it failed, carrying why
 // OCI says it did: retryable (reason "workrequest") unless that says the
-// write itself was wrong or hit a limit (IsRejected).
+// write itself was wrong or hit a limit (IsRefused).
 //
 // Polling adapts to how long work requests of this kind have been taking:
 // the first poll comes a sixteenth of it after the expected end (or
