@@ -60,12 +60,14 @@ func TestWriteEndings(t *testing.T) {
 		calls:  []string{get, update + "[10.0.0.1:30080/1]", "WaitWorkRequest wr-1"},
 		record: "10.0.0.1:30080", events: []string{"BackendSetUpdated"},
 	}, {
-		name: "refused: written again at once without the additions", mode: plan.Apply, owned: []plan.Backend{departed},
+		name: "refused: planned again at once without the additions", mode: plan.Apply, owned: []plan.Backend{departed},
 		oci:   backendsettest.API{WriteErrors: []error{refusal}},
-		calls: []string{get, update + "[10.0.0.1:30080/1]", get, update + "[]", "WaitWorkRequest wr-2"},
-		// The departed node is gone; the refused one is not recorded.
-		record: "", failure: "OCI refused adding 1 backends", revisit: true,
-		events: []string{v1beta1.ReasonWriteFailed, "BackendSetUpdated"},
+		calls: []string{get, update + "[10.0.0.1:30080/1]"},
+		// The departed node stays while its replacement waits (the set
+		// would hold none of this resource's otherwise); the refused one is
+		// not recorded.
+		record: "10.0.0.9:30080", failure: "OCI refused adding 1 backends", revisit: true,
+		events: []string{v1beta1.ReasonWriteFailed},
 	}, {
 		name: "failed: the reconcile fails, the intent stays recorded", mode: plan.Apply,
 		oci:    backendsettest.API{WriteErrors: []error{denied}},
