@@ -233,7 +233,7 @@ func TestRestoredRecordIsNotActedOn(t *testing.T) {
 	f.expectEvent(restored, v1beta1.ReasonRecordUnverified)
 	f.eventually(10*time.Second, func() error {
 		o := f.get(restored)
-		if o.Status.RecordSignature == "" || o.Status.RecordSignature == backup.Status.RecordSignature || o.Status.BackendSets[0].OwnedCount() != 1 {
+		if o.Status.RecordSignature == "" || o.Status.RecordSignature == backup.Status.RecordSignature || len(o.Status.BackendSets) == 0 || o.Status.BackendSets[0].OwnedCount() != 1 {
 			return fmt.Errorf("record not signed anew for what is wanted: %+v", o.Status)
 		}
 		return nil

@@ -158,12 +158,15 @@ type Job struct {
 // Input is the plan input of the job's backend set holding current, which
 // OCI lets hold at most limit backends.
 func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend, limit int) plan.Input {
-	rec := status.Entry(obj, j.Name)
+	var owned []v1beta1.Backend
 	draining := map[string]time.Time{}
-	for _, b := range rec.DrainingBackends() {
-		draining[plan.Key(b.IP, b.Port)] = b.Since.Time
+	if rec := status.FindEntry(obj, j.Name); rec != nil { // read only: a resource with no record has none
+		owned = rec.Owned()
+		for _, b := range rec.DrainingBackends() {
+			draining[plan.Key(b.IP, b.Port)] = b.Since.Time
+		}
 	}
-	return plan.Input{Mode: j.Mode, Current: current, Owned: rec.Owned(), Desired: j.Want, Protected: j.Protected, Drained: j.Drained,
+	return plan.Input{Mode: j.Mode, Current: current, Owned: owned, Desired: j.Want, Protected: j.Protected, Drained: j.Drained,
 		Draining: draining, DrainFor: j.DrainFor, Now: time.Now(), Limit: limit, PodBackends: j.PodBackends}
 }
 

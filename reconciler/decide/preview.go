@@ -16,8 +16,6 @@ import (
 // sync does, and writes nothing. What a sync would report as failed goes
 // into out as the sync puts it.
 func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, out *status.Outcome) []preview.BackendSetChange {
-	// Planning adds empty ownership records, which stay in this copy.
-	obj = obj.DeepCopy()
 	changes := make([]preview.BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
 		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.Name, Mode: j.Mode.String()}
