@@ -192,70 +192,75 @@ func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string)
 // returns the work request id. failed names the work request in which the
 // same write failed before, if any, so that this one is a new write rather
 // than a replay of the failure (see retryToken).
-func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string) (id string, err error) {
-	defer func() {
-		if err == nil {
-			c.counted(bs.LoadBalancerID, bs.Name, len(backends))
-		}
-	}()
-	sdkCtx, cs := call(ctx)
+func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string) (string, error) {
 	var ifMatch *string
 	if bs.ETag != "" {
 		ifMatch = &bs.ETag
 	}
+	update := c.updateClassic
 	if bs.nlb != nil {
-		var details networkloadbalancer.UpdateBackendSetDetails
-		settings := *bs.nlb
-		settings.Backends = nil // set below; thousands of them are costly to copy
-		if err := carry(&settings, &details); err != nil {
-			return "", err
-		}
-		// Backends kept stay where they were, with their names; added ones
-		// follow in plan order.
-		planned := make(map[string]plan.Backend, len(backends))
-		for _, b := range backends {
-			planned[b.Key()] = b
-		}
-		detail := func(o networkloadbalancer.Backend, b plan.Backend) networkloadbalancer.BackendDetails {
-			d := networkloadbalancer.BackendDetails{
-				Name: o.Name, TargetId: o.TargetId, Port: common.Int(int(b.Port)),
-				Weight: common.Int(int(b.Weight)), IsBackup: common.Bool(b.Backup), IsDrain: common.Bool(b.Drain), IsOffline: common.Bool(b.Offline),
-			}
-			if b.IP != "" {
-				d.IpAddress = common.String(b.IP)
-			}
-			if b.TargetID != "" {
-				d.TargetId = common.String(b.TargetID)
-			}
-			return d
-		}
-		details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends))
-		for _, o := range bs.nlb.Backends {
-			key := networkBackend(o).Key()
-			if b, kept := planned[key]; kept {
-				details.Backends = append(details.Backends, detail(o, b))
-				delete(planned, key)
-			}
-		}
-		for _, b := range backends {
-			if _, added := planned[b.Key()]; added {
-				details.Backends = append(details.Backends, detail(networkloadbalancer.Backend{}, b))
-			}
-		}
-		token, sent := retryToken(bs, details, failed), details.Backends
-		details.Backends = []networkloadbalancer.BackendDetails{}
-		var resp networkloadbalancer.UpdateBackendSetResponse
-		err = sendUpdate(sdkCtx, &c.nlb.BaseClient, "networkLoadBalancer", "/networkLoadBalancers/{networkLoadBalancerId}/backendSets/{backendSetName}",
-			networkloadbalancer.UpdateBackendSetRequest{
-				NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
-				OpcRetryToken: token, UpdateBackendSetDetails: details,
-			}, sent, &resp)
-		if err := classify("UpdateBackendSet", err, cs); err != nil {
-			return "", err
-		}
-		return deref(resp.OpcWorkRequestId), nil
+		update = c.updateNetwork
 	}
+	id, err := update(ctx, bs, backends, failed, ifMatch)
+	if err != nil {
+		return "", err
+	}
+	c.counted(bs.LoadBalancerID, bs.Name, len(backends))
+	return id, nil
+}
 
+// updateNetwork is UpdateBackendSet of an NLB backend set: the backends
+// kept stay where they were, with their names and targets; added ones
+// follow in plan order.
+func (c *Client) updateNetwork(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string, ifMatch *string) (string, error) {
+	var details networkloadbalancer.UpdateBackendSetDetails
+	settings := *bs.nlb
+	settings.Backends = nil // set below; thousands of them are costly to copy
+	if err := carry(&settings, &details); err != nil {
+		return "", err
+	}
+	planned := make(map[string]plan.Backend, len(backends))
+	for _, b := range backends {
+		planned[b.Key()] = b
+	}
+	detail := func(o networkloadbalancer.Backend, b plan.Backend) networkloadbalancer.BackendDetails {
+		d := networkloadbalancer.BackendDetails{
+			Name: o.Name, TargetId: o.TargetId, Port: common.Int(int(b.Port)),
+			Weight: common.Int(int(b.Weight)), IsBackup: common.Bool(b.Backup), IsDrain: common.Bool(b.Drain), IsOffline: common.Bool(b.Offline),
+		}
+		if b.IP != "" {
+			d.IpAddress = common.String(b.IP)
+		}
+		if b.TargetID != "" {
+			d.TargetId = common.String(b.TargetID)
+		}
+		return d
+	}
+	details.Backends = make([]networkloadbalancer.BackendDetails, 0, len(backends))
+	for _, o := range bs.nlb.Backends {
+		key := networkBackend(o).Key()
+		if b, kept := planned[key]; kept {
+			details.Backends = append(details.Backends, detail(o, b))
+			delete(planned, key)
+		}
+	}
+	for _, b := range backends {
+		if _, added := planned[b.Key()]; added {
+			details.Backends = append(details.Backends, detail(networkloadbalancer.Backend{}, b))
+		}
+	}
+	token, sent := retryToken(bs, details, failed), details.Backends
+	details.Backends = []networkloadbalancer.BackendDetails{}
+	return sendUpdate(ctx, &c.nlb.BaseClient, "networkLoadBalancer", "/networkLoadBalancers/{networkLoadBalancerId}/backendSets/{backendSetName}",
+		networkloadbalancer.UpdateBackendSetRequest{
+			NetworkLoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
+			OpcRetryToken: token, UpdateBackendSetDetails: details,
+		}, sent)
+}
+
+// updateClassic is UpdateBackendSet of a classic backend set, whose
+// backends keep their maxConnections.
+func (c *Client) updateClassic(ctx context.Context, bs *BackendSet, backends []plan.Backend, failed string, ifMatch *string) (string, error) {
 	var details loadbalancer.UpdateBackendSetDetails
 	settings := *bs.lb
 	settings.Backends = nil // set below; thousands of them are costly to copy
@@ -278,16 +283,11 @@ func (c *Client) UpdateBackendSet(ctx context.Context, bs *BackendSet, backends 
 	}
 	token, sent := retryToken(bs, details, failed), details.Backends
 	details.Backends = []loadbalancer.BackendDetails{}
-	var resp loadbalancer.UpdateBackendSetResponse
-	err = sendUpdate(sdkCtx, &c.lb.BaseClient, "loadBalancer", "/loadBalancers/{loadBalancerId}/backendSets/{backendSetName}",
+	return sendUpdate(ctx, &c.lb.BaseClient, "loadBalancer", "/loadBalancers/{loadBalancerId}/backendSets/{backendSetName}",
 		loadbalancer.UpdateBackendSetRequest{
 			LoadBalancerId: &bs.LoadBalancerID, BackendSetName: &bs.Name, IfMatch: ifMatch,
 			OpcRetryToken: token, UpdateBackendSetDetails: details,
-		}, sent, &resp)
-	if err := classify("UpdateBackendSet", err, cs); err != nil {
-		return "", err
-	}
-	return deref(resp.OpcWorkRequestId), nil
+		}, sent)
 }
 
 // retryToken names one intended write: the same content for the same

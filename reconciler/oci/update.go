@@ -25,21 +25,24 @@ import (
 // level): about 100 ms of CPU per write of 5,000 backends, most of the
 // controller's work when a node joins a large cluster. request is the
 // typed request with an empty backend list; the rest of its body (the
-// settings carried from the read), its path and headers are the SDK's.
-func sendUpdate(ctx context.Context, client *common.BaseClient, service, path string, request common.OCIRequest, backends any, response common.OCIResponse) error {
+// settings carried from the read), its path and headers are the SDK's. It
+// returns the write's work request (opc-work-request-id), its error
+// classified.
+func sendUpdate(ctx context.Context, client *common.BaseClient, service, path string, request common.OCIRequest, backends any) (string, error) {
+	sdkCtx, cs := call(ctx)
 	req, err := request.HTTPRequest(http.MethodPut, path, nil, nil)
-	if err != nil {
-		return err
+	if err == nil {
+		err = setBackends(&req, backends)
 	}
-	if err := setBackends(&req, backends); err != nil {
-		return err
+	var resp *http.Response
+	if err == nil {
+		resp, err = client.CallWithServiceAndOperationName(sdkCtx, &req, service, "UpdateBackendSet")
+		defer common.CloseBodyIfValid(resp)
 	}
-	resp, err := client.CallWithServiceAndOperationName(ctx, &req, service, "UpdateBackendSet")
-	defer common.CloseBodyIfValid(resp)
-	if err != nil {
-		return err
+	if err := classify("UpdateBackendSet", err, cs); err != nil {
+		return "", err
 	}
-	return common.UnmarshalResponse(resp, response)
+	return resp.Header.Get("opc-work-request-id"), nil
 }
 
 // setBackends replaces the "backends" of req's JSON body.
