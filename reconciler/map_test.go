@@ -24,10 +24,9 @@ const (
 // Every other non-test file of the package, a new one too, is the flow or one
 // of its steps, and counts towards stepsLimit.
 var wiring = []string{
-	"setup.go",   // builds the reconciler, its controller, watches and runnables
+	"setup.go",   // builds the reconciler, its controller, watches, runnables and the manager's cache options
 	"options.go", // flags, and the options of the packages below
 	"watches.go", // maps watch events to reconcile requests
-	"cache.go",   // the manager's cache options
 	"debug.go",   // the lanes view on the metrics server
 	"planner.go", // lbregistrar plan's entry: decides as the flow does, writes nothing
 	"gates.go",   // the readiness gates' controller, beside the flow

@@ -9,7 +9,7 @@
 //  2. credentials (package credentials): an identity that cannot sign in is a
 //     condition, and nothing is written;
 //  3. take the load balancer's lane (package lanes), or park until it is
-//     free; the rest runs as a flight (scope.go), which holds the lane but
+//     free; the rest runs as a flight (fly, below), which holds the lane but
 //     no reconcile worker while it waits for OCI;
 //  4. assess and decide (package decide), only then, so changes that
 //     arrived while waiting are folded into this write;
@@ -31,16 +31,19 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
+	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
 // Reconcile brings one LBRegistrar's backend sets in line, or cleans them up on deletion.
@@ -116,4 +119,60 @@ func (r *Reconciler) converge(ctx context.Context, s *scope, claimants decide.Cl
 		return ctrl.Result{}, s.out.Err
 	}
 	return r.requeue(s.out.RevisitAt), nil
+}
+
+// scope is what one flight works with, gathered once when it takes off:
+// the resource and its status writer, the OCI client its identity signs
+// in with, its turn of the load balancer's lane, what it found so far, and
+// whether it is a deletion. Every step of the flight reads these here
+// rather than deriving them again.
+type scope struct {
+	st       *status.Writer
+	obj      *v1beta1.LBRegistrar // st's object
+	oci      ociAPI
+	turn     *lanes.Turn
+	lb       string // the load balancer whose lane turn holds
+	deleting bool   // obj is being deleted: its writes add nothing
+	out      status.Outcome
+	logger   logr.Logger
+}
+
+// fly runs steps as the flight of st's resource on a turn of load
+// balancer lb's lane, which it holds instead of a reconcile worker, or
+// parks the resource until the lane is free, when it is enqueued again.
+func (r *Reconciler) fly(ctx context.Context, st *status.Writer, ociClient ociAPI, lb string, steps func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
+	obj := st.Object()
+	turn, ok := r.lanes.TryAcquire(lb, obj.Name, r.wakeFunc(obj.Name))
+	if !ok {
+		log.FromContext(ctx).V(1).Info("load balancer busy with another write; parked until it is done", "loadBalancer", lb)
+		return ctrl.Result{}, nil
+	}
+	r.flights.Launch(ctx, obj.Name, turn, func(ctx context.Context) (ctrl.Result, error) {
+		return steps(ctx, &scope{
+			st: st, obj: obj, oci: ociClient, turn: turn, lb: lb,
+			deleting: !obj.DeletionTimestamp.IsZero(),
+			logger:   log.FromContext(ctx).WithValues("loadBalancer", lb),
+		})
+	})
+	return ctrl.Result{}, nil
+}
+
+// claimantsOf reads the claimants of obj's backend sets through the claim
+// index, with the ownership records this controller cannot vouch for
+// dropped.
+func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) decide.Claimants {
+	claimants := func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+		found, err := claims.Of(ctx, r.client, lb, name)
+		if err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(found, func(o v1beta1.LBRegistrar) bool { return o.Name == obj.Name }), nil
+	}
+	return func(lb, name string) ([]v1beta1.LBRegistrar, error) {
+		key, err := r.keys.Key(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return decide.Claimants(claimants).Vouched(key)(lb, name)
+	}
 }

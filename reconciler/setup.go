@@ -4,24 +4,27 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/oracle/oci-go-sdk/v65/common"
-
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
@@ -182,4 +185,37 @@ func (o ownedBy) UpdateBackendSet(ctx context.Context, bs *oci.BackendSet, backe
 		o.watch.Own(bs.LoadBalancerID, id)
 	}
 	return id, err
+}
+
+// CacheOptions are the manager's cache options: the nodes, Services and
+// EndpointSlices the controller watches are cached with only what the
+// desired state reads (desired.TrimNode and friends), and every other
+// object without its managed fields, so memory follows the size of the
+// cluster's topology rather than of its objects (a node's images and
+// conditions, kubectl's last-applied annotations).
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}:               {Transform: trimming(desired.TrimNode)},
+			&corev1.Service{}:            {Transform: trimming(desired.TrimService)},
+			&discoveryv1.EndpointSlice{}: {Transform: trimming(desired.TrimEndpointSlice)},
+			// Only the pods that carry lbregistrar's readiness gate.
+			&corev1.Pod{}: {Label: gatedPods, Transform: trimming(desired.TrimPod)},
+		},
+	}
+}
+
+// gatedPods selects the pods the admission webhook gave the readiness gate.
+var gatedPods = labels.SelectorFromSet(labels.Set{v1beta1.ReadinessGateLabel: ""})
+
+// trimming applies trim to the objects of its type; anything else (a
+// deletion tombstone) passes unchanged.
+func trimming[T any](trim func(T) T) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		if obj, ok := in.(T); ok {
+			return trim(obj), nil
+		}
+		return in, nil
+	}
 }

@@ -177,3 +177,31 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 	metrics.ForgetBackendSet(obj.Name, name)
 	r.drains.set(obj.Name, s.lb, name, nil, 0)
 }
+
+// wakeClaimants reconciles the other live claimants of (lb, name) again
+// after obj drained or removed backends there. The write's plan spared what
+// they record as theirs, as the cache showed it; one that took a backend
+// over since (its record not in the cache yet) finds it drained or gone on
+// its own read and puts it back, at once rather than at its resync.
+func (r *Reconciler) wakeClaimants(ctx context.Context, obj *v1beta1.LBRegistrar, lb, name string) {
+	others, err := r.claimantsOf(ctx, obj)(lb, name)
+	if err != nil {
+		return // each is reconciled at its resync anyway
+	}
+	for i := range others {
+		if others[i].DeletionTimestamp.IsZero() {
+			r.wakeups.Wake(others[i].Name)
+		}
+	}
+}
+
+// wakeWaiters reconciles again, after obj removed backends from lb, the
+// other resources waiting for room there (backendset.Waiters): the room is
+// kept for them, and they take it at once rather than at their retry.
+func (r *Reconciler) wakeWaiters(obj, lb string) {
+	for _, name := range r.waiters.Of(lb) {
+		if name != obj {
+			r.wakeups.Wake(name)
+		}
+	}
+}
