@@ -175,7 +175,7 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 		"Register only Ready nodes (by default the load balancer health check decides; when no node is Ready the filter is dropped)")
 	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
 		"How long a departing node's or pod's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
-	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long a deleted LBRegistrar's backends are drained, from the end of the drain's work request, before removal")
+	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long the backends of an LBRegistrar that is deleted, or whose loadBalancerId changed, are drained on the load balancer it leaves, from the end of the drain's work request, before removal")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 }

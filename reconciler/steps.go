@@ -89,7 +89,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 // watch sees are tried again.
 const credentialRetry = 10 * time.Second
 
-// record writes what the reconcile found into obj's status, on its way out.
+// writeStatus writes what the reconcile found into obj's status, on its way out.
 func (r *Reconciler) writeStatus(ctx context.Context, st *status.Writer, out *status.Outcome, before []metav1.Condition) error {
 	obj := st.Object()
 	obj.Status.ObservedGeneration = obj.Generation

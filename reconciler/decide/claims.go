@@ -15,7 +15,7 @@ import (
 // claim a backend set of a load balancer, deleting ones included.
 type Claimants func(loadBalancerID, backendSet string) ([]v1beta1.LBRegistrar, error)
 
-// vouched is c with the ownership records that do not verify under key
+// Vouched is c with the ownership records that do not verify under key
 // dropped from what it returns: a record no one can vouch for protects
 // nothing, as it owns nothing.
 func (c Claimants) Vouched(key []byte) Claimants {

@@ -150,7 +150,7 @@ func (w *Wakeups) Wake(name string) {
 	w.After(name, 0)
 }
 
-// after enqueues the named resource once d has passed.
+// After enqueues the named resource once d has passed.
 func (w *Wakeups) After(name string, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
