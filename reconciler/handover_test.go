@@ -211,7 +211,7 @@ func TestRestoredRecordIsNotActedOn(t *testing.T) {
 	var backup *v1beta1.LBRegistrar
 	f.eventually(10*time.Second, func() error {
 		backup = f.get(obj)
-		if backup.Status.RecordSignature == "" || backup.Status.BackendSets[0].OwnedCount() != 2 {
+		if backup.Status.RecordSignature == "" || len(backup.Status.BackendSets) == 0 || backup.Status.BackendSets[0].OwnedCount() != 2 {
 			return fmt.Errorf("record: %+v", backup.Status)
 		}
 		return nil
