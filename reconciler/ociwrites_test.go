@@ -227,6 +227,25 @@ func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
 	f.expectBackends(classicLB, "later", "10.0.34.1:31040/1")
 }
 
+// OCI answers 404 NotAuthorizedOrNotFound alike to a load balancer that
+// does not exist and to one the identity may not read: a backend set's 404
+// whose load balancer answers 404 too says so, and names the IAM policy to
+// check, rather than a missing backend set.
+func TestMissingLoadBalancerNamesThePolicy(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	f.node(f.ns+"-a", "10.0.36.1")
+	f.startManager(f.options())
+	obj := f.registrar("nowhere", "ocid1.networkloadbalancer.oc1.iad.nowhere", []v1beta1.Target{fixedPort("tcp", 31036)})
+	f.eventually(20*time.Second, func() error {
+		c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady)
+		if c == nil || !strings.Contains(c.Message, "load balancer ocid1.networkloadbalancer.oc1.iad.nowhere not found, or the identity may not read it") ||
+			!strings.Contains(c.Message, "use network-load-balancers") || strings.Contains(c.Message, `backend set "tcp" not found`) {
+			return fmt.Errorf("ready: %+v", c)
+		}
+		return nil
+	})
+}
+
 // A work request OCI fails for bad input is not sent again unchanged:
 // Ready says OCI's reason, its additions are tried again with backoff
 // (not on every node event, while the other backend set follows them), and

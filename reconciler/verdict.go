@@ -134,7 +134,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		logger.V(1).Info("backend set or load balancer gone; nothing left to remove")
 		status.DropEntry(obj, name)
 	case missing:
-		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, s.lb), v.err)
+		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, s.lb, v.err), v.err)
 		logger.Error(missing, "registering nothing there until it exists")
 		w.blocked = missing.Error()
 		s.out.Failures = append(s.out.Failures, missing.Error())

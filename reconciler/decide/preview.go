@@ -29,7 +29,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 		case oci.IsNotFound(err):
 			c.NotFound = true
 			if !j.Mode.Leaves() { // nothing left to remove counts as done
-				out.Failures = append(out.Failures, MissingBackendSet(j.Name, lb))
+				out.Failures = append(out.Failures, MissingBackendSet(j.Name, lb, err))
 			}
 		case err != nil:
 			c.Error = err.Error()
@@ -43,7 +43,18 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 	return changes
 }
 
-// MissingBackendSet says that a backend set to register in does not exist.
-func MissingBackendSet(name, lb string) string {
+// MissingBackendSet says that a backend set to register in does not
+// exist, or, when its load balancer answered 404 too (err), that the load
+// balancer does not exist or the identity may not read it: OCI answers
+// 404 NotAuthorizedOrNotFound to both, so the fix is one of two.
+func MissingBackendSet(name, lb string, err error) string {
+	if oci.IsLoadBalancerMissing(err) {
+		resourceType := "load-balancers"
+		if oci.IsNetworkLoadBalancer(lb) {
+			resourceType = "network-load-balancers"
+		}
+		return fmt.Sprintf("load balancer %s not found, or the identity may not read it (OCI answers 404 NotAuthorizedOrNotFound to both): check spec.loadBalancerId, and that an IAM policy lets the identity use %s in the load balancer's compartment",
+			lb, resourceType)
+	}
 	return fmt.Sprintf("backend set %q not found in load balancer %s", name, lb)
 }

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -142,8 +143,17 @@ func (bs *BackendSet) BackendLimit(reserved int) int {
 	return max(min(backendsPerSet, total-bs.Others-reserved), 0)
 }
 
-// GetBackendSet reads one backend set.
+// GetBackendSet reads one backend set. A 404 says whether the load
+// balancer itself answers 404 too (IsLoadBalancerMissing).
 func (c *Client) GetBackendSet(ctx context.Context, loadBalancerID, name string) (*BackendSet, error) {
+	bs, err := c.getBackendSet(ctx, loadBalancerID, name)
+	if e := (*Error)(nil); IsNotFound(err) && errors.As(err, &e) {
+		e.LoadBalancerMissing = c.loadBalancerMissing(ctx, loadBalancerID)
+	}
+	return bs, err
+}
+
+func (c *Client) getBackendSet(ctx context.Context, loadBalancerID, name string) (*BackendSet, error) {
 	sdkCtx, cs := call(ctx)
 	bs := &BackendSet{LoadBalancerID: loadBalancerID, Name: name}
 	if IsNetworkLoadBalancer(loadBalancerID) {

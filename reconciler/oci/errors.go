@@ -37,7 +37,11 @@ type Error struct {
 	// RequestID is the call's opc-request-id, which Oracle support asks
 	// for: OCI's answer's, or the one sent when no answer came.
 	RequestID string
-	Err       error
+	// LoadBalancerMissing is set on a 404 to a backend set whose load
+	// balancer answers 404 too: not the backend set is missing, but the
+	// load balancer, or the identity's right to read it.
+	LoadBalancerMissing bool
+	Err                 error
 }
 
 func (e *Error) Error() string {
@@ -68,6 +72,13 @@ func (e *Error) Unwrap() error { return e.Err }
 func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == 404 && e.Op != opGetWorkRequest
+}
+
+// IsLoadBalancerMissing reports whether err is a 404 to a backend set
+// whose load balancer answered 404 too (Error.LoadBalancerMissing).
+func IsLoadBalancerMissing(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.LoadBalancerMissing
 }
 
 // IsWorkRequestFailed reports whether err says a work request ended without

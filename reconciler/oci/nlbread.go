@@ -111,31 +111,55 @@ type classicRead struct {
 }
 
 // classicOthers are the backends of the classic load balancer's backend
-// sets other than name, as last read; -1 when it was never read (a failed
-// read leaves the last one standing, however old, as for an NLB).
+// sets other than name, as last read; -1 when it was never read.
 func (c *Client) classicOthers(ctx context.Context, loadBalancerID, name string) int {
+	r, err := c.readClassic(ctx, loadBalancerID)
+	if err != nil {
+		return -1
+	}
+	return others(r.backends, name)
+}
+
+// readClassic reads a classic load balancer with GetLoadBalancer at most
+// once per nlbTTL. When a read fails, the last one stands in, however old,
+// as for an NLB (readNLB).
+func (c *Client) readClassic(ctx context.Context, loadBalancerID string) (classicRead, error) {
 	c.classics.mu.Lock()
 	r, ok := c.classics.read[loadBalancerID]
 	c.classics.mu.Unlock()
-	if !ok || time.Since(r.at) >= nlbTTL {
-		sdkCtx, cs := call(ctx)
-		resp, err := c.lb.GetLoadBalancer(sdkCtx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: &loadBalancerID})
-		switch err := classify("GetLoadBalancer", err, cs); {
-		case err != nil && !ok:
-			return -1
-		case err != nil:
-			log.FromContext(ctx).V(1).Info("reading the load balancer failed; the last read stands in", "loadBalancer", loadBalancerID, "readAt", r.at, "error", err.Error())
-		default:
-			r = classicRead{at: time.Now(), backends: map[string]int{}}
-			for set, bs := range resp.BackendSets {
-				r.backends[set] = len(bs.Backends)
-			}
-			c.classics.mu.Lock()
-			c.classics.read[loadBalancerID] = r
-			c.classics.mu.Unlock()
-		}
+	if ok && time.Since(r.at) < nlbTTL {
+		return r, nil
 	}
-	return others(r.backends, name)
+	sdkCtx, cs := call(ctx)
+	resp, err := c.lb.GetLoadBalancer(sdkCtx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: &loadBalancerID})
+	if err := classify("GetLoadBalancer", err, cs); err != nil {
+		if ok {
+			log.FromContext(ctx).V(1).Info("reading the load balancer failed; the last read stands in", "loadBalancer", loadBalancerID, "readAt", r.at, "error", err.Error())
+			return r, nil
+		}
+		return classicRead{}, err
+	}
+	r = classicRead{at: time.Now(), backends: map[string]int{}}
+	for set, bs := range resp.BackendSets {
+		r.backends[set] = len(bs.Backends)
+	}
+	c.classics.mu.Lock()
+	c.classics.read[loadBalancerID] = r
+	c.classics.mu.Unlock()
+	return r, nil
+}
+
+// loadBalancerMissing reports whether the load balancer itself answers 404
+// NotAuthorizedOrNotFound: it does not exist, or the identity may not read
+// it, which OCI does not tell apart.
+func (c *Client) loadBalancerMissing(ctx context.Context, loadBalancerID string) bool {
+	var err error
+	if IsNetworkLoadBalancer(loadBalancerID) {
+		_, err = c.readNLB(ctx, loadBalancerID)
+	} else {
+		_, err = c.readClassic(ctx, loadBalancerID)
+	}
+	return IsNotFound(err)
 }
 
 // counted records that a write accepted leaves set with n backends, in
