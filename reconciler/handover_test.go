@@ -145,7 +145,7 @@ func TestUnsignedRecordIsNotActedOn(t *testing.T) {
 	})
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Annotations = map[string]string{"touch": "2"} })
 	f.eventually(10*time.Second, func() error {
-		if o := f.get(obj); o.Status.LoadBalancerID != classicLB || o.Status.RecordSignature == "" {
+		if o := f.get(obj); o.Status.LoadBalancerID != classicLB || o.Status.RecordSignature == "" || len(o.Status.BackendSets) != 1 {
 			return fmt.Errorf("record: %+v", o.Status)
 		}
 		return nil
