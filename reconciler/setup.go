@@ -200,13 +200,16 @@ func CacheOptions() cache.Options {
 			&corev1.Node{}:               {Transform: trimming(desired.TrimNode)},
 			&corev1.Service{}:            {Transform: trimming(desired.TrimService)},
 			&discoveryv1.EndpointSlice{}: {Transform: trimming(desired.TrimEndpointSlice)},
-			// Only the pods that carry lbregistrar's readiness gate.
+			// Only the pods that carry lbregistrar's readiness gate, which
+			// its admission policy keeps to namespaces that opted in.
 			&corev1.Pod{}: {Label: gatedPods, Transform: trimming(desired.TrimPod)},
 		},
 	}
 }
 
-// gatedPods selects the pods the admission webhook gave the readiness gate.
+// gatedPods selects the pods the admission webhook gave the readiness gate:
+// only pods of namespaces that opted in may carry its label
+// (config/webhook/policy.yaml), so no other namespace's pods are listed.
 var gatedPods = labels.SelectorFromSet(labels.Set{v1beta1.ReadinessGateLabel: ""})
 
 // trimming applies trim to the objects of its type; anything else (a

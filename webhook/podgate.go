@@ -37,20 +37,32 @@ func NewPodGate(reader client.Reader) *admission.Webhook {
 
 type podGate struct{ reader client.Reader }
 
-func (g *podGate) Handle(ctx context.Context, req admission.Request) admission.Response {
+// createdPod is the pod a CREATE request carries, in its namespace (a pod
+// of a ReplicaSet may come without it); otherwise the answer to give.
+func createdPod(req admission.Request) (*corev1.Pod, *admission.Response) {
+	answer := func(r admission.Response) (*corev1.Pod, *admission.Response) { return nil, &r }
 	if req.Operation != admissionv1.Create {
-		return admission.Allowed("")
+		return answer(admission.Allowed(""))
 	}
 	if len(req.Object.Raw) == 0 {
-		return admission.Errored(http.StatusBadRequest, errors.New("the request carries no object"))
+		return answer(admission.Errored(http.StatusBadRequest, errors.New("the request carries no object")))
 	}
 	var pod corev1.Pod
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, &pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return answer(admission.Errored(http.StatusBadRequest, err))
 	}
 	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace // a pod of a ReplicaSet may come without it
+		pod.Namespace = req.Namespace
 	}
+	return &pod, nil
+}
+
+func (g *podGate) Handle(ctx context.Context, req admission.Request) admission.Response {
+	p, answer := createdPod(req)
+	if answer != nil {
+		return *answer
+	}
+	pod := *p
 	_, labelled := pod.Labels[v1beta1.ReadinessGateLabel]
 	switch hasGate := desired.HasGate(&pod); {
 	case hasGate && labelled:

@@ -145,3 +145,42 @@ func TestPodGateAsksTheOneAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A pod listing lbregistrar's gate, or carrying its label, in a namespace
+// that did not opt in loses both, by JSON patch ops from the request, the
+// other gates and labels left as they are.
+func TestPodUngateTakesOffOnlyOurs(t *testing.T) {
+	handle := func(raw string) admission.Response {
+		t.Helper()
+		return NewPodUngate().Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "elsewhere", Object: runtime.RawExtension{Raw: []byte(raw)}}})
+	}
+	gate := `{"conditionType":"` + v1beta1.ReadinessGate + `"}`
+	for _, tt := range []struct {
+		name, pod string
+		paths     []string
+	}{
+		{"the gate among others", `{"metadata":{"labels":{"app":"web"}},"spec":{"readinessGates":[{"conditionType":"example.com/x"},` + gate + `,{"conditionType":"example.com/y"},` + gate + `]}}`,
+			[]string{"/spec/readinessGates/3", "/spec/readinessGates/1"}},
+		{"the label and the gate", `{"metadata":{"labels":{"` + v1beta1.ReadinessGateLabel + `":""}},"spec":{"readinessGates":[` + gate + `]}}`,
+			[]string{"/metadata/labels/nodes.peppy-ratio.dev~1readiness-gate", "/spec/readinessGates/0"}},
+		{"neither", `{"metadata":{"labels":{"app":"web"}},"spec":{}}`, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := handle(tt.pod)
+			var paths []string
+			for _, op := range resp.Patches {
+				if op.Operation != "remove" {
+					t.Errorf("op %+v, want removes only", op)
+				}
+				paths = append(paths, op.Path)
+			}
+			if !resp.Allowed || !slices.Equal(paths, tt.paths) {
+				t.Errorf("allowed %v, removes %v; want %v", resp.Allowed, paths, tt.paths)
+			}
+			if len(tt.paths) > 0 && len(resp.Warnings) == 0 {
+				t.Error("no warning says why the gate was taken off")
+			}
+		})
+	}
+}

@@ -34,6 +34,7 @@ func Register(mgr manager.Manager, identities IdentityPolicy, controller string)
 	mgr.GetWebhookServer().Register(ValidateV1alpha1Path, NewV1alpha1Validator(mgr.GetCache(), identities, controller))
 	mgr.GetWebhookServer().Register(ValidateV1beta1Path, NewV1beta1Validator(mgr.GetCache(), identities, controller))
 	mgr.GetWebhookServer().Register(MutatePodPath, NewPodGate(mgr.GetCache()))
+	mgr.GetWebhookServer().Register(UngatePodPath, NewPodUngate())
 }
 
 // WhoAmI asks the API server which username c writes as (a

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -41,6 +42,13 @@ const (
 	// memoryPods are pods as a ReplicaSet creates them, every other one
 	// given lbregistrar's readiness gate (and its label) by the webhook.
 	memoryPods = 10000
+	// memoryTenantPods are pods a tenant creates in a namespace that did
+	// not opt into readiness gates, each with tenantLabels labels of the
+	// largest size a label may have (a 253-character prefix, a
+	// 63-character name and value), and no gate or label of lbregistrar's,
+	// which the admission policy keeps out of such namespaces.
+	memoryTenantPods = 10000
+	tenantLabels     = 32
 )
 
 var (
@@ -165,14 +173,20 @@ func fill(ctx context.Context, cfg *rest.Config) error {
 	for i := range memoryPods {
 		objects = append(objects, realisticPod(i))
 	}
-	if err := scale.Create(ctx, cfg, objects); err != nil {
-		return err
+	for i := range memoryTenantPods {
+		objects = append(objects, tenantPod(i))
 	}
-	// Node status is kept on create, as kubelets register; make sure.
 	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
 	if err != nil {
 		return err
 	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+		return err
+	}
+	if err := scale.Create(ctx, cfg, objects); err != nil {
+		return err
+	}
+	// Node status is kept on create, as kubelets register; make sure.
 	var node corev1.Node
 	if err := c.Get(ctx, client.ObjectKey{Name: scale.NodeName(0)}, &node); err != nil {
 		return err
@@ -236,6 +250,21 @@ func realisticService(i int) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 		slices = append(slices, slice)
 	}
 	return svc, slices
+}
+
+// tenantPod is pod i of a tenant's namespace that did not opt into
+// readiness gates, carrying the largest labels it may.
+func tenantPod(i int) *corev1.Pod {
+	p := realisticPod(i)
+	p.Namespace, p.Name = "tenant", fmt.Sprintf("tenant-%05d", i)
+	delete(p.Labels, v1beta1.ReadinessGateLabel)
+	p.Spec.ReadinessGates = nil
+	prefix := strings.Repeat("p", 63) + "." + strings.Repeat("q", 63) + "." + strings.Repeat("r", 63) + "." + strings.Repeat("s", 61)
+	for j := range tenantLabels {
+		name := fmt.Sprintf("%s%02d", strings.Repeat("n", 61), j)
+		p.Labels[prefix+"/"+name] = strings.Repeat("v", 63)
+	}
+	return p
 }
 
 // realisticPod is pod i of a Deployment's ReplicaSet of Service

@@ -106,29 +106,24 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 			t.Errorf("pod %s/%s was given the readiness gate", p.Namespace, p.Name)
 		}
 	}
-	// A pod whose template lists the gate, in a namespace that did not opt
-	// in, is labelled so it is decided: nothing registers it, so through.
-	listed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "listed", Labels: web},
+	// A pod whose template lists the gate, or carries its label, in a
+	// namespace that did not opt in has them taken off: nothing there would
+	// set the gate, and the controller caches only opted-in namespaces'
+	// pods. Labelling a pod there later is refused by the API server
+	// itself (the admission policy), so no pod outside them is cached.
+	listed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "listed", Labels: map[string]string{"app": "web", v1beta1.ReadinessGateLabel: ""}},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "web", Image: "web"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1beta1.ReadinessGate}}}}
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/other"}, {ConditionType: v1beta1.ReadinessGate}}}}
 	if err := c.Client.Create(ctx, listed); err != nil {
 		t.Fatal(err)
 	}
-	if _, labelled := listed.Labels[v1beta1.ReadinessGateLabel]; !labelled {
-		t.Errorf("a pod whose template lists the gate was not labelled: %v", listed.Labels)
+	if _, labelled := listed.Labels[v1beta1.ReadinessGateLabel]; labelled || gated(listed) || len(listed.Spec.ReadinessGates) != 1 {
+		t.Errorf("a pod listing the gate outside an opted-in namespace kept it: %v %v", listed.Labels, listed.Spec.ReadinessGates)
 	}
-	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
-		var cur corev1.Pod
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(listed), &cur); err != nil {
-			return err
-		}
-		for _, cond := range cur.Status.Conditions {
-			if cond.Type == v1beta1.ReadinessGate && cond.Status == corev1.ConditionTrue && cond.Reason == v1beta1.ReasonNotRegistered {
-				return nil
-			}
-		}
-		return fmt.Errorf("the listed pod's conditions: %+v", cur.Status.Conditions)
-	})
+	_, stderr, err := c.Kubectl(ctx, "", "label", "pod", "-n", "elsewhere", "listed", v1beta1.ReadinessGateLabel+"=")
+	if want := "the label " + v1beta1.ReadinessGateLabel + " is lbregistrar's"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("labelling a pod outside an opted-in namespace: want %q; err=%v stderr:\n%s", want, err, stderr)
+	}
 
 	// As a kubelet would have it: containers ready, the pod not Ready
 	// while its gate is not True; and the EndpointSlice controller's view.
@@ -289,4 +284,54 @@ func TestTwoClustersShareABackendSetOfPods(t *testing.T) {
 	}
 	kubectl(t, clusters["blue"], "", "delete", "lbregistrar", "shop-web", "--timeout=2m")
 	waitBackends(t, emu, "web-pods", time.Minute, "10.1.72.11:8080")
+}
+
+// The admission policy shipped beside the pod webhooks keeps lbregistrar's
+// readiness gate and its label (which has the controller cache a pod) to
+// namespaces that opted in, checked by the API server itself: while no
+// lbregistrar replica answers, a pod elsewhere listing the gate or
+// carrying the label is refused, and labelling one later is too; in an
+// opted-in namespace both are taken. So whatever pods other namespaces
+// create, the controller caches none of them.
+func TestOnlyOptedInNamespacesCarryTheGate(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	if err := c.PointWebhooksAt(testContext(t), kube.UnreachableURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, `apiVersion: v1
+kind: Namespace
+metadata: {name: elsewhere}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {nodes.peppy-ratio.dev/readiness-gates: enabled}}
+`, "apply", "-f", "-")
+	pod := func(ns, name, extra string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  containers: [{name: c, image: x}]
+` + extra
+	}
+	const gate = "  readinessGates: [{conditionType: nodes.peppy-ratio.dev/load-balancer-ready}]\n"
+	const label = "metadata: {name: labelled, namespace: elsewhere, labels: {nodes.peppy-ratio.dev/readiness-gate: \"\"}}"
+	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error { // the API server loads policies in a moment
+		_, stderr, err := c.Kubectl(testContext(t), pod("elsewhere", "gated", gate), "create", "--dry-run=server", "-f", "-")
+		if want := "lbregistrar's readiness gate nodes.peppy-ratio.dev/load-balancer-ready is set only in namespaces labelled"; err == nil || !strings.Contains(stderr, want) {
+			return fmt.Errorf("a pod listing the gate elsewhere: want %q; err=%v stderr: %s", want, err, stderr)
+		}
+		return nil
+	})
+	labelled := strings.Replace(pod("elsewhere", "labelled", ""), "metadata: {name: labelled, namespace: elsewhere}", label, 1)
+	const byLabel = "the label nodes.peppy-ratio.dev/readiness-gate is lbregistrar's"
+	if _, stderr, err := c.Kubectl(testContext(t), labelled, "create", "-f", "-"); err == nil || !strings.Contains(stderr, byLabel) {
+		t.Errorf("a pod labelled elsewhere: want %q; err=%v stderr: %s", byLabel, err, stderr)
+	}
+	kubectl(t, c, pod("elsewhere", "plain", ""), "create", "-f", "-")
+	if _, stderr, err := c.Kubectl(testContext(t), "", "label", "pod", "-n", "elsewhere", "plain", v1beta1.ReadinessGateLabel+"="); err == nil || !strings.Contains(stderr, byLabel) {
+		t.Errorf("labelling a pod elsewhere: want %q; err=%v stderr: %s", byLabel, err, stderr)
+	}
+	kubectl(t, c, strings.Replace(pod("shop", "gated", gate), "namespace: shop}", "namespace: shop, labels: {nodes.peppy-ratio.dev/readiness-gate: \"\"}}", 1), "create", "-f", "-")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -188,7 +189,41 @@ func (c *Cluster) PointWebhooksAt(ctx context.Context, url string, caBundle []by
 	if err := c.installMutatingWebhook(ctx, url, caBundle); err != nil {
 		return err
 	}
+	if err := c.installPolicy(ctx); err != nil {
+		return err
+	}
 	return c.InstallCRD(ctx, url, caBundle)
+}
+
+// installPolicy creates or replaces config/webhook's admission policy of
+// readiness gates and its binding.
+func (c *Cluster) installPolicy(ctx context.Context) error {
+	data, err := os.ReadFile(c.Root + "/config/webhook/policy.yaml")
+	if err != nil {
+		return err
+	}
+	docs := strings.SplitN(string(data), "\n---\n", 2)
+	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if len(docs) != 2 {
+		return fmt.Errorf("config/webhook/policy.yaml: want the policy and its binding")
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
+		return fmt.Errorf("config/webhook/policy.yaml: %w", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
+		return fmt.Errorf("config/webhook/policy.yaml: %w", err)
+	}
+	if err := createOrReplace(ctx, c.Client, policy, &admissionregistrationv1.ValidatingAdmissionPolicy{}, func(existing *admissionregistrationv1.ValidatingAdmissionPolicy) {
+		existing.Spec = policy.Spec
+	}); err != nil {
+		return fmt.Errorf("installing the admission policy: %w", err)
+	}
+	if err := createOrReplace(ctx, c.Client, binding, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, func(existing *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		existing.Spec = binding.Spec
+	}); err != nil {
+		return fmt.Errorf("installing the admission policy's binding: %w", err)
+	}
+	return nil
 }
 
 // installMutatingWebhook creates or replaces config/webhook's mutating
