@@ -60,7 +60,8 @@ var (
 // BenchmarkCacheMemory starts a controller-runtime cache with the informers
 // the controller watches (nodes, Services, EndpointSlices, pods) against
 // an API server holding 5,000 nodes, 10,000 EndpointSlices of 1,000
-// Services and 10,000 pods, half of them with the readiness gate, waits
+// Services and 10,000 pods, half of them with the readiness gate, and
+// 10,000 pods of a tenant's namespace with the largest labels, waits
 // for it to sync, collects garbage and reports the heap it holds
 // (heap-MiB), the pods it holds (pods-cached) and the test process's
 // resident memory (rss-MiB, the whole process, after returning free memory
