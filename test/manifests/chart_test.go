@@ -175,6 +175,14 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 }
 
+// As a subchart, the chart is given its parent's global values, which its
+// schema must let through (helm/helm#10392).
+func TestChartTakesGlobalValues(t *testing.T) {
+	if _, err := renderChart(root, map[string]any{"global": map[string]any{"imageRegistry": "registry.example"}}); err != nil {
+		t.Errorf("global values refused: %v", err)
+	}
+}
+
 // helm lint, strict (warnings fail), passes at the defaults and with every
 // value set.
 func TestChartLints(t *testing.T) {
