@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -102,7 +103,7 @@ func TestChartValues(t *testing.T) {
 		{deployment, "spec.selector.matchLabels", "{app.kubernetes.io/name: lbregistrar}"},
 		{deployment, container + "args", `[serve, --leader-elect, --cert-mode=cert-manager, --webhook-addr=:9443,
 			--metrics-addr=:8080, --metrics-secure=true, --health-addr=:8081, --graceful-shutdown-timeout=100s,
-			"--secret-namespaces=team-a,lbregistrar-system", --v=2, --webhook-client-ca-file=/etc/lbregistrar/client-ca/bundle.pem,
+			"--secret-namespaces=lbregistrar-system,team-a", --v=2, --webhook-client-ca-file=/etc/lbregistrar/client-ca/bundle.pem,
 			--resync-period=5m, --oci-rate-limit=5]`},
 		{deployment, container + "env", `[{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}, {name: GOMEMLIMIT, value: 384MiB}, {name: OCI_RESOURCE_PRINCIPAL_REGION, value: ap-tokyo-1}]`},
 		// The release namespace holds the certificate's Secret, so it is
@@ -171,6 +172,19 @@ func TestChartRefusesBadValues(t *testing.T) {
 		}
 		if _, err := renderChart(root, parsed); err == nil {
 			t.Errorf("%q: rendered", values)
+		}
+	}
+}
+
+// secretNamespaces adds to the release namespace, where the README's keys
+// are kept, rather than replacing it.
+func TestChartSecretNamespacesAdd(t *testing.T) {
+	for _, obj := range render(t, "secretNamespaces: [team-a]") {
+		if obj["kind"] != "Deployment" {
+			continue
+		}
+		if args := fmt.Sprint(field(obj, "spec.template.spec.containers.0.args")); !strings.Contains(args, "--secret-namespaces=lbregistrar-system,team-a") {
+			t.Errorf("args %s, want the release namespace kept", args)
 		}
 	}
 }
