@@ -153,7 +153,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(newer), &got); err != nil {
 		t.Fatal(err)
 	}
-	for typ, reason := range map[string]string{v1beta1.ConditionConflict: v1beta1.ReasonClaimed, v1beta1.ConditionReady: v1beta1.ReasonWriteFailed} {
+	for typ, reason := range map[string]string{v1beta1.ConditionConflict: v1beta1.ReasonClaimed, v1beta1.ConditionReady: v1beta1.ReasonBackendSetNotFound} {
 		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.Reason != reason {
 			t.Errorf("newer's %s = %+v, want reason %s", typ, c, reason)
 		}

@@ -516,6 +516,27 @@ func (f *fixture) waitReady(obj *v1beta1.LBRegistrar, reason string, also ...fun
 	})
 }
 
+// waitSuspended waits until the controller has seen obj's spec.suspend:
+// Suspended True, status.observedGeneration at the spec's generation, and
+// Ready as the last reconcile before the pause left it.
+func (f *fixture) waitSuspended(obj *v1beta1.LBRegistrar, ready metav1.ConditionStatus) {
+	f.t.Helper()
+	f.eventually(20*time.Second, func() error {
+		cur := f.get(obj)
+		suspended := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionSuspended)
+		if suspended == nil || suspended.Status != metav1.ConditionTrue || suspended.ObservedGeneration != cur.Generation || cur.Status.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("%s's Suspended: %+v, observedGeneration %d, want True at generation %d", cur.Name, suspended, cur.Status.ObservedGeneration, cur.Generation)
+		}
+		if got := meta.FindStatusCondition(cur.Status.Conditions, v1beta1.ConditionReady); got == nil || got.Status != ready {
+			return fmt.Errorf("%s's Ready while suspended: %+v, want %s as before the pause", cur.Name, got, ready)
+		}
+		if meta.IsStatusConditionTrue(cur.Status.Conditions, v1beta1.ConditionReconciling) {
+			return fmt.Errorf("%s is Reconciling while suspended", cur.Name)
+		}
+		return nil
+	})
+}
+
 // updateRegistrar changes a resource's spec, retrying on write conflicts
 // with the controller's status updates.
 func (f *fixture) updateRegistrar(o *v1beta1.LBRegistrar, change func(*v1beta1.LBRegistrar)) {

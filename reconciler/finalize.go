@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,7 +142,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		if time.Now().Before(deleted.Add(r.opts.CleanupTimeout)) {
 			logger.Error(out.Err, "cleanup failed; retrying until the cleanup timeout",
 				"failures", out.Failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
-			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting, "cleanup failed, retrying: "+strings.Join(out.Failures, "; "))
+			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting, "cleanup failed, retrying: "+out.Messages())
 			if err := st.Flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
 			}
@@ -156,7 +155,7 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		logger.Error(out.Err, "cleanup timeout passed; removing the finalizer anyway, backends may remain",
 			"failures", out.Failures, "cleanupTimeout", r.opts.CleanupTimeout)
 		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonCleanupAbandoned, "Deregister",
-			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, strings.Join(out.Failures, "; "))
+			"gave up deregistering after %s; backends may remain: %s", r.opts.CleanupTimeout, out.Messages())
 	}
 	logger.Info("deregistered; removing the finalizer")
 	return ctrl.Result{}, r.releaseFinalizer(ctx, obj)
@@ -236,6 +235,9 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (ctrl.Result, error) {
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
 	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(decide.LoadBalancerChanged), r.claimantsOf(ctx, obj), out)
 	r.write(ctx, s, jobs)
+	// The move is this spec's work: a GitOps tool that waits for the spec
+	// to be seen reads the conditions below, a refusal among them.
+	obj.Status.ObservedGeneration = obj.Generation
 	switch {
 	case out.Err != nil:
 		status.SetConditions(obj, out)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -41,7 +42,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 	f.emu.ResetCalls()
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, v1beta1.ReasonSuspended)
+	f.waitSuspended(obj, metav1.ConditionTrue)
 	f.updateRegistrar(obj, suspend(false))
 	f.waitReady(obj, v1beta1.ReasonRegistered)
 	if n := f.writesTo(classicLB, "api"); n != 0 {
@@ -49,7 +50,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, v1beta1.ReasonSuspended)
+	f.waitSuspended(obj, metav1.ConditionTrue)
 	f.node(f.ns+"-b", "10.0.40.2")
 	time.Sleep(2 * time.Second) // what a reconcile would have written by now
 	if got := f.backends(classicLB, "api"); len(got) != 1 || f.writesTo(classicLB, "api") != 0 {
@@ -65,7 +66,7 @@ func TestSuspendedResourceWritesNothing(t *testing.T) {
 	}
 
 	f.updateRegistrar(obj, suspend(true))
-	f.waitReady(obj, v1beta1.ReasonSuspended)
+	f.waitSuspended(obj, metav1.ConditionTrue)
 	f.emu.ResetCalls()
 	f.must(f.api.Delete(f.ctx, obj))
 	f.waitGone(obj)
@@ -144,7 +145,14 @@ func TestMoveDrainsTheOldLoadBalancer(t *testing.T) {
 		o.Spec.LoadBalancerID = networkLB
 		o.Spec.Services = []v1beta1.Target{fixedPort("tcp", 30470)}
 	})
-	f.waitReady(obj, v1beta1.ReasonMoving)
+	// waitReady holds Ready's observedGeneration to the spec's; the
+	// status's too, so a GitOps tool sees the move is this spec's work.
+	f.waitReady(obj, v1beta1.ReasonMoving, func(o *v1beta1.LBRegistrar, _ *metav1.Condition) error {
+		if o.Status.ObservedGeneration != o.Generation {
+			return fmt.Errorf("moving, status.observedGeneration %d, want %d", o.Status.ObservedGeneration, o.Generation)
+		}
+		return nil
+	})
 	f.expectBackends(classicLB, "admin", "10.0.44.1:30470/1,drain")
 	if got := f.backends(networkLB, "tcp"); len(got) != len(nlbBefore) {
 		t.Errorf("the new load balancer was registered during the old one's drain: %v", got)

@@ -44,7 +44,7 @@ func TestSeveralServicesPartialFailureConverges(t *testing.T) {
 
 	foreign := "192.168.9.9:8080/3,backup"
 	f.expectBackends(classicLB, "api", fmt.Sprintf("10.0.20.1:%d/1", apiPort))
-	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+	f.waitReady(obj, v1beta1.ReasonWriteRefused, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
 		if !strings.Contains(ready.Message, `backend set "web"`) {
 			return fmt.Errorf("Ready does not name backend set web: %s", ready.Message)
 		}

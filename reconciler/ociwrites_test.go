@@ -169,18 +169,18 @@ func TestRefusedWriteNamesItsRequestID(t *testing.T) {
 	named := func(text string) bool {
 		return slices.ContainsFunc(refused, func(id string) bool { return strings.Contains(text, "opc-request-id "+id) })
 	}
-	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+	f.waitReady(obj, v1beta1.ReasonWriteRefused, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
 		if !named(ready.Message) {
 			return fmt.Errorf("ready %+v does not name any of %q", ready, refused)
 		}
 		var evs eventsv1.EventList
 		f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
 		for _, e := range evs.Items {
-			if e.Regarding.Name == obj.Name && e.Reason == "WriteFailed" && named(e.Note) {
+			if e.Regarding.Name == obj.Name && e.Reason == v1beta1.ReasonWriteRefused && named(e.Note) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no WriteFailed event names any of %q", refused)
+		return fmt.Errorf("no WriteRefused event names any of %q", refused)
 	})
 }
 
@@ -197,7 +197,7 @@ func TestFreshKeyIsRetriedUntilOCITakesIt(t *testing.T) {
 		if c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, "401 NotAuthenticated") {
 			return fmt.Errorf("ready: %+v", c)
 		}
-		return nil
+		return stalled(f.get(obj), v1beta1.ReasonNotAuthorized)
 	})
 	register()
 	f.expectBackends(classicLB, "api", "10.0.33.1:31030/1")
@@ -218,7 +218,7 @@ func TestMissingBackendSetIsRetriedWithBackoff(t *testing.T) {
 		if c := meta.FindStatusCondition(f.get(obj).Status.Conditions, v1beta1.ConditionReady); c == nil || !strings.Contains(c.Message, `backend set "later" not found`) {
 			return fmt.Errorf("ready: %+v", c)
 		}
-		return nil
+		return stalled(f.get(obj), v1beta1.ReasonBackendSetNotFound)
 	})
 	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
 	f.must(err)
@@ -242,8 +242,19 @@ func TestMissingLoadBalancerNamesThePolicy(t *testing.T) {
 			!strings.Contains(c.Message, "use network-load-balancers") || strings.Contains(c.Message, `backend set "tcp" not found`) {
 			return fmt.Errorf("ready: %+v", c)
 		}
-		return nil
+		return stalled(f.get(obj), v1beta1.ReasonNotAuthorizedOrNotFound)
 	})
+}
+
+// stalled is nil when obj's Ready has reason and Stalled is True with it:
+// a person must act, and the GitOps tools say so at once.
+func stalled(obj *v1beta1.LBRegistrar, reason string) error {
+	ready := meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionReady)
+	st := meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionStalled)
+	if ready == nil || ready.Reason != reason || st == nil || st.Status != metav1.ConditionTrue || st.Reason != reason {
+		return fmt.Errorf("%s: Ready %+v, Stalled %+v; want both for %s", obj.Name, ready, st, reason)
+	}
+	return nil
 }
 
 // A work request OCI fails for bad input is not sent again unchanged:
@@ -262,7 +273,7 @@ func TestRejectedWriteIsNotRepeated(t *testing.T) {
 	obj := f.registrar("rejected", classicLB, []v1beta1.Target{fixedPort("admin", 31050), fixedPort("api", 31051)})
 
 	f.expectBackends(classicLB, "api", "10.0.35.1:31051/1")
-	f.waitReady(obj, v1beta1.ReasonWriteFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+	f.waitReady(obj, v1beta1.ReasonWriteRefused, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
 		if !strings.Contains(ready.Message, reason) || !strings.Contains(ready.Message, "OCI refused adding 1 backends") {
 			return fmt.Errorf("ready: %+v", ready)
 		}
@@ -604,7 +615,7 @@ func TestAnotherWritersWorkRequestIsWaitedOut(t *testing.T) {
 	var evs eventsv1.EventList
 	f.must(k8s.List(f.ctx, &evs, client.InNamespace(metav1.NamespaceDefault)))
 	for _, e := range evs.Items {
-		if e.Regarding.Name == obj.Name && e.Reason == "WriteFailed" {
+		if e.Regarding.Name == obj.Name && (e.Reason == v1beta1.ReasonWriteFailed || e.Reason == v1beta1.ReasonWriteRefused) {
 			t.Errorf("a write failed behind another writer's work request: %s", e.Note)
 		}
 	}

@@ -103,7 +103,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 		rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
 	}
 	if ce != nil {
-		out.Unusable = &status.Unusable{Reason: ce.Reason, Message: ce.Message, Retried: ce.Retry}
+		out.Unusable = &status.Failure{Reason: ce.Reason, Message: ce.Message}
 	}
 	status.SetConditions(obj, &out)
 	rp.Conditions = obj.Status.Conditions

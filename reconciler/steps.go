@@ -72,7 +72,7 @@ func (r *Reconciler) unusable(ctx context.Context, st *status.Writer, claimants 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out := status.Outcome{Lost: lost, Unusable: &status.Unusable{Reason: ce.Reason, Message: ce.Message, Retried: ce.Retry}}
+	out := status.Outcome{Lost: lost, Unusable: &status.Failure{Reason: ce.Reason, Message: ce.Message}}
 	r.watch.Forget(obj.Name)
 	r.gatesBlocked(obj, ce.Reason+": "+ce.Message)
 	log.FromContext(ctx).Error(ce, "the credentials cannot be used; nothing is written until they change",

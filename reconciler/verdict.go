@@ -123,7 +123,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		logger.Error(v.err, "OCI refused the write; writing the backend set without its additions, which are tried again later",
 			"opcRequestID", oci.RequestID(v.err), "withheld", len(res.Plan.Added), "retryAt", retryAt)
 		w.blocked = s.out.Refused(name, len(res.Plan.Added), v.err, retryAt)
-		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteFailed, "UpdateBackendSet", "%s", w.blocked)
+		r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonWriteRefused, "UpdateBackendSet", "%s", w.blocked)
 		return // written again at once, which sets what follows
 	case failed:
 		logger.Error(v.err, "backend set write failed", "opcRequestID", oci.RequestID(v.err))
@@ -137,10 +137,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		missing := fmt.Errorf("%s: %w", decide.MissingBackendSet(name, s.lb, v.err), v.err)
 		logger.Error(missing, "registering nothing there until it exists")
 		w.blocked = missing.Error()
-		s.out.Failures = append(s.out.Failures, missing.Error())
-		if s.out.Err == nil {
-			s.out.Err = missing
-		}
+		s.out.Missing(missing.Error(), v.err)
 	case emptied:
 		status.DropEntry(obj, name)
 		r.waiters.Set(s.lb, obj.Name, name, 0)

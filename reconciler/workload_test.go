@@ -114,8 +114,8 @@ func TestWorkloadIdentityRevoked(t *testing.T) {
 	f.must(f.api.Delete(f.ctx, sa))
 	f.emu.ExpireSessions(fmt.Sprintf("system:serviceaccount:%s:lb-writer", f.ns))
 	f.node(f.ns+"-b", "10.0.9.2")
-	f.waitReady(obj, v1beta1.ReasonSignInFailed, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
-		if want := fmt.Sprintf("spec.workloadIdentity.serviceAccount: ServiceAccount %s/lb-writer not found", f.ns); ready.Message != want {
+	f.waitReady(obj, v1beta1.ReasonServiceAccountNotFound, func(_ *v1beta1.LBRegistrar, ready *metav1.Condition) error {
+		if want := fmt.Sprintf("spec.workloadIdentity.serviceAccount: ServiceAccount %s/lb-writer not found: create it, or name another", f.ns); ready.Message != want {
 			return fmt.Errorf("Ready says %q, want %q", ready.Message, want)
 		}
 		return nil

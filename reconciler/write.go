@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
@@ -150,8 +148,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 	}
 	r.status.WarnLargeRecord(s.obj)
 	if len(changing) > 0 && !s.deleting {
-		status.SetCondition(s.obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonRegistering,
-			"writing backend sets "+strings.Join(changing, ", "))
+		status.SetWriting(s.obj, &s.out, changing)
 	}
 	return writes, changing
 }

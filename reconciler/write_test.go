@@ -67,7 +67,7 @@ func TestWriteEndings(t *testing.T) {
 		// would hold none of this resource's otherwise); the refused one is
 		// not recorded.
 		record: "10.0.0.9:30080", failure: "OCI refused adding 1 backends", revisit: true,
-		events: []string{v1beta1.ReasonWriteFailed},
+		events: []string{v1beta1.ReasonWriteRefused},
 	}, {
 		name: "failed: the reconcile fails, the intent stays recorded", mode: plan.Apply,
 		oci:    backendsettest.API{WriteErrors: []error{denied}},
@@ -139,7 +139,7 @@ func TestWriteEndings(t *testing.T) {
 			if got := recordOf(s.obj, "api"); got != tc.record {
 				t.Errorf("record = %q, want %q", got, tc.record)
 			}
-			failures := strings.Join(s.out.Failures, "; ")
+			failures := s.out.Messages()
 			if (tc.failure == "") != (failures == "") || !strings.Contains(failures, tc.failure) {
 				t.Errorf("failures = %q, want %q", failures, tc.failure)
 			}

@@ -216,11 +216,16 @@ const (
 	ConditionConflict = "Conflict"
 	// ConditionReconciling is True while the controller works towards what
 	// the spec asks (registering, draining, retrying), and ConditionStalled
-	// while only a person can move it on (a conflict, an identity it may
-	// not use, a write OCI refused): the kstatus convention Flux and kpt
-	// read, following Ready.
+	// while a person must act, whatever else is also wrong (a conflict, an
+	// identity it may not use, a write OCI refused): the kstatus convention
+	// Flux and kpt read, following the state of Ready's reason.
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionSuspended is True while spec.suspend is: nothing is written
+	// to OCI, and the other conditions keep what the last reconcile before
+	// it found, as Flux's suspended objects and Crossplane's paused
+	// resources do (docs/operations.md, "Conditions").
+	ConditionSuspended = "Suspended"
 )
 
 // Backend is one node address registered by this resource.
@@ -362,9 +367,11 @@ type LBRegistrarStatus struct {
 	Targets int32 `json:"targets,omitempty"`
 
 	// Conditions: Ready (every backend set holds what this resource should
-	// own), Degraded (a target could not be resolved, or OCI reports own
-	// backends unhealthy) and Conflict (another LBRegistrar keeps one of its
-	// backend sets).
+	// own), Reconciling (the controller moves it on by itself), Stalled (a
+	// person must act), Degraded (a target could not be resolved, or OCI
+	// reports own backends unhealthy), Conflict (another LBRegistrar keeps
+	// one of its backend sets) and Suspended (spec.suspend is true; the
+	// others keep what the last reconcile found).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

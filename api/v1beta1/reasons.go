@@ -13,13 +13,28 @@ const (
 	// ReasonHeld: some backend sets keep what is registered because their
 	// desired state is uncertain (Degraded says why).
 	ReasonHeld = "Held"
-	// ReasonWriteFailed: a write failed after its retries, or OCI refused
-	// it for what it holds; also the Warning event of each such write.
+	// ReasonWriteFailed: a write failed after its retries (409, 429, 5xx,
+	// a failed work request, no answer); also the Warning event of each.
 	ReasonWriteFailed = "WriteFailed"
-	ReasonDeleting    = "Deleting"
+	// ReasonWriteRefused: OCI refused a write for what it holds (400, a
+	// limit), which sending it again cannot help; also its Warning event.
+	ReasonWriteRefused = "WriteRefused"
+	// ReasonNotAuthorized: OCI answered 401 or 403: the identity is not
+	// who OCI knows (a key not yet active, a wrong fingerprint), or no
+	// policy lets it write.
+	ReasonNotAuthorized = "NotAuthorized"
+	// ReasonBackendSetNotFound: a backend set to register in does not
+	// exist in a load balancer that does.
+	ReasonBackendSetNotFound = "BackendSetNotFound"
+	// ReasonNotAuthorizedOrNotFound: OCI answers 404 NotAuthorizedOrNotFound
+	// for the load balancer itself: it does not exist, or no IAM policy
+	// lets the identity read it.
+	ReasonNotAuthorizedOrNotFound = "NotAuthorizedOrNotFound"
+	ReasonDeleting                = "Deleting"
 	// ReasonMoving: the backends in a load balancer the spec no longer
 	// names are drained, before the new one is registered.
-	ReasonMoving    = "Moving"
+	ReasonMoving = "Moving"
+	// ReasonSuspended: the Suspended condition's, while spec.suspend is true.
 	ReasonSuspended = "Suspended"
 	// ReasonDryRun: serve --dry-run holds back writes; also the Event of
 	// each write held back.
@@ -37,7 +52,18 @@ const (
 	ReasonControllerIdentityNotAllowed = "ControllerIdentityNotAllowed"
 	ReasonUncheckedIdentity            = "UncheckedIdentity"
 	ReasonServiceAccountNamespace      = "ServiceAccountNamespaceNotAllowed"
-	ReasonSignInFailed                 = "SignInFailed"
+	// ReasonServiceAccountNotFound: the ServiceAccount to sign in as does
+	// not exist.
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
+	// ReasonServiceAccountNotListed: the controller may not request the
+	// ServiceAccount's tokens: the Role lbregistrar-workload-identity of
+	// its namespace does not list it.
+	ReasonServiceAccountNotListed = "ServiceAccountNotListed"
+	// ReasonRegionNotSet: the controller's environment lacks the region
+	// the OCI SDK needs for workload identity.
+	ReasonRegionNotSet = "RegionNotSet"
+	// ReasonSignInFailed: OCI refused the sign-in.
+	ReasonSignInFailed = "SignInFailed"
 	// ReasonSigningIn: a sign-in is under way and taking a while.
 	ReasonSigningIn = "SigningIn"
 )

@@ -49,7 +49,7 @@ type WorkloadIdentity struct {
 // from the environment; lbregistrar's Deployment sets it.
 const regionEnv = "OCI_RESOURCE_PRINCIPAL_REGION"
 
-var errNoRegionEnv = errors.New("the controller's environment lacks " + regionEnv + ", which the OCI SDK needs for workload identity: set it in its Deployment")
+var errNoRegionEnv = errors.New("the controller's environment lacks " + regionEnv + ", which the OCI SDK needs for workload identity: set it in its Deployment (Helm value workloadIdentityRegion)")
 
 // tokenLifetime is how long a requested ServiceAccount token lives; the SDK
 // refuses one that expires within five minutes, and TokenRequest's least
@@ -109,17 +109,24 @@ func sessionClient[C any](b Builders[C], in signIn, region string) (C, error) {
 	case errors.As(err, &netErr):
 		return none, err // not the user's to fix: retried
 	}
-	msg := in.field + ": OCI refused the sign-in (OKE workload identity's token exchange)"
-	if errors.Is(err, errNoRegionEnv) {
-		msg = in.field + ": " + err.Error()
+	reason, msg := v1beta1.ReasonSignInFailed, in.field+": OCI refused the sign-in (OKE workload identity's token exchange)"
+	var te *tokenError
+	switch {
+	case errors.Is(err, errNoRegionEnv):
+		reason, msg = v1beta1.ReasonRegionNotSet, in.field+": "+err.Error()
+	case !errors.As(err, &te):
+	case apierrors.IsNotFound(te.token):
+		reason, msg = v1beta1.ReasonServiceAccountNotFound, fmt.Sprintf("%s: ServiceAccount %s not found: create it, or name another", in.field, in.provider.sa)
+	case apierrors.IsForbidden(te.token):
+		reason, msg = v1beta1.ReasonServiceAccountNotListed, fmt.Sprintf(
+			"%s: lbregistrar may not request tokens for ServiceAccount %s: list it in the Role lbregistrar-workload-identity of namespace %s (Helm value workloadIdentityServiceAccounts, or config/workload-identity)",
+			in.field, in.provider.sa, in.provider.sa.Namespace)
+	default:
+		reason, msg = v1beta1.ReasonCredentialReadError, fmt.Sprintf("%s: no token for ServiceAccount %s: %s", in.field, in.provider.sa, apierrors.ReasonForError(te.token))
 	}
-	if te := (*tokenError)(nil); errors.As(err, &te) {
-		msg = fmt.Sprintf("%s: no token for ServiceAccount %s: %s", in.field, in.provider.sa, apierrors.ReasonForError(te.token))
-		if apierrors.IsNotFound(te.token) {
-			msg = fmt.Sprintf("%s: ServiceAccount %s not found", in.field, in.provider.sa)
-		}
-	}
-	return none, &Error{Reason: v1beta1.ReasonSignInFailed, Message: msg, Cause: err, Retry: true}
+	// None of these is seen by a watch: a ServiceAccount or Role created,
+	// the Deployment's environment set, the exchange back.
+	return none, &Error{Reason: reason, Message: msg, Cause: err, Retry: true}
 }
 
 // tokenProvider gives the SDK a token of one ServiceAccount, requested

@@ -29,7 +29,7 @@ func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistr
 		case oci.IsNotFound(err):
 			c.NotFound = true
 			if !j.Mode.Leaves() { // nothing left to remove counts as done
-				out.Failures = append(out.Failures, MissingBackendSet(j.Name, lb, err))
+				out.Missing(MissingBackendSet(j.Name, lb, err), err)
 			}
 		case err != nil:
 			c.Error = err.Error()

@@ -89,6 +89,14 @@ func IsWorkRequestFailed(err error) bool {
 	return errors.As(err, &e) && e.Op == opWorkRequest
 }
 
+// IsNotAuthorized reports whether OCI answered err's call 401 or 403: it
+// does not know the identity (a key not active yet, a wrong fingerprint),
+// or no policy lets it make the call.
+func IsNotAuthorized(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Status == 401 || e.Status == 403)
+}
+
 // IsRefused reports whether OCI refused a backend set write for what it
 // holds: its work request failed for bad input or a limit (no retry
 // class), or the write itself was answered 400 (InvalidParameter,

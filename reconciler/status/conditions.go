@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 )
 
 // Outcome gathers what one reconcile found, for the conditions.
@@ -21,8 +23,8 @@ type Outcome struct {
 	Pending []string          // writes DryRun held back
 	Lost    map[string]string // backend set -> resource that keeps it
 	// Unusable says why the resource's credentials cannot be used.
-	Unusable *Unusable
-	Failures []string
+	Unusable *Failure
+	Failures []Failure
 	// Unhealthy says, per backend set, which own backends OCI reports
 	// unhealthy; it makes Degraded True but fails nothing.
 	Unhealthy []string
@@ -31,18 +33,21 @@ type Outcome struct {
 	// refused are due to be tried again.
 	RevisitAt time.Time
 	Err       error
-	// refused: OCI refused a write for what it holds (Refused), which only
-	// a change of the spec or the cluster can mend.
-	refused bool
 }
 
-// Unusable is a problem with a resource's credentials that its user can
-// fix: the Ready condition's reason and message, which never hold key
-// material. Retried: the controller tries again by itself (a sign-in under
-// way, an API error); otherwise a person must act.
-type Unusable struct {
+// Failure is one thing that keeps the resource from Ready: a reason of
+// States and a message that names what to do, never key material.
+type Failure struct {
 	Reason, Message string
-	Retried         bool
+}
+
+// Messages is every failure's message, in one line.
+func (o *Outcome) Messages() string {
+	msgs := make([]string, len(o.Failures))
+	for i, f := range o.Failures {
+		msgs[i] = f.Message
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // Refused records that OCI refused adding n backends to a backend set, and
@@ -50,8 +55,7 @@ type Unusable struct {
 func (o *Outcome) Refused(name string, n int, err error, retryAt time.Time) string {
 	msg := fmt.Sprintf("backend set %q: OCI refused adding %d backends: %v; the rest is written without them, and they are tried again at %s, or at once when the spec or the wanted nodes change",
 		name, n, err, retryAt.UTC().Format(time.RFC3339))
-	o.Failures = append(o.Failures, msg)
-	o.refused = true
+	o.Failures = append(o.Failures, Failure{v1beta1.ReasonWriteRefused, msg})
 	o.Revisit(retryAt)
 	return msg
 }
@@ -63,22 +67,47 @@ func (o *Outcome) Revisit(t time.Time) {
 	}
 }
 
-// Fail records that a backend set ("*" for all) could not be brought in line.
+// Fail records that a backend set ("*" for all) could not be brought in
+// line, with the reason OCI's answer stands for.
 func (o *Outcome) Fail(name string, err error) {
-	o.Failures = append(o.Failures, fmt.Sprintf("backend set %q: %v", name, err))
+	o.fail(failureReason(err), fmt.Sprintf("backend set %q: %v", name, err), err)
+}
+
+// Missing records that OCI answered 404 for a backend set to register in:
+// message says which of the two fixes applies (decide.MissingBackendSet).
+func (o *Outcome) Missing(message string, err error) {
+	reason := v1beta1.ReasonBackendSetNotFound
+	if oci.IsLoadBalancerMissing(err) {
+		reason = v1beta1.ReasonNotAuthorizedOrNotFound
+	}
+	o.fail(reason, message, err)
+}
+
+func (o *Outcome) fail(reason, message string, err error) {
+	o.Failures = append(o.Failures, Failure{reason, message})
 	if o.Err == nil {
 		o.Err = err
 	}
 }
 
-// SetConditions derives Ready, Degraded and Conflict from one reconcile's outcome.
+// failureReason is the reason of a write or read that failed with err:
+// refused for what it holds, refused for who sent it, or a fault the
+// controller retries.
+func failureReason(err error) string {
+	switch {
+	case oci.IsRefused(err):
+		return v1beta1.ReasonWriteRefused
+	case oci.IsNotAuthorized(err):
+		return v1beta1.ReasonNotAuthorized
+	}
+	return v1beta1.ReasonWriteFailed
+}
+
+// SetConditions derives Ready, Reconciling, Stalled, Degraded and Conflict
+// from one reconcile's outcome.
 func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 	if len(out.Lost) > 0 {
-		var msgs []string
-		for _, name := range sortedKeys(out.Lost) {
-			msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, out.Lost[name]))
-		}
-		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, v1beta1.ReasonClaimed, strings.Join(msgs, "; "))
+		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, v1beta1.ReasonClaimed, lostMessage(out.Lost))
 	} else {
 		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "no other LBRegistrar claims these backend sets")
 	}
@@ -96,30 +125,66 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 	} else {
 		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "every target resolved")
 	}
+	setReady(obj, out.blockers())
+}
 
-	switch {
-	case out.Unusable != nil:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, out.Unusable.Reason, out.Unusable.Message)
-		if !out.Unusable.Retried {
-			stalled(obj, out.Unusable.Reason, out.Unusable.Message)
-		}
-	case len(out.Failures) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonWriteFailed, strings.Join(out.Failures, "; "))
-		if out.refused {
-			stalled(obj, v1beta1.ReasonWriteFailed, strings.Join(out.Failures, "; "))
-		}
-	case len(out.Pending) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDryRun,
-			"dry run, nothing written; pending: "+strings.Join(out.Pending, "; "))
-	case len(out.Held) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonHeld,
-			fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(out.Held, ", ")))
-	case len(out.Lost) > 0:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonClaimed, "see the Conflict condition")
-		stalled(obj, v1beta1.ReasonClaimed, meta.FindStatusCondition(obj.Status.Conditions, v1beta1.ConditionConflict).Message)
-	default:
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+// SetWriting sets Ready while the writes to the backend sets changing are
+// under way: Registering, unless what out found so far needs a person.
+func SetWriting(obj *v1beta1.LBRegistrar, out *Outcome, changing []string) {
+	setReady(obj, append(out.blockers(), Failure{v1beta1.ReasonRegistering, "writing backend sets " + strings.Join(changing, ", ")}))
+}
+
+// blockers is what keeps the resource from Ready.
+func (o *Outcome) blockers() []Failure {
+	var bs []Failure
+	if o.Unusable != nil {
+		bs = append(bs, *o.Unusable)
 	}
+	bs = append(bs, o.Failures...)
+	if len(o.Pending) > 0 {
+		bs = append(bs, Failure{v1beta1.ReasonDryRun, "dry run, nothing written; pending: " + strings.Join(o.Pending, "; ")})
+	}
+	if len(o.Held) > 0 {
+		bs = append(bs, Failure{v1beta1.ReasonHeld, fmt.Sprintf("backend sets %s keep their registered backends until the Degraded condition clears", strings.Join(o.Held, ", "))})
+	}
+	if len(o.Lost) > 0 {
+		bs = append(bs, Failure{v1beta1.ReasonClaimed, lostMessage(o.Lost)})
+	}
+	return bs
+}
+
+// setReady sets Ready from what keeps the resource from it, and with it
+// Reconciling and Stalled (SetCondition): a person's fault is the reason
+// whatever else is wrong, and the message lists everything.
+func setReady(obj *v1beta1.LBRegistrar, blockers []Failure) {
+	if len(blockers) == 0 {
+		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+		return
+	}
+	slices.SortStableFunc(blockers, func(a, b Failure) int {
+		return cmp.Compare(rank(a.Reason), rank(b.Reason))
+	})
+	msgs := make([]string, len(blockers))
+	for i, b := range blockers {
+		msgs[i] = b.Message
+	}
+	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, blockers[0].Reason, strings.Join(msgs, "; "))
+}
+
+// rank orders blockers: what needs a person first.
+func rank(reason string) int {
+	if StateOf(reason) == Stalled {
+		return 0
+	}
+	return 1
+}
+
+func lostMessage(lost map[string]string) string {
+	var msgs []string
+	for _, name := range sortedKeys(lost) {
+		msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, lost[name]))
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // LogDecisions logs why backend sets were left alone: at Info when the
@@ -149,9 +214,10 @@ func LogDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 }
 
 // SetCondition sets one condition of obj, its message cut to what the
-// schema allows. Setting Ready sets Reconciling and Stalled with it: the
-// controller is still at work unless Ready is True or the resource is
-// suspended; SetConditions then marks what needs a person as stalled.
+// schema allows. Setting Ready sets Reconciling and Stalled with it, from
+// the state of its reason (States): Stalled when a person must act,
+// Reconciling while the controller moves on by itself, neither once Ready
+// is True.
 func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
 	const maxMessage = 32768 // the schema's limit on condition messages
 	if len(message) > maxMessage {
@@ -163,26 +229,33 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 	if typ != v1beta1.ConditionReady {
 		return
 	}
-	working := metav1.ConditionTrue
-	if status == metav1.ConditionTrue || reason == v1beta1.ReasonSuspended {
-		working = metav1.ConditionFalse
+	working, stalled := metav1.ConditionFalse, metav1.ConditionFalse
+	switch {
+	case status == metav1.ConditionTrue:
+	case StateOf(reason) == Stalled:
+		stalled = metav1.ConditionTrue
+	default:
+		working = metav1.ConditionTrue
 	}
 	SetCondition(obj, v1beta1.ConditionReconciling, working, reason, message)
-	SetCondition(obj, v1beta1.ConditionStalled, metav1.ConditionFalse, reason, message)
+	SetCondition(obj, v1beta1.ConditionStalled, stalled, reason, message)
+	if !obj.Spec.Suspend {
+		SetCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "spec.suspend is false")
+	}
 }
 
-// SetSuspended sets obj's Ready for spec.suspend: nothing is written to
-// OCI, and the registered backends stay as they are.
+// SetSuspended records that obj's spec.suspend is true: nothing is written
+// to OCI, and the registered backends stay as they are. Ready, Stalled,
+// Degraded and Conflict keep what the last reconcile found, as Flux's
+// suspended objects (kustomize-controller #183: a suspended resource is
+// not marked not ready) and Crossplane's paused resources (Synced False,
+// ReconcilePaused; Ready untouched) keep theirs; nothing is under way, so
+// Reconciling is False. A GitOps tool's verdict on the resource is the
+// one it had before the pause.
 func SetSuspended(obj *v1beta1.LBRegistrar) {
-	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonSuspended,
-		"spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are")
-}
-
-// stalled marks obj, whose Ready is set, as needing a person: nothing the
-// controller retries will move it on.
-func stalled(obj *v1beta1.LBRegistrar, reason, message string) {
-	SetCondition(obj, v1beta1.ConditionReconciling, metav1.ConditionFalse, reason, message)
-	SetCondition(obj, v1beta1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	const message = "spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are"
+	SetCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionTrue, v1beta1.ReasonSuspended, message)
+	SetCondition(obj, v1beta1.ConditionReconciling, metav1.ConditionFalse, v1beta1.ReasonSuspended, message)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -203,8 +205,11 @@ func (s *Writer) sign(ctx context.Context) error {
 
 // rebase records, on top of the status someone else wrote meanwhile, the
 // work requests this writer saw through, which only it knows (a leader
-// finishing a write while it shuts down). The newer status keeps its
-// ownership records and everything else; the next reconcile starts from it.
+// finishing a write while it shuts down), and the conditions it set that
+// nobody else changed since it read them: a flight's verdict outlives a
+// spec edit made while it was in the air, which a suspension would
+// otherwise freeze unseen. The newer status keeps its ownership records
+// and everything else; the next reconcile starts from it.
 func (s *Writer) rebase(ctx context.Context) error {
 	seen := map[string]*v1beta1.WorkRequest{}
 	for _, bs := range s.obj.Status.BackendSets {
@@ -212,16 +217,14 @@ func (s *Writer) rebase(ctx context.Context) error {
 			seen[bs.Name] = bs.LastWorkRequest
 		}
 	}
-	if len(seen) == 0 {
-		return nil
-	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur := &v1beta1.LBRegistrar{}
 		if err := s.rec.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), cur); err != nil {
 			return err
 		}
 		base := cur.DeepCopy()
-		if !mergeWorkRequests(cur, seen) {
+		wrs, conditions := mergeWorkRequests(cur, seen), mergeConditions(cur, s.base, s.obj)
+		if !wrs && !conditions {
 			return nil
 		}
 		if err := s.rec.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -230,6 +233,28 @@ func (s *Writer) rebase(ctx context.Context) error {
 		s.rec.written.wrote(cur)
 		return nil
 	})
+}
+
+// mergeConditions sets on cur the conditions ours changed from base that
+// cur still has as base had them, and reports whether it set any.
+func mergeConditions(cur, base, ours *v1beta1.LBRegistrar) bool {
+	changed := false
+	for _, c := range ours.Status.Conditions {
+		was := meta.FindStatusCondition(base.Status.Conditions, c.Type)
+		if sameCondition(was, &c) || !sameCondition(was, meta.FindStatusCondition(cur.Status.Conditions, c.Type)) {
+			continue
+		}
+		meta.SetStatusCondition(&cur.Status.Conditions, c)
+		changed = true
+	}
+	return changed
+}
+
+func sameCondition(a, b *metav1.Condition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
 }
 
 // mergeWorkRequests sets the last work request of obj's records to the ones

@@ -120,7 +120,7 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "WriteFailed" {
+			if e.Reason == "WriteFailed" || e.Reason == "WriteRefused" {
 				t.Errorf("a write failed: %s %s", e.Regarding.Name, e.Note)
 			}
 		}
