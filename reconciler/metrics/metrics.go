@@ -3,7 +3,10 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -137,7 +140,37 @@ var (
 		Name: "lbregistrar_readiness_gate_oldest_wait_start_time_seconds",
 		Help: "Unix time since which the pod waiting longest for its lbregistrar readiness gate has waited, 0 when none waits; time() minus it is how long a rollout has been held.",
 	})
+
+	// ResourceCondition is each resource's conditions as its status has
+	// them: alerts on state (Stalled, not Ready), not only on calls.
+	ResourceCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lbregistrar_resource_condition",
+		Help: "1 for each condition of each LBRegistrar (Ready, Reconciling, Stalled, Degraded, Conflict, Suspended), with its status and reason as the controller last wrote them; one series per resource and type.",
+	}, []string{"lbregistrar", "type", "status", "reason"})
 )
+
+// SetConditions exports the conditions of resource's status. A type's
+// series is replaced only when its status or reason changed, so an alert's
+// "for" never sees it missing.
+func SetConditions(resource string, conditions []metav1.Condition) {
+	exported.mu.Lock()
+	defer exported.mu.Unlock()
+	for _, c := range conditions {
+		key, now := [2]string{resource, c.Type}, [2]string{string(c.Status), c.Reason}
+		if was, ok := exported.last[key]; ok && was != now {
+			ResourceCondition.DeleteLabelValues(resource, c.Type, was[0], was[1])
+		}
+		exported.last[key] = now
+		ResourceCondition.WithLabelValues(resource, c.Type, now[0], now[1]).Set(1)
+	}
+}
+
+// exported is the status and reason ResourceCondition has per resource and
+// condition type.
+var exported = struct {
+	mu   sync.Mutex
+	last map[[2]string][2]string
+}{last: map[[2]string][2]string{}}
 
 // perBackendSet are the gauges labelled by resource and backend set.
 var perBackendSet = []*prometheus.GaugeVec{BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed}
@@ -160,6 +193,14 @@ func (perResource) Forget(name string) {
 	for _, g := range perBackendSet {
 		g.DeletePartialMatch(prometheus.Labels{"lbregistrar": name})
 	}
+	exported.mu.Lock()
+	defer exported.mu.Unlock()
+	ResourceCondition.DeletePartialMatch(prometheus.Labels{"lbregistrar": name})
+	for key := range exported.last {
+		if key[0] == name {
+			delete(exported.last, key)
+		}
+	}
 }
 
 // Results of a flight: the result label of FlightDuration.
@@ -170,7 +211,7 @@ const (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains, GatesWaiting, OldestGateWaitStart)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains, GatesWaiting, OldestGateWaitStart, ResourceCondition)
 	// Every result exported from the start, at 0, so an alert on failed
 	// flights has a series to rate before the first one fails.
 	for _, result := range []string{FlightSuccess, FlightError, FlightPanic} {

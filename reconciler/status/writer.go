@@ -166,6 +166,7 @@ func (s *Writer) Flush(ctx context.Context) error {
 	// Only status reaches the subresource. Compared in place: a patch of a
 	// record of thousands of backends is costly to build just to find it empty.
 	if equality.Semantic.DeepEqual(s.base.Status, s.obj.Status) {
+		metrics.SetConditions(s.obj.Name, s.obj.Status.Conditions)
 		return nil
 	}
 	// A write already accepted by OCI must still be recorded during
@@ -185,6 +186,7 @@ func (s *Writer) Flush(ctx context.Context) error {
 	}
 	s.rec.written.wrote(s.obj)
 	s.base = s.obj.DeepCopy()
+	metrics.SetConditions(s.obj.Name, s.obj.Status.Conditions)
 	return nil
 }
 

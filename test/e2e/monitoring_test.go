@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -23,7 +25,7 @@ import (
 // elected, metrics over HTTPS to authorized callers) against the OCI
 // emulator; it registers a resource through a write OCI first refuses with
 // 409 (so it retries), and admission refuses a second claim of the same
-// backend set. Then /metrics is scraped as the ServiceMonitor of
+// backend set; three more are Stalled, Degraded and Suspended. Then /metrics is scraped as the ServiceMonitor of
 // config/prometheus scrapes it (the chart's is the same), with the token of
 // a service account bound to lbregistrar-metrics-reader, and test/manifests
 // matches the scrape against the alerts and the dashboard, read with
@@ -54,6 +56,19 @@ func TestMonitoringSelectsExportedSeries(t *testing.T) {
 	} else {
 		t.Logf("the second claim refused: %s", stderr)
 	}
+
+	// A resource each that is Stalled, Degraded and Suspended: the alerts on
+	// state select those conditions True.
+	key := manifest[strings.Index(manifest, "  apiKey:"):]
+	resource := func(name, rest string) string {
+		return "apiVersion: nodes.peppy-ratio.dev/v1beta1\nkind: LBRegistrar\nmetadata: {name: " + name + "}\nspec:\n  loadBalancerId: " + classicIngress + "\n" + rest + key + "---\n"
+	}
+	kubectl(t, c, resource("stalled", "  services:\n  - {nodePort: 30081, backendSetName: absent, weight: 1}\n")+
+		resource("degraded", "  services:\n  - {name: absent, namespace: "+kube.Namespace+", port: 80, backendSetName: edge, weight: 1}\n")+
+		resource("paused", "  suspend: true\n  services:\n  - {nodePort: 30082, backendSetName: edge-http, weight: 1}\n"), "apply", "-f", "-")
+	waitCondition(t, c, "stalled", v1beta1.ConditionStalled, metav1.ConditionTrue, v1beta1.ReasonBackendSetNotFound)
+	waitCondition(t, c, "degraded", v1beta1.ConditionDegraded, metav1.ConditionTrue, v1beta1.ReasonServiceNotFound)
+	waitCondition(t, c, "paused", v1beta1.ConditionSuspended, metav1.ConditionTrue, v1beta1.ReasonSuspended)
 
 	kubectl(t, c, "", "create", "namespace", "monitoring")
 	kubectl(t, c, "", "-n", "monitoring", "create", "serviceaccount", "prometheus")

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -144,17 +142,9 @@ func (p serveProcess) waitReady(t *testing.T) {
 
 func (p serveProcess) assertMetrics(t *testing.T, series ...string) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := p.scrape(t)
 	for _, s := range series {
-		if !bytes.Contains(metrics, []byte(s)) {
+		if !strings.Contains(metrics, s) {
 			t.Errorf("/metrics has no %s", s)
 		}
 	}

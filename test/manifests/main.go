@@ -10,12 +10,14 @@
 //
 //	manifests [-root DIR] render-chart [-f values.yaml]   the chart's manifest
 //	manifests [-root DIR] check-scrape < scrape             fails naming what the scrape lacks
+//	manifests [-root DIR] fire-alerts [-hold 2h] < scrape   the alerts that fire if the scrape holds
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 )
 
 func main() {
@@ -32,7 +34,7 @@ func run(args []string) error {
 		return err
 	}
 	if global.NArg() == 0 {
-		return fmt.Errorf("want a command: render-chart or check-scrape")
+		return fmt.Errorf("want a command: render-chart, check-scrape or fire-alerts")
 	}
 	command := flag.NewFlagSet(global.Arg(0), flag.ContinueOnError)
 	switch global.Arg(0) {
@@ -47,7 +49,14 @@ func run(args []string) error {
 			return err
 		}
 		return checkScrapeCommand(*root, os.Stdin)
+	case "fire-alerts":
+		hold := command.Duration("hold", 2*time.Hour, "how long the scraped values hold")
+		step := command.Duration("step", 30*time.Second, "the scrape and evaluation interval")
+		if err := command.Parse(global.Args()[1:]); err != nil {
+			return err
+		}
+		return firingAlertsCommand(*root, os.Stdin, *hold, *step)
 	default:
-		return fmt.Errorf("unknown command %q: want render-chart or check-scrape", global.Arg(0))
+		return fmt.Errorf("unknown command %q: want render-chart, check-scrape or fire-alerts", global.Arg(0))
 	}
 }

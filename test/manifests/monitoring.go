@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,6 +197,7 @@ func selectorsOf(where, query string) ([]metricSelector, error) {
 type series struct {
 	name   string
 	labels map[string]string
+	value  float64
 }
 
 // scrapedSeries reads a Prometheus text exposition into its series,
@@ -214,8 +216,8 @@ func scrapedSeries(exposition io.Reader) ([]series, error) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			add := func(suffix string, extra ...string) {
-				s := series{name: name + suffix, labels: maps.Clone(labels)}
+			add := func(suffix string, value float64, extra ...string) {
+				s := series{name: name + suffix, labels: maps.Clone(labels), value: value}
 				for i := 0; i+1 < len(extra); i += 2 {
 					s.labels[extra[i]] = extra[i+1]
 				}
@@ -223,20 +225,29 @@ func scrapedSeries(exposition io.Reader) ([]series, error) {
 			}
 			switch family.GetType() {
 			case dto.MetricType_HISTOGRAM:
-				for _, b := range m.GetHistogram().GetBucket() {
-					add("_bucket", "le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					add("_bucket", float64(b.GetCumulativeCount()), "le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))
 				}
-				add("_bucket", "le", "+Inf")
-				add("_sum")
-				add("_count")
+				// The text parser keeps the +Inf bucket when the scrape has it.
+				if !slices.ContainsFunc(h.GetBucket(), func(b *dto.Bucket) bool { return math.IsInf(b.GetUpperBound(), 1) }) {
+					add("_bucket", float64(h.GetSampleCount()), "le", "+Inf")
+				}
+				add("_sum", h.GetSampleSum())
+				add("_count", float64(h.GetSampleCount()))
 			case dto.MetricType_SUMMARY:
-				for _, q := range m.GetSummary().GetQuantile() {
-					add("", "quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64))
+				sum := m.GetSummary()
+				for _, q := range sum.GetQuantile() {
+					add("", q.GetValue(), "quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64))
 				}
-				add("_sum")
-				add("_count")
+				add("_sum", sum.GetSampleSum())
+				add("_count", float64(sum.GetSampleCount()))
+			case dto.MetricType_COUNTER:
+				add("", m.GetCounter().GetValue())
+			case dto.MetricType_GAUGE:
+				add("", m.GetGauge().GetValue())
 			default:
-				add("")
+				add("", m.GetUntyped().GetValue())
 			}
 		}
 	}

@@ -120,6 +120,7 @@ type Emulator struct {
 	sessionSecret   []byte
 	identityServers []*http.Server
 	instances       map[string]*instanceCert // by certificate fingerprint (InstancePrincipal)
+	unpermitted     map[string]bool          // principals no policy names (RevokePolicies)
 	balancers       map[string]*balancer     // by OCID
 	computeMu       sync.RWMutex
 	compute         compute
@@ -193,6 +194,7 @@ func newEmulator(opts Options) *Emulator {
 		keys:          map[string]*signer{},
 		sessionSecret: []byte(rand.Text()),
 		instances:     map[string]*instanceCert{},
+		unpermitted:   map[string]bool{},
 		balancers:     map[string]*balancer{},
 		compute:       compute{instances: map[string]*Instance{}, privateIPs: map[string]*privateIPRecord{}},
 		workRequests:  map[string]*workRequest{},

@@ -187,3 +187,28 @@ func (e *Emulator) ExpireSessions(principal string) {
 		}
 	}
 }
+
+// RevokePolicies makes principal one no IAM policy names, as when the
+// policy a guide asks for was never written: OCI answers each of its calls
+// 404 NotAuthorizedOrNotFound, as it answers for a resource that does not
+// exist (OCI API errors: "Authorization failed or requested resource not
+// found"; OCI IAM: a request the policies do not allow reads as if the
+// resource were not there). Authentication itself still succeeds.
+func (e *Emulator) RevokePolicies(principal string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unpermitted[principal] = true
+}
+
+// GrantPolicies undoes RevokePolicies.
+func (e *Emulator) GrantPolicies(principal string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.unpermitted, principal)
+}
+
+func (e *Emulator) permitted(principal string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.unpermitted[principal]
+}

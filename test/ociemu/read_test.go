@@ -188,3 +188,25 @@ func TestNotFound(t *testing.T) {
 		serviceError(t, err, 404, "NotAuthorizedOrNotFound")
 	})
 }
+
+// A principal no IAM policy names is answered 404 NotAuthorizedOrNotFound
+// for the load balancers that exist, as for ones that do not, until a
+// policy names it again.
+func TestPrincipalWithoutPolicySeesNothing(t *testing.T) {
+	transports(t, ociemu.Options{}, func(t *testing.T, f *fixture) {
+		ctx := f.context
+		user, err := f.config.UserOCID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.emu.RevokePolicies(user)
+		_, err = f.lb.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: common.String(classicID)})
+		serviceError(t, err, 404, "NotAuthorizedOrNotFound")
+		_, err = f.nlb.GetBackendSet(ctx, networkloadbalancer.GetBackendSetRequest{NetworkLoadBalancerId: common.String(networkID), BackendSetName: common.String("tcp")})
+		serviceError(t, err, 404, "NotAuthorizedOrNotFound")
+		f.emu.GrantPolicies(user)
+		if _, err := f.lb.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: common.String(classicID)}); err != nil {
+			t.Fatalf("with the policy back: %v", err)
+		}
+	})
+}

@@ -154,6 +154,9 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 			message:    "The required information to complete authentication was not provided or was incorrect.",
 			authReason: err.Error()}
 	}
+	if !e.permitted(rc.principal) {
+		return nil, notFound(rc.r.URL.Path)
+	}
 	eff := e.matchFaults(rc, isWrite)
 	if eff.delay > 0 {
 		select {
