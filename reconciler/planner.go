@@ -49,8 +49,9 @@ func NewPlanner(reader client.Reader, o Options, apiKey *oci.Credentials) (*Plan
 }
 
 func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error), o Options, apiKey *oci.Credentials) *Planner {
-	// API keys may be read from any namespace the user may read.
-	secrets := credentials.NewSecrets(reader, nil)
+	// API keys are read where serve reads them, so a Secret serve would
+	// refuse is planned as refused.
+	secrets := credentials.NewSecrets(reader, o.SecretNamespaces)
 	records := &ownership.KeyStore{Reader: reader, Secret: o.RecordKey}
 	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, keys: records}
 }

@@ -51,6 +51,9 @@ what would be added, removed, re-weighted and kept (backends that are not the
 resource's own are kept), and the conditions each resource would get. It writes
 nothing to OCI or the cluster, and needs only read access (LBRegistrars, nodes,
 Services, EndpointSlices, and the API keys' Secrets unless --oci-config is given).
+As serve, it reads API keys only in --secret-namespaces (by default --namespace,
+where serve runs): a resource whose Secret is elsewhere is planned as serve
+would find it, SecretNamespaceNotAllowed, and the exit status is 1.
 
 Before lbregistrar's CRD is installed it reads the original operator's v1alpha1
 objects and converts them as the conversion webhook will: with no ownership
@@ -65,6 +68,11 @@ With --delete it plans deleting the resources instead: which backends would be
 drained and then removed, or that they would be kept (deletionPolicy Orphan, a
 suspended resource).`,
 		RunE: func(cmd *cobra.Command, names []string) error {
+			// serve reads API keys in its own namespace unless told
+			// otherwise: so does a plan of what it would do.
+			if !cmd.Flags().Changed("secret-namespaces") {
+				o.reconciler.SecretNamespaces = []string{o.reconciler.RecordKey.Namespace}
+			}
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), names)
 		},
 	}

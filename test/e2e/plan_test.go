@@ -15,6 +15,7 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,6 +93,55 @@ Plan: 1 backend set(s) to write, 1 unchanged.
 		if call.Method != http.MethodGet {
 			t.Errorf("plan called OCI's %s (%s %s)", call.Operation, call.Method, call.Path)
 		}
+	}
+}
+
+// lbregistrar plan reads API keys where serve does: in --secret-namespaces,
+// by default --namespace, where serve runs. A resource whose Secret is
+// elsewhere (as the original operator allowed) is planned as serve would
+// find it, SecretNamespaceNotAllowed, and plan exits 1, so migration's
+// first step names it; given that namespace too, plan reads the key and
+// finds nothing to write.
+func TestPlanReadsKeysWhereServeDoes(t *testing.T) {
+	t.Parallel()
+	c := kube.Start(t, kube.Options{Bare: true})
+	emu := leftByTheOriginalOperator(t, c)
+	ctx := testContext(t)
+	var key corev1.Secret
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: kube.Namespace, Name: "oci-api-key"}, &key); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "", "create", "namespace", "team-keys")
+	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-keys", Name: key.Name}, Data: key.Data}); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "", "patch", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "old-node-port", "--type=json",
+		"-p", `[{"op": "replace", "path": "/spec/apiKey/privateKey/namespace", "value": "team-keys"}]`)
+	plan := func(args ...string) (string, int) {
+		return runPlan(t, append([]string{"--kubeconfig", c.Kubeconfig, "--detailed-exitcode",
+			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}, args...)...)
+	}
+
+	for _, args := range [][]string{nil, {"--secret-namespaces=" + kube.Namespace}} {
+		out, status := plan(append(args, "-o", "json")...)
+		var report struct {
+			LBRegistrars []reconciler.ResourcePlan `json:"lbregistrars"`
+		}
+		if err := json.Unmarshal([]byte(out), &report); err != nil {
+			t.Fatalf("plan -o json: %v\n%s", err, out)
+		}
+		refused := map[string]string{}
+		for _, rp := range report.LBRegistrars {
+			if rp.Error != "" {
+				refused[rp.LBRegistrar] = rp.Error
+			}
+		}
+		if status != 1 || len(refused) != 1 || !strings.Contains(refused["old-node-port"], "Secret team-keys/oci-api-key is outside the namespaces API keys are read from") {
+			t.Errorf("plan %v: exit %d, resources that cannot sign in %q; want 1 and old-node-port alone, its Secret outside the namespaces", args, status, refused)
+		}
+	}
+	if out, status := plan("--secret-namespaces=" + kube.Namespace + ",team-keys"); status != 0 || strings.Contains(out, "outside the namespaces") {
+		t.Errorf("plan with team-keys allowed: exit %d, want 0 and nothing to write:\n%s", status, out)
 	}
 }
 
