@@ -93,7 +93,17 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 			others = append(others, old...)
 		}
 	}
+	if out := sh.run(t, "docs/migration.md", "keys-of-the-original"); strings.TrimSpace(out) != kube.Namespace {
+		t.Errorf("the resources read their keys in %q, want %s alone", out, kube.Namespace)
+	}
 	sh.run(t, "docs/migration.md", "remove-the-original", "OLD...", strings.Join(others, " "))
+	// What the guide promises: every resource Ready, none unable to read
+	// its key, and the keys still there.
+	waitAllReady(t, c, len(replacedBy(t, string(merged))), 2*time.Minute)
+	var secret corev1.Secret
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: kube.Namespace, Name: "oci-api-key"}, &secret); err != nil {
+		t.Errorf("the API key's Secret after the migration: %v", err)
+	}
 	if out, _ := kubectl(t, c, "", "get", "lbregistrars", "-o", "name"); strings.Count(out, "\n") != len(replacedBy(t, string(merged))) {
 		t.Errorf("after the migration the cluster holds %q, want only the merged resources", out)
 	}
