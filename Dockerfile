@@ -13,7 +13,11 @@ COPY config/crd/ config/crd/
 COPY conversion/ conversion/
 COPY reconciler/ reconciler/
 COPY webhook/ webhook/
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/lbregistrar ./cmd/lbregistrar
+# The context holds no .git (.dockerignore): make image passes what
+# lbregistrar version prints.
+ARG VERSION=(devel)
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.buildVersion=${VERSION} -X main.buildCommit=${COMMIT}" -o /out/lbregistrar ./cmd/lbregistrar
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/lbregistrar /lbregistrar

@@ -24,16 +24,20 @@ build: ## Build the lbregistrar binary into bin/.
 	$(GO) build -buildvcs=auto -o $(BIN)/lbregistrar ./cmd/lbregistrar
 
 IMAGE ?= lbregistrar:dev
+# What lbregistrar version prints in the image: the build context has no .git.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)')
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_BUILD_ARGS = --build-arg VERSION='$(VERSION)' --build-arg COMMIT='$(COMMIT)'
 
 .PHONY: image
 image: ## Build the container image $(IMAGE) with docker or podman, where one runs.
 	@engine=$$(for e in docker podman; do command -v $$e >/dev/null && $$e info >/dev/null 2>&1 && echo $$e && break; done); \
 	if [ -z "$$engine" ]; then \
 		echo "make image: no running container engine (docker or podman) on this machine; the image was not built." >&2; \
-		echo "Build it where one runs: docker build -t $(IMAGE) ." >&2; \
+		echo "Build it where one runs: docker build $(IMAGE_BUILD_ARGS) -t $(IMAGE) ." >&2; \
 		exit 1; \
 	fi; \
-	echo "$$engine build -t $(IMAGE) ."; $$engine build -t $(IMAGE) .
+	echo "$$engine build $(IMAGE_BUILD_ARGS) -t $(IMAGE) ."; $$engine build $(IMAGE_BUILD_ARGS) -t $(IMAGE) .
 
 .PHONY: ociemu
 ociemu: ## Build the OCI Load Balancer / NLB API emulator into bin/.

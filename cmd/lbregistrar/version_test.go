@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -26,5 +27,31 @@ func TestVersion(t *testing.T) {
 	}
 	if line := outputs[0]; !strings.HasPrefix(line, "lbregistrar ") || !strings.Contains(line, ", commit ") || !strings.HasSuffix(line, runtime.Version()+"\n") {
 		t.Errorf("version line %q lacks the version, the commit or the Go version", line)
+	}
+}
+
+// In an image the build context has no .git: the Dockerfile's VERSION and
+// COMMIT, which make image passes from git, are what version prints.
+func TestVersionOfAnImageBuild(t *testing.T) {
+	defer func(v, c string) { buildVersion, buildCommit = v, c }(buildVersion, buildCommit)
+	buildVersion, buildCommit = "v0.1.0-3-gabc", "abc123"
+	if got := version(); !strings.HasPrefix(got, "lbregistrar v0.1.0-3-gabc, commit abc123, go") {
+		t.Errorf("version() = %q, want the version and commit the build was given", got)
+	}
+	dockerfile, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-X main.buildVersion=${VERSION}", "-X main.buildCommit=${COMMIT}"} {
+		if !bytes.Contains(dockerfile, []byte(want)) {
+			t.Errorf("the Dockerfile does not build with %s", want)
+		}
+	}
+	if !bytes.Contains(makefile, []byte("--build-arg VERSION='$(VERSION)' --build-arg COMMIT='$(COMMIT)'")) {
+		t.Error("make image does not pass VERSION and COMMIT")
 	}
 }

@@ -38,6 +38,13 @@ func TestOneReleaseNumber(t *testing.T) {
 			}
 		}
 	}
+	base, err := os.ReadFile(filepath.Join(root, "config/manager/deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(base), "image: lbregistrar:"+tag+"\n") {
+		t.Errorf("config/manager/deployment.yaml does not name image lbregistrar:%s", tag)
+	}
 	for _, obj := range render(t, "") {
 		if image, ok := field(obj, "spec.template.spec.containers.0.image").(string); ok && !strings.HasSuffix(image, ":"+tag) {
 			t.Errorf("the chart installs image %q, want tag %s", image, tag)
