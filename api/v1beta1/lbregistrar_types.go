@@ -35,7 +35,9 @@ type LBRegistrarSpec struct {
 	// +optional
 	InstancePrincipal *InstancePrincipal `json:"instancePrincipal,omitempty"`
 
-	// Services lists every target; each registers node IP:port into one backend set.
+	// Services lists every target; each registers into one backend set the
+	// nodes (node IP:node port) or, with targetType Pod, the pods (pod
+	// IP:port) that serve it.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
 	// +listType=atomic
@@ -87,7 +89,9 @@ type Target struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 
-	// Port is the Service port, by number or by name; its NodePort is registered.
+	// Port is the Service port, by number or by name: its NodePort is
+	// registered on the nodes, or, with targetType Pod, its target port on
+	// the pods.
 	// +kubebuilder:validation:XIntOrString
 	// +optional
 	Port *intstr.IntOrString `json:"port,omitempty"`
@@ -111,7 +115,7 @@ type Target struct {
 	// +optional
 	FilterByEndpoints bool `json:"filterByEndpoints,omitempty"`
 
-	// BackendSetName is the backend set the nodes are registered in.
+	// BackendSetName is the backend set the nodes or pods are registered in.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	BackendSetName string `json:"backendSetName"`
@@ -404,7 +408,8 @@ type LBRegistrarStatus struct {
 	Healthy string `json:"healthy,omitempty"`
 }
 
-// LBRegistrar registers Kubernetes nodes into OCI load balancer backend sets.
+// LBRegistrar registers Kubernetes nodes, or a Service's pods, into OCI
+// load balancer and network load balancer backend sets.
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
