@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/spf13/pflag"
@@ -139,12 +140,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"Write nothing to OCI: report each planned write as an Event, in lbregistrar_pending_writes and /debug/lanes, and as Ready=False reason DryRun")
 	fs.StringVar(&o.RecordKey.Name, "record-key-secret", o.RecordKey.Name,
 		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
-	fs.StringVar(&o.WorkloadIdentityHost, "workload-identity-host", o.WorkloadIdentityHost,
-		"Where OKE workload identity's token exchange listens (port 12250); default: the API server's host")
-	fs.StringVar(&o.WorkloadIdentityCAFile, "workload-identity-ca-file", o.WorkloadIdentityCAFile,
-		"PEM bundle trusted for OKE workload identity's token exchange besides the API server's CA")
-	fs.BoolVar(&o.AllowControllerIdentity, "allow-controller-identity", o.AllowControllerIdentity,
-		"Let resources sign in to OCI as the controller itself (workloadIdentity without a serviceAccount, instancePrincipal); writers also need use on identities.nodes.peppy-ratio.dev named controller")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
@@ -176,6 +171,12 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeDrainPeriod, "node-drain-period", o.NodeDrainPeriod,
 		"How long a departing node's or pod's backends are drained (no new connections, open ones finish) before removal; 0 removes them at once")
 	fs.DurationVar(&o.DrainPeriod, "drain-period", o.DrainPeriod, "How long the backends of an LBRegistrar that is deleted, or whose loadBalancerId changed, are drained on the load balancer it leaves, from the end of the drain's work request, before removal")
+	fs.StringVar(&o.WorkloadIdentityHost, "workload-identity-host", o.WorkloadIdentityHost,
+		"Where OKE workload identity's token exchange listens (port 12250); default: the API server's host")
+	fs.StringVar(&o.WorkloadIdentityCAFile, "workload-identity-ca-file", o.WorkloadIdentityCAFile,
+		"PEM bundle trusted for OKE workload identity's token exchange besides the API server's CA")
+	fs.BoolVar(&o.AllowControllerIdentity, "allow-controller-identity", o.AllowControllerIdentity,
+		"Let resources sign in to OCI as the controller itself (workloadIdentity without a serviceAccount, instancePrincipal); writers also need use on identities.nodes.peppy-ratio.dev named controller")
 	fs.StringSliceVar(&o.SecretNamespaces, "secret-namespaces", o.SecretNamespaces,
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 }
@@ -183,10 +184,10 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 // workloadIdentity is how resources naming a ServiceAccount sign in:
 // OKE's token exchange on the API server's host (or WorkloadIdentityHost),
 // trusted with the API server's CA (and WorkloadIdentityCA), with tokens
-// requested through mgr's client in the namespaces Secrets are read from.
-func (o Options) workloadIdentity(mgr ctrl.Manager) (*credentials.WorkloadIdentity, error) {
-	cfg := mgr.GetConfig()
-	w := &credentials.WorkloadIdentity{Host: o.WorkloadIdentityHost, CA: cfg.CAData, Tokens: mgr.GetClient(), Namespaces: o.SecretNamespaces}
+// requested through tokens, as cfg's user, in the namespaces Secrets are
+// read from.
+func (o Options) workloadIdentity(cfg *rest.Config, tokens client.Client) (*credentials.WorkloadIdentity, error) {
+	w := &credentials.WorkloadIdentity{Host: o.WorkloadIdentityHost, CA: cfg.CAData, Tokens: tokens, Namespaces: o.SecretNamespaces}
 	if w.Host == "" {
 		u, err := url.Parse(cfg.Host)
 		if err != nil {

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
@@ -28,12 +31,12 @@ import (
 // (plan.Compute), and writes nothing: it reads the cluster through its reader
 // and backend sets from OCI. lbregistrar plan uses it.
 type Planner struct {
-	reader  client.Reader
-	secrets *credentials.Secrets
-	build   func(oci.Credentials) (ociAPI, error)
-	opts    Options
-	apiKey  *oci.Credentials
-	keys    *ownership.KeyStore
+	reader   client.Reader
+	secrets  *credentials.Secrets
+	builders credentials.Builders[ociAPI]
+	opts     Options
+	apiKey   *oci.Credentials
+	keys     *ownership.KeyStore
 }
 
 // NewPlanner returns a Planner reading through reader, reaching OCI as o
@@ -53,7 +56,39 @@ func newPlanner(reader client.Reader, build func(oci.Credentials) (ociAPI, error
 	// refuse is planned as refused.
 	secrets := credentials.NewSecrets(reader, o.SecretNamespaces)
 	records := &ownership.KeyStore{Reader: reader, Secret: o.RecordKey}
-	return &Planner{reader: reader, secrets: secrets, build: build, opts: o, apiKey: apiKey, keys: records}
+	return &Planner{reader: reader, secrets: secrets, builders: credentials.Builders[ociAPI]{Key: build}, opts: o, apiKey: apiKey, keys: records}
+}
+
+// planSignInWait is how long a plan waits for a keyless sign-in: it has no
+// retry soon after, as a reconcile has.
+const planSignInWait = 3 * time.Minute
+
+// SignInAsTheController lets p sign resources in without an API key, as
+// serve does: the workload identity of the ServiceAccount each names (its
+// token requested through tokens, as cfg's user, who must be allowed to,
+// as lbregistrar's own ServiceAccount is), and, where the options allow
+// it, the controller's own identity (Options.ControllerUser) or the
+// instance it runs on. lbregistrar plan --keyless, run in the cluster as
+// lbregistrar's ServiceAccount (config/plan-job), plans keyless resources
+// so.
+func (p *Planner) SignInAsTheController(cfg *rest.Config, tokens client.Client) error {
+	o := p.opts
+	o.OCI.SignInWait = planSignInWait
+	factory, err := o.ociFactory()
+	if err != nil {
+		return err
+	}
+	workloadIdentity, err := o.workloadIdentity(cfg, tokens)
+	if err != nil {
+		return err
+	}
+	p.builders.Session = func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
+		return factory.SessionClient(identity, region, newProvider)
+	}
+	p.builders.WorkloadIdentity = workloadIdentity
+	p.builders.AllowController, p.builders.ControllerUser = o.AllowControllerIdentity, o.ControllerUser
+	p.builders.InstanceDispatcher = o.InstanceDispatcher
+	return nil
 }
 
 // ResourcePlan is what one reconcile of a resource would do.
@@ -165,14 +200,14 @@ func (p *Planner) open(ctx context.Context, obj *v1beta1.LBRegistrar, lb string,
 // given, unless the controller would not use obj's identity at all.
 func (p *Planner) ociClientFor(ctx context.Context, obj *v1beta1.LBRegistrar) (ociAPI, error) {
 	if p.apiKey == nil {
-		return credentials.ClientFor(ctx, p.secrets, credentials.Builders[ociAPI]{Key: p.build}, obj)
+		return credentials.ClientFor(ctx, p.secrets, p.builders, obj)
 	}
 	if err := credentials.UncheckedIdentity(obj); err != nil {
 		return nil, err
 	}
 	creds := *p.apiKey
 	creds.Region = obj.Spec.Region()
-	return credentials.Client(p.build, creds)
+	return credentials.Client(p.builders.Key, creds)
 }
 
 // Unrecorded is a backend that no LBRegistrar of the cluster records and

@@ -75,7 +75,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	workloadIdentity, err := o.workloadIdentity(mgr)
+	workloadIdentity, err := o.workloadIdentity(mgr.GetConfig(), mgr.GetClient())
 	if err != nil {
 		return err
 	}

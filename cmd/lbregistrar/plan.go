@@ -15,11 +15,13 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
+	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
 // exitChangesPending is plan's exit status, with --detailed-exitcode, when
@@ -36,6 +38,7 @@ type planOptions struct {
 	deletion         bool
 	ociConfig        string
 	profile          string
+	keyless          bool
 	reconciler       reconciler.Options
 }
 
@@ -66,7 +69,13 @@ would be written, 2 when writes are pending and 1 on error.
 
 With --delete it plans deleting the resources instead: which backends would be
 drained and then removed, or that they would be kept (deletionPolicy Orphan, a
-suspended resource).`,
+suspended resource).
+
+Resources that sign in without an API key (workloadIdentity, instancePrincipal)
+are planned only with --keyless, run where serve runs and as its ServiceAccount
+(config/plan-job is that Job): plan then signs them in as serve would, with
+serve's --workload-identity-host, --workload-identity-ca-file and
+--allow-controller-identity. Without it they are IdentityUnsupported.`,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			// serve reads API keys in its own namespace unless told
 			// otherwise: so does a plan of what it would do.
@@ -83,6 +92,8 @@ suspended resource).`,
 	f.BoolVar(&o.deletion, "delete", false, "plan deleting the resources: what would be drained and removed, or kept")
 	f.StringVar(&o.ociConfig, "oci-config", "", "sign OCI calls with the API key of this OCI config file instead of each resource's Secret (the region stays the resource's)")
 	f.StringVar(&o.profile, "profile", "DEFAULT", "profile of --oci-config")
+	f.BoolVar(&o.keyless, "keyless", false, "also sign in resources without an API key, as serve does: run in the cluster as lbregistrar's ServiceAccount (config/plan-job)")
+	cmd.MarkFlagsMutuallyExclusive("keyless", "oci-config")
 	f.StringVar(&o.reconciler.RecordKey.Namespace, "namespace", o.reconciler.RecordKey.Namespace,
 		"namespace lbregistrar runs in: the key its ownership records are signed with is read there, to tell its records from forged ones")
 	o.reconciler.BindPlanFlags(f)
@@ -113,7 +124,11 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names [
 			return err
 		}
 	}
-	c, err := liveClient(o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}
@@ -125,9 +140,21 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names [
 	if err != nil {
 		return err
 	}
+	if o.keyless {
+		// Signing in as the controller is allowed only for the identity
+		// serve runs as: the one this plan runs as, if it runs as serve.
+		if o.reconciler.ControllerUser, err = webhook.WhoAmI(ctx, c); err != nil {
+			return err
+		}
+	}
 	planner, err := reconciler.NewPlanner(c, o.reconciler, apiKey)
 	if err != nil {
 		return err
+	}
+	if o.keyless {
+		if err := planner.SignInAsTheController(cfg, c); err != nil {
+			return err
+		}
 	}
 	report := planReport{LBRegistrars: []reconciler.ResourcePlan{}}
 	incomplete := false

@@ -289,7 +289,14 @@ func ociConfigFile(t *testing.T, emu *ociemu.Emulator) string {
 // runPlan runs lbregistrar plan and returns what it printed and its exit status.
 func runPlan(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	return runPlanIn(t, nil, args...)
+}
+
+// runPlanIn is runPlan with env added to the environment.
+func runPlanIn(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.CommandContext(testContext(t), lbregistrar(t), append([]string{"plan"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

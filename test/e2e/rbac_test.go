@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
@@ -111,6 +113,87 @@ func (p serveProcess) startUnderTheShippedRBAC(t *testing.T, c *kube.Cluster, em
 // metadata service and is exchanged at the auth service (both the
 // emulator's, on loopback, where the SDK's environment variables point).
 func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
+	keyless := startKeyless(t)
+	emu := keyless.emu
+	signers := map[string]string{ // by backend set
+		"ingress":   "system:serviceaccount:" + kube.Namespace + ":lb-writer",
+		"edge-http": "system:serviceaccount:" + kube.Namespace + ":lbregistrar", // the controller's own
+		"edge":      keyless.instance,
+	}
+	for _, call := range emu.Calls() {
+		set := call.Path[strings.LastIndex(call.Path, "/")+1:]
+		if call.Operation == "UpdateBackendSet" && call.Status < 300 && call.Principal != signers[set] {
+			t.Errorf("a write to %s signed by %q, want %q", set, call.Principal, signers[set])
+		}
+	}
+	if log := keyless.serve.log.String(); strings.Contains(log, "forbidden") {
+		t.Errorf("the API server refused serve something:\n%s", log)
+	}
+}
+
+// lbregistrar plan --keyless, run as config/plan-job runs it (as
+// lbregistrar's ServiceAccount under the shipped RBAC, with the Job's
+// arguments and environment), plans the resources that sign in without an
+// API key as serve signs them in: nothing to write once serve registered
+// them, exit 0; a write to each of their backend sets once a node joins,
+// exit 2. Without --keyless they cannot be planned, exit 1.
+func TestKeylessPlanRunsAsTheController(t *testing.T) {
+	keyless := startKeyless(t)
+	c, emu := keyless.c, keyless.emu
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(readRootFile(t, "config/plan-job/job.yaml")), &job); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, readRootFile(t, "config/plan-job/job.yaml"), "apply", "-f", "-")
+	container := job.Spec.Template.Spec.Containers[0]
+	if job.Namespace != kube.Namespace || job.Spec.Template.Spec.ServiceAccountName != "lbregistrar" || container.Args[0] != "plan" {
+		t.Fatalf("config/plan-job runs %q as %s/%s, want plan as lbregistrar-system/lbregistrar", container.Args, job.Namespace, job.Spec.Template.Spec.ServiceAccountName)
+	}
+	env := append([]string{"POD_NAMESPACE=" + job.Namespace}, keyless.env...)
+	kubeconfig, err := c.ServiceAccountKubeconfig(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(args ...string) (string, int) {
+		return runPlanIn(t, env, append(append([]string{"--kubeconfig", kubeconfig, "-o", "json",
+			"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()},
+			keyless.args...), args...)...)
+	}
+
+	if out, status := plan(container.Args[1:]...); status != 0 || len(pendingIn(t, out)) != 0 {
+		t.Fatalf("plan as the Job runs it, once serve registered: exit %d, writes %+v; want 0 and none", status, pendingIn(t, out))
+	}
+	keyless.serve.Stop()
+	addNode(t, c, "node-z", "10.0.0.9")
+	out, status := plan(container.Args[1:]...)
+	written := map[string]bool{}
+	for _, w := range pendingIn(t, out) {
+		written[w.BackendSet] = true
+	}
+	if status != 2 || !written["ingress"] || !written["edge-http"] || !written["edge"] {
+		t.Errorf("plan after a node joined: exit %d, backend sets written %v; want 2 and ingress, edge-http and edge", status, written)
+	}
+	if out, status := plan("--detailed-exitcode"); status != 1 || !strings.Contains(out, "only the controller, in the cluster, signs in this way") {
+		t.Errorf("plan without --keyless: exit %d, want 1 and the resources refused:\n%s", status, out)
+	}
+}
+
+// keylessSetup is serve run as lbregistrar's service account, with exactly
+// the RBAC config/ ships and the opt-in config/workload-identity listing
+// lb-writer, and three resources it registered: keyless, signing in as
+// lb-writer (backend set ingress), as-the-controller (edge-http) and
+// as-the-instance (edge). env and args are what point serve at the
+// emulator's workload identity and instance metadata.
+type keylessSetup struct {
+	c         *kube.Cluster
+	emu       *ociemu.Emulator
+	serve     serveProcess
+	instance  string
+	env, args []string
+}
+
+func startKeyless(t *testing.T) keylessSetup {
+	t.Helper()
 	c, emu := clusterWithWorkload(t, 0)
 	ctx := testContext(t)
 	if err := c.AllowWorkloadIdentity(ctx, "lb-writer"); err != nil {
@@ -123,8 +206,9 @@ func TestServeSignsInWithoutAKeyUnderTheShippedRBAC(t *testing.T) {
 	}
 	serve := newServeProcess()
 	workloadEnv, workloadArgs := workloadIdentityAt(t, c, emu)
-	serve.Env = append(workloadEnv, instanceEnv...)
-	serve.startUnderTheShippedRBAC(t, c, emu, append(workloadArgs, "--allow-controller-identity")...)
+	env, args := append(workloadEnv, instanceEnv...), append(workloadArgs, "--allow-controller-identity")
+	serve.Env = env
+	serve.startUnderTheShippedRBAC(t, c, emu, args...)
 
 	kubectl(t, c, `apiVersion: v1
 kind: ServiceAccount
@@ -159,11 +243,6 @@ spec:
   - {nodePort: 30443, backendSetName: edge, weight: 1}
   instancePrincipal: {region: ap-tokyo-1}
 `, "apply", "-f", "-")
-	signers := map[string]string{ // by backend set
-		"ingress":   "system:serviceaccount:" + kube.Namespace + ":lb-writer",
-		"edge-http": "system:serviceaccount:" + kube.Namespace + ":lbregistrar", // the controller's own
-		"edge":      instance,
-	}
 	eventually.Passes(t, time.Minute, 200*time.Millisecond, func() error {
 		if got := backendsOf(t, emu, classicIngress, "ingress"); len(got) != 3 {
 			return fmt.Errorf("backends %q", got)
@@ -176,15 +255,7 @@ spec:
 		}
 		return nil
 	})
-	for _, call := range emu.Calls() {
-		set := call.Path[strings.LastIndex(call.Path, "/")+1:]
-		if call.Operation == "UpdateBackendSet" && call.Status < 300 && call.Principal != signers[set] {
-			t.Errorf("a write to %s signed by %q, want %q", set, call.Principal, signers[set])
-		}
-	}
-	if log := serve.log.String(); strings.Contains(log, "forbidden") {
-		t.Errorf("the API server refused serve something:\n%s", log)
-	}
+	return keylessSetup{c: c, emu: emu, serve: serve, instance: instance, env: env, args: args}
 }
 
 // The editor and viewer roles grant what they say, and carry the labels

@@ -27,9 +27,9 @@ func TestOneReleaseNumber(t *testing.T) {
 	if chart.Metadata.AppVersion != tag {
 		t.Errorf("chart appVersion %q, want %q", chart.Metadata.AppVersion, tag)
 	}
-	for _, overlay := range []string{"default", "with-cert-manager"} {
+	for _, overlay := range []string{"default", "with-cert-manager", "plan-job"} {
 		for _, obj := range kustomize(t, overlay) {
-			if obj["kind"] != "Deployment" {
+			if obj["kind"] != "Deployment" && obj["kind"] != "Job" {
 				continue
 			}
 			image, _ := field(obj, "spec.template.spec.containers.0.image").(string)
@@ -38,12 +38,14 @@ func TestOneReleaseNumber(t *testing.T) {
 			}
 		}
 	}
-	base, err := os.ReadFile(filepath.Join(root, "config/manager/deployment.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(base), "image: lbregistrar:"+tag+"\n") {
-		t.Errorf("config/manager/deployment.yaml does not name image lbregistrar:%s", tag)
+	for _, file := range []string{"config/manager/deployment.yaml", "config/plan-job/job.yaml"} {
+		base, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(base), "image: lbregistrar:"+tag+"\n") {
+			t.Errorf("%s does not name image lbregistrar:%s", file, tag)
+		}
 	}
 	for _, obj := range render(t, "") {
 		if image, ok := field(obj, "spec.template.spec.containers.0.image").(string); ok && !strings.HasSuffix(image, ":"+tag) {
