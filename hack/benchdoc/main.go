@@ -62,15 +62,12 @@ func main() {
 		os.Exit(1)
 	}
 	results, cpu := parse(&raw)
-	doc := render(results, cpu, "go "+strings.Join(args, " "))
-	if *merge {
-		previous, err := os.ReadFile(*out)
-		if err != nil && !os.IsNotExist(err) {
-			fmt.Fprintln(os.Stderr, "benchdoc:", err)
-			os.Exit(1)
-		}
-		doc = mergeSections(string(previous), doc)
+	previous, err := os.ReadFile(*out)
+	if err != nil && !os.IsNotExist(err) {
+		fmt.Fprintln(os.Stderr, "benchdoc:", err)
+		os.Exit(1)
 	}
+	doc := rewrite(string(previous), render(results, cpu, "go "+strings.Join(args, " ")), *merge)
 	if err := os.WriteFile(*out, []byte(doc), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
@@ -243,6 +240,25 @@ func number(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// notesHeading starts the part of the file written by hand: what earlier
+// runs showed and what changed the figures. Every run keeps it as it is,
+// after the tables.
+const notesHeading = "\n## Notes on earlier runs\n"
+
+// rewrite is the file a run writes over previous: its tables (with, when
+// merge is set, the previous tables of families it did not measure), then
+// previous's notes.
+func rewrite(previous, tables string, merge bool) string {
+	previousTables, notes := previous, ""
+	if i := strings.Index(previous, notesHeading); i >= 0 {
+		previousTables, notes = previous[:i], previous[i:]
+	}
+	if merge {
+		tables = mergeSections(previousTables, tables)
+	}
+	return tables + notes
 }
 
 // mergeSections is doc with, after its own family sections, those of
