@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
@@ -130,8 +132,9 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 
 // The README's Helm install over the original operator's CRD, refused until
 // it is marked as the release's and installed as docs/migration.md says; docs/releases.md's upgrade, rollback
-// and pinning; docs/operations.md's Helm uninstall, which keeps the CRD
-// and every resource; and deleting a resource on purpose, which drains and
+// and pinning; docs/operations.md's pause and resume, and its Helm
+// uninstall, which keeps the CRD and every resource and writes nothing to
+// OCI; and deleting a resource on purpose, which drains and
 // removes exactly what plan --delete said it would.
 func TestHelmGuideAsWritten(t *testing.T) {
 	t.Parallel()
@@ -176,6 +179,27 @@ func TestHelmGuideAsWritten(t *testing.T) {
 		t.Errorf("OCI changed while installing, upgrading and rolling back (-as left +now):\n%s", diff)
 	}
 
+	// docs/operations.md's pause: a node joins while old-port-alias
+	// (old3's alias) is paused, and the others register it, not it;
+	// resumed, it has registered the node once the block returns.
+	const aliasLB = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold3"
+	sh.run(t, "docs/operations.md", "pause", "NAME", "old-port-alias")
+	paused := backendsOf(t, emu, aliasLB, "alias")
+	addNode(t, c, "node-joined", "10.0.0.99")
+	eventually.Passes(t, time.Minute, 250*time.Millisecond, func() error {
+		if got := backendsOf(t, emu, "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2", "fixed"); !slices.Contains(got, "10.0.0.99:30443") {
+			return fmt.Errorf("old2's fixed holds %q, without the node joined", got)
+		}
+		return nil
+	})
+	if got := backendsOf(t, emu, aliasLB, "alias"); !slices.Equal(got, paused) {
+		t.Errorf("paused, old3's alias went from %q to %q", paused, got)
+	}
+	sh.run(t, "docs/operations.md", "resume", "NAME", "old-port-alias")
+	if got := backendsOf(t, emu, aliasLB, "alias"); !slices.ContainsFunc(got, func(b string) bool { return strings.HasPrefix(b, "10.0.0.99:") }) {
+		t.Errorf("resumed and Ready, old3's alias holds %q, without the node joined while paused", got)
+	}
+
 	// old-single-service registers in old1's ingress; the block returns
 	// once it is gone, its backends drained and removed.
 	const lb = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold1"
@@ -193,7 +217,11 @@ func TestHelmGuideAsWritten(t *testing.T) {
 		t.Errorf("old1's ingress after deleting old-single-service differs from what plan --delete said (-said +now):\n%s", diff)
 	}
 
+	asUninstalled := emu.State()
 	sh.run(t, "docs/operations.md", "uninstall-helm")
+	if diff := cmp.Diff(asUninstalled, emu.State()); diff != "" {
+		t.Errorf("helm uninstall changed OCI (-before +after):\n%s", diff)
+	}
 	if out, _ := kubectl(t, c, "", "get", "lbregistrars", "-o", "name"); strings.Count(out, "\n") != 3 {
 		t.Errorf("after helm uninstall the cluster holds %q, want the 3 resources not deleted on purpose", out)
 	}
