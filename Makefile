@@ -63,7 +63,7 @@ manifests: generate ## Generate the CRD from the API types, and the Helm chart's
 	copy config/prometheus/prometheusrule.yaml $(CHART)/files/prometheusrule.yaml
 
 .PHONY: verify
-verify: manifests ## Fail when generated files, formatting or go.mod are stale.
+verify: manifests ## Fail when generated files, formatting or go.mod are stale, or a doc names what does not exist.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config $(CHART) || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
 	@for m in . $(MODULES); do \
@@ -71,6 +71,8 @@ verify: manifests ## Fail when generated files, formatting or go.mod are stale.
 	done
 	$(GO) vet ./...
 	cd test/manifests && $(GO) vet ./...
+	@# The docs name only flags, metrics, fields and identifiers that exist.
+	$(GO) test -count=1 -run '^TestDocsNameWhatExists$$' ./cmd/lbregistrar
 
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from source into bin/ (skipped when present).
