@@ -157,9 +157,10 @@ func TestDocsShellBlocksAreRun(t *testing.T) {
 // standIn does for a cluster with no nodes what its kubelet, Service
 // network, deployment and namespace controllers would for lbregistrar:
 // runs the replicas of its Deployment as serve processes with the
-// Deployment's own arguments and service account, routes its webhook
-// Service to them, reports the Deployment rolled out once they are ready,
-// and finalizes deleted namespaces.
+// Deployment's own arguments and service account (replaced when an apply
+// changes them), routes its webhook Service to them, reports the
+// Deployment rolled out once they are ready, and finalizes deleted
+// namespaces.
 //
 // The API server here cannot reach a Service, so routing rewrites the
 // webhooks' service references to the replicas' URL; while a user's
@@ -172,6 +173,7 @@ type standIn struct {
 	clients  kubernetes.Interface
 	mu       sync.Mutex
 	replicas []serveProcess
+	template string // the arguments and environment the replicas run with
 	paused   bool
 	routed   map[string]apiextensionsv1.ServiceReference // by webhook name ("" for the CRD's conversion)
 }
@@ -214,22 +216,7 @@ func (s *standIn) startReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each replica listens where the harness says, on loopback; the rest of
-	// its arguments are the Deployment's.
-	own := func(a string) bool {
-		return a == "serve" || slices.ContainsFunc([]string{"--webhook-addr=", "--metrics-addr=", "--health-addr=", "--metrics-secure="},
-			func(flag string) bool { return strings.HasPrefix(a, flag) })
-	}
-	args := append(slices.DeleteFunc(slices.Clone(d.Spec.Template.Spec.Containers[0].Args), own),
-		"--webhook-host=127.0.0.1", "--oci-loadbalancer-endpoint="+s.emu.URL(), "--oci-networkloadbalancer-endpoint="+s.emu.URL(), "--oci-core-endpoint="+s.emu.URL())
-	var env []string
-	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-		value := e.Value
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
-			value = d.Namespace
-		}
-		env = append(env, e.Name+"="+value)
-	}
+	args, env := s.replicaOf(&d)
 	var started []serveProcess
 	for range ptr.Deref(d.Spec.Replicas, 1) {
 		r := newServeProcess()
@@ -245,13 +232,55 @@ func (s *standIn) startReplicas(t *testing.T) {
 		r.waitReady(t)
 	}
 	s.mu.Lock()
-	s.replicas = started
+	s.replicas, s.template = started, fmt.Sprint(args, env)
 	s.mu.Unlock()
 }
 
+// replicaOf is what a replica of d runs with: each listens where the
+// harness says, on loopback; the rest of its arguments and its
+// environment are the Deployment's.
+func (s *standIn) replicaOf(d *appsv1.Deployment) (args, env []string) {
+	own := func(a string) bool {
+		return a == "serve" || slices.ContainsFunc([]string{"--webhook-addr=", "--metrics-addr=", "--health-addr=", "--metrics-secure="},
+			func(flag string) bool { return strings.HasPrefix(a, flag) })
+	}
+	args = append(slices.DeleteFunc(slices.Clone(d.Spec.Template.Spec.Containers[0].Args), own),
+		"--webhook-host=127.0.0.1", "--oci-loadbalancer-endpoint="+s.emu.URL(), "--oci-networkloadbalancer-endpoint="+s.emu.URL(), "--oci-core-endpoint="+s.emu.URL())
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		value := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+			value = d.Namespace
+		}
+		env = append(env, e.Name+"="+value)
+	}
+	return args, env
+}
+
+// replaceChanged replaces the replicas when their Deployment now runs
+// other arguments or environment, as a rolling update does: the new ones
+// first, so a webhook answers throughout, then the old ones stopped.
+func (s *standIn) replaceChanged(t *testing.T) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := s.c.Client.Get(testContext(t), client.ObjectKey{Namespace: kube.Namespace, Name: "lbregistrar"}, &d); err != nil {
+		return // uninstalled
+	}
+	s.mu.Lock()
+	old, template := s.replicas, s.template
+	s.mu.Unlock()
+	if args, env := s.replicaOf(&d); len(old) == 0 || fmt.Sprint(args, env) == template {
+		return
+	}
+	s.startReplicas(t)
+	for _, r := range old {
+		s.service.RemoveBackend(r.WebhookAddr)
+		r.Stop()
+	}
+}
+
 // applying runs command, which applies lbregistrar's own objects, with
-// the webhooks' service references as written, and routes them again
-// afterwards.
+// the webhooks' service references as written; then rolls the replicas if
+// it changed their Deployment, and routes the references again.
 func (s *standIn) applying(t *testing.T, command func()) {
 	t.Helper()
 	ctx := testContext(t)
@@ -265,6 +294,7 @@ func (s *standIn) applying(t *testing.T, command func()) {
 		s.mu.Unlock()
 	}()
 	command()
+	s.replaceChanged(t)
 }
 
 // route points the CRD's conversion webhook and the validating webhooks,

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
@@ -132,7 +133,8 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 
 // The README's Helm install over the original operator's CRD, refused until
 // it is marked as the release's and installed as docs/migration.md says; docs/releases.md's upgrade, rollback
-// and pinning; docs/operations.md's pause and resume, and its Helm
+// and pinning; the README's API keys in another namespace, read beside
+// the release namespace's; docs/operations.md's pause and resume, and its Helm
 // uninstall, which keeps the CRD and every resource and writes nothing to
 // OCI; and deleting a resource on purpose, which drains and
 // removes exactly what plan --delete said it would.
@@ -178,6 +180,22 @@ func TestHelmGuideAsWritten(t *testing.T) {
 	if diff := cmp.Diff(asLeft, emu.State()); diff != "" {
 		t.Errorf("OCI changed while installing, upgrading and rolling back (-as left +now):\n%s", diff)
 	}
+
+	// The README's keys in another namespace: old-node-port's key moves
+	// to team-keys, and every resource is Ready again, its keys read in
+	// both namespaces.
+	cluster.applying(t, func() { sh.run(t, "README.md", "helm-secret-namespaces") })
+	sh.run(t, "docs/releases.md", "rolled-out")
+	var key corev1.Secret
+	if err := c.Client.Get(testContext(t), client.ObjectKey{Namespace: kube.Namespace, Name: "oci-api-key"}, &key); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.Create(testContext(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-keys", Name: key.Name}, Data: key.Data}); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "", "patch", "lbregistrars.v1alpha1.nodes.peppy-ratio.dev", "old-node-port", "--type=json",
+		"-p", `[{"op": "replace", "path": "/spec/apiKey/privateKey/namespace", "value": "team-keys"}]`)
+	waitAllReady(t, c, 4, time.Minute)
 
 	// docs/operations.md's pause: a node joins while old-port-alias
 	// (old3's alias) is paused, and the others register it, not it;

@@ -39,6 +39,14 @@ func (p *ServiceProxy) AddBackend(addr string) {
 	p.backends = append(p.backends, addr)
 }
 
+// RemoveBackend stops forwarding new connections to addr, as a Service
+// does once a replica being replaced leaves its endpoints.
+func (p *ServiceProxy) RemoveBackend(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backends = slices.DeleteFunc(p.backends, func(b string) bool { return b == addr })
+}
+
 // Addr is the address the proxy listens on.
 func (p *ServiceProxy) Addr() string { return p.listener.Addr().String() }
 
