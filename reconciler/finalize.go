@@ -122,7 +122,7 @@ func (r *Reconciler) drainEnds(obj *v1beta1.LBRegistrar) time.Time {
 	if bound := deleted.Add(r.opts.WorkRequestTimeout); start.After(bound) {
 		start = bound
 	}
-	return start.Add(r.opts.decide().DrainFor(decide.ResourceDeleted))
+	return start.Add(r.opts.decide().DrainFor(plan.ResourceDeleted))
 }
 
 func latest(a, b time.Time) time.Time {
@@ -233,7 +233,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (ctrl.Result, error) {
 	obj, old, out, st := s.obj, s.lb, &s.out, s.st
 	s.logger.Info("leaving the load balancer the spec no longer names: draining this resource's backends there, then removing them",
 		"loadBalancer", old, "newLoadBalancer", obj.Spec.LoadBalancerID)
-	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(decide.LoadBalancerChanged), r.claimantsOf(ctx, obj), out)
+	jobs := decide.Removals(obj, old, plan.Retire, r.opts.decide().DrainFor(plan.LoadBalancerChanged), r.claimantsOf(ctx, obj), out)
 	r.write(ctx, s, jobs)
 	// The move is this spec's work: a GitOps tool that waits for the spec
 	// to be seen reads the conditions below, a refusal among them.

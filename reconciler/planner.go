@@ -156,7 +156,7 @@ func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, al
 		rp.Deletion = "kept: " + why
 		return rp, nil
 	}
-	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.decide().DrainFor(decide.ResourceDeleted))
+	rp.Deletion = fmt.Sprintf("drained for %s, then removed", p.opts.decide().DrainFor(plan.ResourceDeleted))
 	ociClient, err := p.ociClientFor(ctx, obj)
 	var ce *credentials.Error
 	switch {

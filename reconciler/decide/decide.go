@@ -40,24 +40,6 @@ type Options struct {
 	DrainPeriod time.Duration
 }
 
-// Leaving is why a backend this resource registered stops being wanted.
-type Leaving int
-
-const (
-	// NodeDeparted: its node was deleted, is no longer eligible, has no
-	// serving endpoint of the Service, or changed its address.
-	NodeDeparted Leaving = iota
-	// EntryRemoved: the spec no longer names its backend set (an entry
-	// removed from spec.services, or its backendSetName changed).
-	EntryRemoved
-	// LoadBalancerChanged: spec.loadBalancerId names another load balancer.
-	LoadBalancerChanged
-	// ResourceDeleted: the resource was deleted, and its backends are not
-	// kept (deletionPolicy Orphan, suspended, the CRD being deleted: see
-	// the reconciler's keptOnDeletion).
-	ResourceDeleted
-)
-
 // Kept says why deleting obj leaves its backends registered, as obj itself
 // asks (deletionPolicy Orphan, or suspended: nothing is written), or "" when
 // they are drained and removed.
@@ -71,19 +53,17 @@ func Kept(obj *v1beta1.LBRegistrar) string {
 	return ""
 }
 
-// DrainFor is the one answer to "is a backend leaving for why drained
-// before it is removed, and for how long": the period each drain lasts,
-// counted from when it took effect; 0 removes it at once. A node or an
-// entry of the spec going is a change inside the resource, and gets the
-// node drain period (long enough for an idle keep-alive connection to
-// close); the resource leaving a load balancer gets the drain period.
-func (o Options) DrainFor(why Leaving) time.Duration {
-	switch why {
-	case NodeDeparted, EntryRemoved:
+// DrainFor is how long a backend leaving for why is drained before it is
+// removed, counted from when the drain took effect: the period
+// plan.Policy names for it; 0 removes it at once.
+func (o Options) DrainFor(why plan.Leaving) time.Duration {
+	switch plan.PolicyFor(why).For {
+	case plan.NodeDrainPeriod:
 		return o.NodeDrainPeriod
-	default:
+	case plan.DrainPeriod:
 		return o.DrainPeriod
 	}
+	return 0
 }
 
 // decide is what a reconcile of obj decides from the cluster and the
@@ -269,12 +249,12 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 			mode = plan.Hold
 			out.Held = append(out.Held, bs.Name)
 		}
-		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(NodeDeparted), Read: read[bs.Name], Stands: bs.Stands, Held: bs.Held,
+		jobs = append(jobs, Job{Name: bs.Name, Mode: mode, Want: bs.Backends, DrainFor: o.DrainFor(plan.NodeDeparted), Read: read[bs.Name], Stands: bs.Stands, Held: bs.Held,
 			PodBackends: bs.PodBackends})
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(EntryRemoved), Read: read[rec.Name]})
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(plan.EntryRemoved), Read: read[rec.Name]})
 		}
 	}
 	return jobs

@@ -3,23 +3,26 @@ package decide
 import (
 	"testing"
 	"time"
+
+	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
 )
 
-// DrainFor is the one place that says how long a backend leaving for each
-// reason is drained (docs/reconciler.md, "When a backend leaves").
+// DrainFor answers from plan.Policy with serve's periods.
 func TestDrainFor(t *testing.T) {
 	o := Options{NodeDrainPeriod: 70 * time.Second, DrainPeriod: 30 * time.Second}
-	for why, want := range map[Leaving]time.Duration{
-		NodeDeparted:        70 * time.Second,
-		EntryRemoved:        70 * time.Second,
-		LoadBalancerChanged: 30 * time.Second,
-		ResourceDeleted:     30 * time.Second,
+	for why, want := range map[plan.Leaving]time.Duration{
+		plan.NodeDeparted:        70 * time.Second,
+		plan.EntryRemoved:        70 * time.Second,
+		plan.LoadBalancerChanged: 30 * time.Second,
+		plan.ResourceDeleted:     30 * time.Second,
+		plan.Readdressed:         0,
+		plan.DeletedKept:         0,
 	} {
 		if got := o.DrainFor(why); got != want {
 			t.Errorf("DrainFor(%d) = %s, want %s", why, got, want)
 		}
 	}
-	if got := (Options{}).DrainFor(EntryRemoved); got != 0 {
+	if got := (Options{}).DrainFor(plan.EntryRemoved); got != 0 {
 		t.Errorf("without periods: %s, want removal at once", got)
 	}
 }

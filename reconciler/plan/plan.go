@@ -196,118 +196,152 @@ func (p *Plan) Changed() bool {
 	return len(p.Added)+len(p.Removed)+len(p.Updated) > 0
 }
 
-// Compute plans one backend set.
+// Compute plans one backend set: the fate of each backend it holds
+// (fate), then the wanted ones it lacks, as far as OCI's limits let them
+// in (add).
 func Compute(in Input) Plan {
-	owned := make(map[string]v1beta1.Backend, len(in.Owned))
-	for _, b := range in.Owned {
-		owned[Key(b.IP, b.Port)] = b
+	w := in.work()
+	p := in.plan(w, false)
+	if in.Mode == Apply && len(p.Withheld) > 0 && starves(w.currentKeys, w.want) {
+		p = in.plan(w, true)
 	}
-	want := make(map[string]desired.Backend, len(in.Desired))
+	return p
+}
+
+// worked is what Compute works out of Input before planning: the current
+// backends' keys, the owned and wanted backends by key, and the owned ones
+// readdressed.
+type worked struct {
+	currentKeys []string
+	owned       map[string]v1beta1.Backend
+	want        map[string]desired.Backend
+	readdressed map[string]bool
+}
+
+func (in *Input) work() worked {
+	w := worked{currentKeys: make([]string, len(in.Current)), owned: make(map[string]v1beta1.Backend, len(in.Owned)),
+		want: make(map[string]desired.Backend, len(in.Desired)), readdressed: map[string]bool{}}
+	for _, b := range in.Owned {
+		w.owned[Key(b.IP, b.Port)] = b
+	}
 	if in.Mode == Apply {
 		for _, b := range in.Desired {
-			want[Key(b.IP, b.Port)] = b
+			w.want[Key(b.IP, b.Port)] = b
 		}
 	}
-
 	// A node whose instance is registered by this resource at an address
 	// it no longer has (the instance's address changed): OCI takes the
 	// instance once per port, so its backend at the new address replaces
 	// the old one in the same write, rather than waiting for it to drain
 	// (by then the old address is no longer the instance's anyway).
-	readdressed := map[string]bool{}
 	wantedInstances := map[string]bool{}
-	for _, d := range want {
+	for _, d := range w.want {
 		if d.TargetID != "" {
 			wantedInstances[instanceKey(d.TargetID, d.Port)] = true
 		}
 	}
-	currentKeys := make([]string, len(in.Current))
 	for i, cur := range in.Current {
 		k := cur.Key()
-		currentKeys[i] = k
-		_, mine := owned[k]
-		if _, wanted := want[k]; mine && !wanted && !in.Protected[k] && cur.TargetID != "" && wantedInstances[instanceKey(cur.TargetID, cur.Port)] {
-			readdressed[k] = true
+		w.currentKeys[i] = k
+		_, mine := w.owned[k]
+		if _, wanted := w.want[k]; mine && !wanted && !in.Protected[k] && cur.TargetID != "" && wantedInstances[instanceKey(cur.TargetID, cur.Port)] {
+			w.readdressed[k] = true
 		}
 	}
+	return w
+}
 
-	p := in.plan(currentKeys, owned, want, readdressed, false)
-	if in.Mode == Apply && len(p.Withheld) > 0 && starves(currentKeys, want) {
-		p = in.plan(currentKeys, owned, want, readdressed, true)
+// plan is Compute's plan from w; with keepLeaving, this resource's
+// backends that leave are kept as they are.
+func (in *Input) plan(w worked, keepLeaving bool) Plan {
+	var p Plan
+	present := make(map[string]bool, len(in.Current))
+	p.Backends = make([]Backend, 0, len(in.Current)+len(w.want))
+	for i, cur := range in.Current {
+		k := w.currentKeys[i]
+		present[k] = true
+		if b, stays := in.fate(&p, w, cur, k, keepLeaving); stays {
+			p.Backends = append(p.Backends, b)
+		}
+	}
+	in.add(&p, w.want, present)
+	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
+	if in.Mode.leaving() {
+		p.drainsUntil(in.DrainFor)
 	}
 	return p
 }
 
-// plan is Compute's plan from what it worked out of in: the current
-// backends by key, the owned and wanted ones, those readdressed; with
-// keepLeaving, this resource's backends that leave are kept as they are.
-func (in *Input) plan(currentKeys []string, owned map[string]v1beta1.Backend, want map[string]desired.Backend, readdressed map[string]bool, keepLeaving bool) Plan {
-	var p Plan
-	present := make(map[string]bool, len(in.Current))
-	p.Backends = make([]Backend, 0, len(in.Current)+len(want))
-	for i, cur := range in.Current {
-		k := currentKeys[i]
-		present[k] = true
-		_, mine := owned[k]
-		since, draining := in.Draining[k]
-		switch d, wanted := want[k]; {
-		case wanted && !mine && in.PodBackends[d.Key()]:
-			// a pod's address someone else registered: an EndpointSlice,
-			// which whoever may write one writes, does not make it ours
-		case wanted: // adopt when foreign, make serving when needed; a backend OCI took by address stays so
-			// Wanted means serving: a drain or offline mark (this resource's,
-			// or one a deleted resource left on its way out) is undone.
-			if cur.Weight != d.Weight || cur.Drain || cur.Offline {
-				cur.Weight, cur.Drain, cur.Offline = d.Weight, false, false
-				p.Updated = append(p.Updated, k)
-			}
-			if mine && draining {
-				p.DrainCalledOff = append(p.DrainCalledOff, k)
-			}
-			p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
-		case !mine:
-			// foreign: untouched
-		case in.Protected[k]:
-			// handed over to another live resource: untouched and forgotten
-		case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
-			in.Mode.leaving() && draining && !cur.Drain:
-			// undrained by another writer since this resource drained it:
-			// wanted elsewhere, untouched and forgotten
-		case in.Mode == Hold, keepLeaving:
-			p.keep(cur, since, draining)
-		case readdressed[k]:
-			p.Readdressed = append(p.Readdressed, k)
-			p.Removed = append(p.Removed, k)
-			continue
-		case in.Mode == Drain:
-			if !cur.Drain {
-				cur.Drain = true
-				p.Updated = append(p.Updated, k)
-			}
-			p.keep(cur, since, draining)
-		case in.Mode.leaving() && in.DrainFor > 0 && !draining:
-			if !cur.Drain {
-				cur.Drain = true
-				p.Updated = append(p.Updated, k)
-			}
-			p.DrainStarted = append(p.DrainStarted, k)
-			p.keep(cur, in.Now, true)
-		case in.Mode.leaving() && in.DrainFor > 0 && in.Now.Before(since.Add(in.DrainFor)):
-			p.keep(cur, since, true)
-		default: // Apply or Retire without it, or Remove
-			if in.Mode.leaving() && draining {
-				p.DrainEnded = append(p.DrainEnded, k)
-			}
-			p.Removed = append(p.Removed, k)
-			continue
+// fate decides what becomes of cur, a backend the set holds, under key k,
+// recording it in p: whether it stays in the set, and as what. The
+// reasons this resource's own backends leave, and how long each is
+// drained first, are Policy's.
+func (in *Input) fate(p *Plan, w worked, cur Backend, k string, keepLeaving bool) (Backend, bool) {
+	_, mine := w.owned[k]
+	since, draining := in.Draining[k]
+	switch d, wanted := w.want[k]; {
+	case wanted && !mine && in.PodBackends[d.Key()]:
+		// a pod's address someone else registered: an EndpointSlice,
+		// which whoever may write one writes, does not make it ours
+	case wanted: // adopt when foreign, make serving when needed; a backend OCI took by address stays so
+		// Wanted means serving: a drain or offline mark (this resource's,
+		// or one a deleted resource left on its way out) is undone.
+		if cur.Weight != d.Weight || cur.Drain || cur.Offline {
+			cur.Weight, cur.Drain, cur.Offline = d.Weight, false, false
+			p.Updated = append(p.Updated, k)
 		}
-		p.Backends = append(p.Backends, cur)
+		if mine && draining {
+			p.DrainCalledOff = append(p.DrainCalledOff, k)
+		}
+		p.Owned = append(p.Owned, v1beta1.Backend{IP: cur.IP, Port: cur.Port, Weight: cur.Weight})
+	case !mine:
+		// foreign: untouched
+	case in.Protected[k]:
+		// handed over to another live resource: untouched and forgotten
+	case (in.Mode == Drain || in.Mode == Remove) && in.Drained && !cur.Drain,
+		in.Mode.leaving() && draining && !cur.Drain:
+		// undrained by another writer since this resource drained it:
+		// wanted elsewhere, untouched and forgotten
+	case in.Mode == Hold, keepLeaving:
+		p.keep(cur, since, draining)
+	case w.readdressed[k]: // Policy's Readdressed
+		p.Readdressed = append(p.Readdressed, k)
+		p.Removed = append(p.Removed, k)
+		return cur, false
+	case in.Mode == Drain:
+		p.markDrain(&cur, k)
+		p.keep(cur, since, draining)
+	case in.Mode.leaving() && in.DrainFor > 0 && !draining:
+		p.markDrain(&cur, k)
+		p.DrainStarted = append(p.DrainStarted, k)
+		p.keep(cur, in.Now, true)
+	case in.Mode.leaving() && in.DrainFor > 0 && in.Now.Before(since.Add(in.DrainFor)):
+		p.keep(cur, since, true)
+	default: // Apply or Retire without a drain period, or past it, or Remove
+		if in.Mode.leaving() && draining {
+			p.DrainEnded = append(p.DrainEnded, k)
+		}
+		p.Removed = append(p.Removed, k)
+		return cur, false
 	}
+	return cur, true
+}
 
-	// A node registered by instance alone, by someone else or long ago, is
-	// there already: another backend of that instance and port would be a
-	// duplicate OCI refuses. One registered by another writer at another
-	// address holds the instance: reported, not added.
+// markDrain marks b, under key k, drain, unless it is already.
+func (p *Plan) markDrain(b *Backend, k string) {
+	if !b.Drain {
+		b.Drain = true
+		p.Updated = append(p.Updated, k)
+	}
+}
+
+// add adds to p the wanted backends not present, as far as OCI lets them
+// in. A node registered by instance alone, by someone else or long ago,
+// is there already: another backend of that instance and port would be a
+// duplicate OCI refuses. One registered by another writer at another
+// address holds the instance: reported, not added. NoAdds and Limit
+// withhold the rest.
+func (in *Input) add(p *Plan, want map[string]desired.Backend, present map[string]bool) {
 	instances := map[string]string{} // instance:port -> the address it is registered at
 	for _, b := range p.Backends {
 		if b.TargetID != "" {
@@ -341,17 +375,11 @@ func (in *Input) plan(currentKeys []string, owned map[string]v1beta1.Backend, wa
 	for _, d := range added[fit:] {
 		p.Withheld = append(p.Withheld, Key(d.IP, d.Port))
 	}
-	added = added[:fit]
-	for _, d := range added {
+	for _, d := range added[:fit] {
 		p.Backends = append(p.Backends, Backend{IP: d.IP, TargetID: d.TargetID, Port: d.Port, Weight: d.Weight})
 		p.Owned = append(p.Owned, v1beta1.Backend{IP: d.IP, Port: d.Port, Weight: d.Weight})
 		p.Added = append(p.Added, Key(d.IP, d.Port))
 	}
-	slices.SortFunc(p.Owned, v1beta1.CompareBackends)
-	if in.Mode.leaving() {
-		p.drainsUntil(in.DrainFor)
-	}
-	return p
 }
 
 // starves reports whether a write without additions would leave none of
