@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -81,6 +82,47 @@ func TestPackageMap(t *testing.T) {
 		for _, imp := range reconcilerImports(t, path) {
 			if imp == module+"reconciler" {
 				t.Errorf("%s imports the flow package", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Function length limits: a reader holds a function of the pure core
+// (computing the desired state, the plan, the decision, the gates) whole,
+// and any other of the reconciler's in one screenful.
+const (
+	coreFunctionLimit = 60
+	functionLimit     = 80
+)
+
+var core = []string{"desired", "plan", "decide", "readiness"}
+
+// No function of the reconciler's code is longer than its limit.
+func TestFunctionLengths(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		limit := functionLimit
+		if slices.Contains(core, strings.Split(path, string(filepath.Separator))[0]) {
+			limit = coreFunctionLimit
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			if lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; lines > limit {
+				t.Errorf("%s: %s has %d lines, over %d", path, fn.Name.Name, lines, limit)
 			}
 		}
 		return nil

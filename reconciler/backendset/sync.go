@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -172,7 +173,8 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 			current = req.Prefetched
 		}
 	}
-	for attempt, refused, waits := 0, 0, 0; ; {
+	var tries retries
+	for {
 		bs, err := current, error(nil)
 		if current = nil; bs == nil {
 			req.Turn.Step(lanes.Reading, req.Name, "")
@@ -189,7 +191,7 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 					return res, err
 				}
 			}
-			logger.Info("updating backend set", "mode", in.Mode, "attempt", attempt+1,
+			logger.Info("updating backend set", "mode", in.Mode, "attempt", tries.attempt+1,
 				"added", len(res.Plan.Added), "removed", len(res.Plan.Removed), "updated", len(res.Plan.Updated))
 			err = write(ctx, ociClient, bs, req, &res)
 			if err == nil {
@@ -200,36 +202,48 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 			res.NotFound = err
 			return res, nil
 		}
-		reason, after, retry := oci.Retryable(err)
-		if ctx.Err() != nil {
+		if err := tries.again(ctx, logger, ociClient, b, req, err); err != nil {
 			return res, err
 		}
-		if reason == oci.ReasonPrecondition && refused < b.Attempts {
-			refused++
-			metrics.Retries.WithLabelValues(reason).Inc()
-			logger.Info("another writer changed the load balancer since the read; reading again", "error", err.Error())
-			continue
-		}
-		if reason == oci.ReasonConflict && waits < b.Attempts && waitForOthers(ctx, ociClient, req) {
-			waits++
-			metrics.Retries.WithLabelValues(reason).Inc()
-			continue
-		}
-		if !retry || attempt+1 >= b.Attempts {
-			return res, err
-		}
+	}
+}
+
+// retries counts Sync's tries of one write: backoffs, re-reads after a
+// 412, and waits for other writers after a 409.
+type retries struct{ attempt, refused, waits int }
+
+// again decides what follows err, a failed read or write: nil to read and
+// write again, once the wait err calls for is over, or the error Sync
+// ends with.
+func (r *retries) again(ctx context.Context, logger logr.Logger, ociClient API, b Backoff, req Request, err error) error {
+	reason, after, retry := oci.Retryable(err)
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case reason == oci.ReasonPrecondition && r.refused < b.Attempts:
+		r.refused++
 		metrics.Retries.WithLabelValues(reason).Inc()
-		delay := b.delay(attempt, after)
-		logger.Info("retrying the backend set write", "reason", reason, "attempt", attempt+1, "delay", delay, "error", err.Error())
-		attempt++
-		req.Turn.Step(lanes.BackingOff, req.Name, "")
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, ctx.Err()
-		case <-t.C:
-		}
+		logger.Info("another writer changed the load balancer since the read; reading again", "error", err.Error())
+		return nil
+	case reason == oci.ReasonConflict && r.waits < b.Attempts && waitForOthers(ctx, ociClient, req):
+		r.waits++
+		metrics.Retries.WithLabelValues(reason).Inc()
+		return nil
+	case !retry || r.attempt+1 >= b.Attempts:
+		return err
+	}
+	metrics.Retries.WithLabelValues(reason).Inc()
+	delay := b.delay(r.attempt, after)
+	logger.Info("retrying the backend set write", "reason", reason, "attempt", r.attempt+1, "delay", delay, "error", err.Error())
+	r.attempt++
+	req.Turn.Step(lanes.BackingOff, req.Name, "")
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -18,32 +18,8 @@ import (
 // from the cache in the controller, from the API server in lbregistrar plan.
 func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar) (desired.Cluster, error) {
 	var c desired.Cluster
-	var nodes corev1.NodeList
-	// Only the nodes the selector matches, filtered before they are copied
-	// out of the cache: at 5,000 nodes, copying and scanning them all took
-	// most of a reconcile's CPU besides OCI's. An invalid selector lists
-	// them all, for desired.Compute to report it. Pod targets need every
-	// node, by name: an endpoint's node says whether its address is
-	// reachable.
-	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
-	pods := slices.ContainsFunc(obj.Spec.Services, func(t v1beta1.Target) bool { return t.Pods() })
-	if obj.Spec.NodeSelector != nil && !pods {
-		if sel, err := metav1.LabelSelectorAsSelector(obj.Spec.NodeSelector); err == nil {
-			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
-		}
-	}
-	if err := reader.List(ctx, &nodes, opts...); err != nil {
+	if err := readNodes(ctx, reader, obj, &c); err != nil {
 		return c, err
-	}
-	c.Nodes = make([]*corev1.Node, len(nodes.Items))
-	for i := range nodes.Items {
-		c.Nodes[i] = &nodes.Items[i]
-	}
-	if pods {
-		c.NodesByName = make(map[string]*corev1.Node, len(c.Nodes))
-		for _, n := range c.Nodes {
-			c.NodesByName[n.Name] = n
-		}
 	}
 	c.Services = map[types.NamespacedName]*corev1.Service{}
 	c.EndpointSlices = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
@@ -76,6 +52,37 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 		}
 	}
 	return c, nil
+}
+
+// readNodes reads into c the nodes obj's desired state depends on: only
+// those the selector matches, filtered before they are copied out of the
+// cache (at 5,000 nodes, copying and scanning them all took most of a
+// reconcile's CPU besides OCI's). An invalid selector lists them all, for
+// desired.Compute to report it. Pod targets need every node, by name: an
+// endpoint's node says whether its address is reachable.
+func readNodes(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistrar, c *desired.Cluster) error {
+	var nodes corev1.NodeList
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
+	pods := slices.ContainsFunc(obj.Spec.Services, func(t v1beta1.Target) bool { return t.Pods() })
+	if obj.Spec.NodeSelector != nil && !pods {
+		if sel, err := metav1.LabelSelectorAsSelector(obj.Spec.NodeSelector); err == nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+		}
+	}
+	if err := reader.List(ctx, &nodes, opts...); err != nil {
+		return err
+	}
+	c.Nodes = make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		c.Nodes[i] = &nodes.Items[i]
+	}
+	if pods {
+		c.NodesByName = make(map[string]*corev1.Node, len(c.Nodes))
+		for _, n := range c.Nodes {
+			c.NodesByName[n.Name] = n
+		}
+	}
+	return nil
 }
 
 // EndpointSlicesOf are the EndpointSlices of a Service, read in place (as

@@ -176,37 +176,12 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		nodes, ns, issues = eligibleNodes(spec.NodeSelector, c.Nodes, o, len(c.Gated) > 0)
 		r.Issues = append(r.Issues, issues...)
 	}
-
-	type key struct {
-		ip   string
-		port int32
-	}
-	// A backend set usually has one target, whose backends come out of
-	// targetBackends already sorted (nodes are sorted by address, the port
-	// is one): they are used as they are. Only a second target into the same
-	// set needs the map that merges and checks duplicates.
-	type acc struct {
-		resolved  bool
-		first     []Backend
-		backends  map[key]Backend
-		held      *Issue
-		noAddress map[string]bool // nodes with no address of the backend set's family
-		stands    Stands
-		// pods are the Services of its Pod targets.
-		pods []*corev1.Service
-		// emptied: a target wants no backend on purpose (its Service has
-		// no endpoints); inDoubt: one resolved to none for want of a view
-		// (no eligible node). Only the first may empty the set.
-		emptied, inDoubt bool
-		// podKeys and nodeKeys are the keys Pod and node targets want.
-		podKeys, nodeKeys map[string]bool
-	}
-	sets := map[string]*acc{}
+	sets := map[string]*setBuilder{}
 	for i := range spec.Services {
 		t := &spec.Services[i]
 		a := sets[t.BackendSetName]
 		if a == nil {
-			a = &acc{}
+			a = &setBuilder{}
 			sets[t.BackendSetName] = a
 		}
 		var res resolved
@@ -219,91 +194,126 @@ func Compute(spec *v1beta1.LBRegistrarSpec, c Cluster, o Options) Result {
 		if svc := c.Services[types.NamespacedName{Namespace: t.Namespace, Name: t.Name}]; t.Pods() && svc != nil {
 			a.pods = append(a.pods, svc)
 		}
-		a.noAddress = addNames(a.noAddress, res.noAddress)
-		a.stands = a.stands.merge(res.stands)
-		if res.hold != nil {
-			r.Issues = append(r.Issues, *res.hold)
-			if a.held == nil {
-				a.held = res.hold
-			}
-			continue
-		}
-		backends := res.backends
-		keys := &a.nodeKeys
-		if t.Pods() {
-			keys = &a.podKeys
-		}
-		for _, b := range backends {
-			if *keys == nil {
-				*keys = map[string]bool{}
-			}
-			(*keys)[b.Key()] = true
-		}
-		a.emptied = a.emptied || res.emptied
-		a.inDoubt = a.inDoubt || len(backends) == 0 && !res.emptied
-		if !a.resolved {
-			a.resolved, a.first = true, backends
-			continue
-		}
-		if a.backends == nil {
-			a.backends = make(map[key]Backend, len(a.first)+len(backends))
-			for _, b := range a.first {
-				a.backends[key{b.IP, b.Port}] = b
-			}
-		}
-		for _, b := range backends {
-			k := key{b.IP, b.Port}
-			if prev, ok := a.backends[k]; ok {
-				if prev.Weight != b.Weight {
-					r.Issues = append(r.Issues, Issue{v1beta1.ReasonDuplicateBackend, fmt.Sprintf(
-						"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
-						i, b.Key(), t.BackendSetName, b.Weight, prev.Weight)})
-				}
-				continue
-			}
-			a.backends[k] = b
-		}
+		a.take(i, t, res, &r.Issues)
 	}
-
 	for _, name := range slices.Sorted(maps.Keys(sets)) { // in order, so issues read the same every time
-		a := sets[name]
-		if len(a.noAddress) > 0 {
-			r.Issues = append(r.Issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf(
-				"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
-				name, o.BackendSets[name].Family, Summarize(slices.Sorted(maps.Keys(a.noAddress))))})
-		}
-		if is := nodeHealthPort(name, o.BackendSets[name].HealthPort, a.pods); is != nil {
-			r.Issues = append(r.Issues, *is)
-		}
-		bs := BackendSet{Name: name, Held: a.held, Stands: a.stands}
-		for k := range a.podKeys {
-			if !a.nodeKeys[k] {
-				if bs.PodBackends == nil {
-					bs.PodBackends = map[string]bool{}
-				}
-				bs.PodBackends[k] = true
-			}
-		}
-		if a.held == nil {
-			bs.Backends = a.first
-			if a.backends != nil {
-				bs.Backends = make([]Backend, 0, len(a.backends))
-				for _, b := range a.backends {
-					bs.Backends = append(bs.Backends, b)
-				}
-				slices.SortFunc(bs.Backends, CompareBackends)
-			}
-			if len(bs.Backends) == 0 {
-				bs.Backends = nil
-			}
-			if bs.Backends == nil && (a.inDoubt || !a.emptied) {
-				bs.Held = &Issue{v1beta1.ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
-				r.Issues = append(r.Issues, *bs.Held)
-			}
-		}
-		r.BackendSets = append(r.BackendSets, bs)
+		r.BackendSets = append(r.BackendSets, sets[name].build(name, o, &r.Issues))
 	}
 	return r
+}
+
+// backendKey identifies a backend while targets are merged.
+type backendKey struct {
+	ip   string
+	port int32
+}
+
+// setBuilder gathers what the targets into one backend set resolve to. A
+// backend set usually has one target, whose backends come out of
+// targetBackends already sorted (nodes are sorted by address, the port is
+// one): they are used as they are. Only a second target into the same set
+// needs the map that merges and checks duplicates.
+type setBuilder struct {
+	resolved  bool
+	first     []Backend
+	backends  map[backendKey]Backend
+	held      *Issue
+	noAddress map[string]bool // nodes with no address of the backend set's family
+	stands    Stands
+	// pods are the Services of its Pod targets.
+	pods []*corev1.Service
+	// emptied: a target wants no backend on purpose (its Service has
+	// no endpoints); inDoubt: one resolved to none for want of a view
+	// (no eligible node). Only the first may empty the set.
+	emptied, inDoubt bool
+	// podKeys and nodeKeys are the keys Pod and node targets want.
+	podKeys, nodeKeys map[string]bool
+}
+
+// take adds what services[i], t, resolved to; a backend two targets
+// register with different weights is an issue, the first weight kept.
+func (a *setBuilder) take(i int, t *v1beta1.Target, res resolved, issues *[]Issue) {
+	a.noAddress = addNames(a.noAddress, res.noAddress)
+	a.stands = a.stands.merge(res.stands)
+	if res.hold != nil {
+		*issues = append(*issues, *res.hold)
+		if a.held == nil {
+			a.held = res.hold
+		}
+		return
+	}
+	backends := res.backends
+	keys := &a.nodeKeys
+	if t.Pods() {
+		keys = &a.podKeys
+	}
+	for _, b := range backends {
+		if *keys == nil {
+			*keys = map[string]bool{}
+		}
+		(*keys)[b.Key()] = true
+	}
+	a.emptied = a.emptied || res.emptied
+	a.inDoubt = a.inDoubt || len(backends) == 0 && !res.emptied
+	if !a.resolved {
+		a.resolved, a.first = true, backends
+		return
+	}
+	if a.backends == nil {
+		a.backends = make(map[backendKey]Backend, len(a.first)+len(backends))
+		for _, b := range a.first {
+			a.backends[backendKey{b.IP, b.Port}] = b
+		}
+	}
+	for _, b := range backends {
+		k := backendKey{b.IP, b.Port}
+		if prev, ok := a.backends[k]; ok {
+			if prev.Weight != b.Weight {
+				*issues = append(*issues, Issue{v1beta1.ReasonDuplicateBackend, fmt.Sprintf(
+					"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
+					i, b.Key(), t.BackendSetName, b.Weight, prev.Weight)})
+			}
+			continue
+		}
+		a.backends[k] = b
+	}
+}
+
+// build is the backend set name, from what its targets resolved to, with
+// the issues of the set as a whole.
+func (a *setBuilder) build(name string, o Options, issues *[]Issue) BackendSet {
+	if len(a.noAddress) > 0 {
+		*issues = append(*issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf(
+			"backend set %q takes %s addresses; nodes without an address of that family (IPv4: an InternalIP; IPv6: an InternalIP or ExternalIP) are not registered there: %s",
+			name, o.BackendSets[name].Family, Summarize(slices.Sorted(maps.Keys(a.noAddress))))})
+	}
+	if is := nodeHealthPort(name, o.BackendSets[name].HealthPort, a.pods); is != nil {
+		*issues = append(*issues, *is)
+	}
+	bs := BackendSet{Name: name, Held: a.held, Stands: a.stands}
+	for k := range a.podKeys {
+		if !a.nodeKeys[k] {
+			if bs.PodBackends == nil {
+				bs.PodBackends = map[string]bool{}
+			}
+			bs.PodBackends[k] = true
+		}
+	}
+	if a.held != nil {
+		return bs
+	}
+	bs.Backends = a.first
+	if a.backends != nil {
+		bs.Backends = slices.SortedFunc(maps.Values(a.backends), CompareBackends)
+	}
+	if len(bs.Backends) == 0 {
+		bs.Backends = nil
+	}
+	if bs.Backends == nil && (a.inDoubt || !a.emptied) {
+		bs.Held = &Issue{v1beta1.ReasonNoEligibleNodes, fmt.Sprintf("no node qualifies for backend set %q; the registered backends are kept", name)}
+		*issues = append(*issues, *bs.Held)
+	}
+	return bs
 }
 
 // CompareBackends orders backends by address, then port, as

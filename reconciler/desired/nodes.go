@@ -72,23 +72,32 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 		sel = s
 	}
 	ns.selector = selector != nil
-	skip := func(n *corev1.Node, why string) {
-		if explain {
-			if ns.skipped == nil {
-				ns.skipped = map[string]string{}
-			}
-			ns.skipped[n.Name] = why
-		}
+	candidates, ready := ns.candidates(sel, all, explain)
+	filterReady := o.RequireReady
+	if filterReady && ready == 0 && len(candidates) > 0 {
+		filterReady = false
+		issues = append(issues, Issue{v1beta1.ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
 	}
+	out, noAddress := ns.addressed(candidates, filterReady, explain)
+	if len(noAddress) > 0 {
+		slices.Sort(noAddress)
+		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", Summarize(noAddress))})
+	}
+	return out, ns, issues
+}
+
+// candidates are the nodes of all sel selects that are eligible, and how
+// many of them are Ready; with explain, ns says why each other was left.
+func (ns *nodeSet) candidates(sel labels.Selector, all []*corev1.Node, explain bool) ([]*corev1.Node, int) {
 	candidates := make([]*corev1.Node, 0, len(all))
 	ready := 0
 	for _, n := range all {
 		if !sel.Matches(labels.Set(n.Labels)) {
-			skip(n, "is not selected by spec.nodeSelector")
+			ns.skip(n, "is not selected by spec.nodeSelector", explain)
 			continue
 		}
 		if why := Ineligible(n); why != "" {
-			skip(n, why)
+			ns.skip(n, why, explain)
 			continue
 		}
 		candidates = append(candidates, n)
@@ -96,22 +105,23 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 			ready++
 		}
 	}
-	filterReady := o.RequireReady
-	if filterReady && ready == 0 && len(candidates) > 0 {
-		filterReady = false
-		issues = append(issues, Issue{v1beta1.ReasonNoReadyNodes, fmt.Sprintf("none of the %d eligible nodes is Ready; readiness is ignored until one is", len(candidates))})
-	}
-	out := make([]node, 0, len(candidates))
-	var noAddress []string
+	return candidates, ready
+}
+
+// addressed are the candidates registered (Ready ones only, with
+// filterReady), by address, and the names of those without an address;
+// with explain, ns holds the registered ones and why each other was left.
+func (ns *nodeSet) addressed(candidates []*corev1.Node, filterReady, explain bool) (out []node, noAddress []string) {
+	out = make([]node, 0, len(candidates))
 	for _, n := range candidates {
 		if filterReady && !IsReady(n) {
-			skip(n, "is not Ready, and serve --require-ready-nodes registers Ready nodes only")
+			ns.skip(n, "is not Ready, and serve --require-ready-nodes registers Ready nodes only", explain)
 			continue
 		}
 		v4, v6 := Addresses(n)
 		if v4 == "" && v6 == "" {
 			noAddress = append(noAddress, n.Name)
-			skip(n, "has no address (an InternalIP, or an IPv6 ExternalIP)")
+			ns.skip(n, "has no address (an InternalIP, or an IPv6 ExternalIP)", explain)
 			continue
 		}
 		out = append(out, node{name: n.Name, ipv4: v4, ipv6: v6, instance: InstanceID(n)})
@@ -127,11 +137,18 @@ func eligibleNodes(selector *metav1.LabelSelector, all []*corev1.Node, o Options
 			ns.eligible[n.name] = n
 		}
 	}
-	if len(noAddress) > 0 {
-		slices.Sort(noAddress)
-		issues = append(issues, Issue{v1beta1.ReasonNodeWithoutAddress, fmt.Sprintf("nodes without an address (an InternalIP, or an IPv6 ExternalIP) are not registered: %s", Summarize(noAddress))})
+	return out, noAddress
+}
+
+// skip records, with explain, why n is not registered.
+func (ns *nodeSet) skip(n *corev1.Node, why string, explain bool) {
+	if !explain {
+		return
 	}
-	return out, ns, issues
+	if ns.skipped == nil {
+		ns.skipped = map[string]string{}
+	}
+	ns.skipped[n.Name] = why
 }
 
 // Summarize names the first five of names, and counts the rest, so a
