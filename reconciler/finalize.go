@@ -89,8 +89,9 @@ func (r *Reconciler) deregister(ctx context.Context, s *scope) (ctrl.Result, err
 	// What another resource now records, or OCI no longer holds, left the
 	// record in the sync: only backends still owned wait.
 	if s.out.Err == nil && mode == plan.Drain && ownsBackends(obj) {
-		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting,
-			fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339)))
+		s.out.Phase = &status.Failure{Reason: v1beta1.ReasonDeleting,
+			Message: fmt.Sprintf("draining owned backends until %s, then removing them", drainUntil.UTC().Format(time.RFC3339))}
+		status.SetConditions(obj, &s.out)
 		// The writes may have outlasted the period: a requeue of zero or
 		// less would be none at all, and the removal would wait for the
 		// resync.
@@ -142,7 +143,8 @@ func (r *Reconciler) deregistered(ctx context.Context, st *status.Writer, out *s
 		if time.Now().Before(deleted.Add(r.opts.CleanupTimeout)) {
 			logger.Error(out.Err, "cleanup failed; retrying until the cleanup timeout",
 				"failures", out.Failures, "giveUpAt", deleted.Add(r.opts.CleanupTimeout).UTC().Format(time.RFC3339))
-			status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonDeleting, "cleanup failed, retrying: "+out.Messages())
+			out.Phase = &status.Failure{Reason: v1beta1.ReasonDeleting, Message: "cleanup failed, retrying"}
+			status.SetConditions(obj, out)
 			if err := st.Flush(ctx); err != nil {
 				logger.Error(err, "recording cleanup failure")
 			}
@@ -243,9 +245,10 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (ctrl.Result, error) {
 		status.SetConditions(obj, out)
 		return ctrl.Result{}, errors.Join(fmt.Errorf("taking this resource's backends out of load balancer %s, which the spec no longer names: %w", old, out.Err), st.Flush(ctx))
 	case len(obj.Status.BackendSets) > 0:
-		status.SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonMoving,
-			fmt.Sprintf("draining this resource's backends in load balancer %s, which the spec no longer names, until %s; then they are removed and load balancer %s is registered",
-				old, out.RevisitAt.UTC().Format(time.RFC3339), obj.Spec.LoadBalancerID))
+		out.Phase = &status.Failure{Reason: v1beta1.ReasonMoving,
+			Message: fmt.Sprintf("draining this resource's backends in load balancer %s, which the spec no longer names, until %s; then they are removed and load balancer %s is registered",
+				old, out.RevisitAt.UTC().Format(time.RFC3339), obj.Spec.LoadBalancerID)}
+		status.SetConditions(obj, out)
 		return r.requeue(out.RevisitAt), st.Flush(ctx)
 	}
 	obj.Status.LoadBalancerID = obj.Spec.LoadBalancerID

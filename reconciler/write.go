@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,7 +149,11 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 	}
 	r.status.WarnLargeRecord(s.obj)
 	if len(changing) > 0 && !s.deleting {
-		status.SetWriting(s.obj, &s.out, changing)
+		// The intent record says the writes are under way; the outcome
+		// on the way out no longer does.
+		writing := s.out
+		writing.Phase = &status.Failure{Reason: v1beta1.ReasonRegistering, Message: "writing backend sets " + strings.Join(changing, ", ")}
+		status.SetConditions(s.obj, &writing)
 	}
 	return writes, changing
 }

@@ -24,6 +24,11 @@ type Outcome struct {
 	Lost    map[string]string // backend set -> resource that keeps it
 	// Unusable says why the resource's credentials cannot be used.
 	Unusable *Failure
+	// Phase is where the flow has the resource on its way, when that keeps
+	// it from Ready: its writes under way (Registering), its backends
+	// draining on deletion (Deleting) or in the load balancer it leaves
+	// (Moving). A person's fault still comes first.
+	Phase    *Failure
 	Failures []Failure
 	// Unhealthy says, per backend set, which own backends OCI reports
 	// unhealthy; it makes Degraded True but fails nothing.
@@ -104,12 +109,13 @@ func failureReason(err error) string {
 }
 
 // SetConditions derives Ready, Reconciling, Stalled, Degraded and Conflict
-// from one reconcile's outcome.
+// from one reconcile's outcome: the one place they are decided (States
+// gives each reason its state), on the way out and for the intent record.
 func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 	if len(out.Lost) > 0 {
-		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, v1beta1.ReasonClaimed, lostMessage(out.Lost))
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionTrue, v1beta1.ReasonClaimed, lostMessage(out.Lost))
 	} else {
-		SetCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "no other LBRegistrar claims these backend sets")
+		setCondition(obj, v1beta1.ConditionConflict, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "no other LBRegistrar claims these backend sets")
 	}
 
 	if len(out.Issues) > 0 || len(out.Unhealthy) > 0 {
@@ -121,17 +127,11 @@ func SetConditions(obj *v1beta1.LBRegistrar, out *Outcome) {
 		for _, is := range out.Issues {
 			msgs = append(msgs, is.Message)
 		}
-		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, reason, strings.Join(append(msgs, out.Unhealthy...), "; "))
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionTrue, reason, strings.Join(append(msgs, out.Unhealthy...), "; "))
 	} else {
-		SetCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "every target resolved")
+		setCondition(obj, v1beta1.ConditionDegraded, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "every target resolved")
 	}
 	setReady(obj, out.blockers())
-}
-
-// SetWriting sets Ready while the writes to the backend sets changing are
-// under way: Registering, unless what out found so far needs a person.
-func SetWriting(obj *v1beta1.LBRegistrar, out *Outcome, changing []string) {
-	setReady(obj, append(out.blockers(), Failure{v1beta1.ReasonRegistering, "writing backend sets " + strings.Join(changing, ", ")}))
 }
 
 // blockers is what keeps the resource from Ready.
@@ -139,6 +139,9 @@ func (o *Outcome) blockers() []Failure {
 	var bs []Failure
 	if o.Unusable != nil {
 		bs = append(bs, *o.Unusable)
+	}
+	if o.Phase != nil {
+		bs = append(bs, *o.Phase)
 	}
 	bs = append(bs, o.Failures...)
 	if len(o.Pending) > 0 {
@@ -154,11 +157,11 @@ func (o *Outcome) blockers() []Failure {
 }
 
 // setReady sets Ready from what keeps the resource from it, and with it
-// Reconciling and Stalled (SetCondition): a person's fault is the reason
+// Reconciling and Stalled (setCondition): a person's fault is the reason
 // whatever else is wrong, and the message lists everything.
 func setReady(obj *v1beta1.LBRegistrar, blockers []Failure) {
 	if len(blockers) == 0 {
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
 		return
 	}
 	slices.SortStableFunc(blockers, func(a, b Failure) int {
@@ -168,7 +171,7 @@ func setReady(obj *v1beta1.LBRegistrar, blockers []Failure) {
 	for i, b := range blockers {
 		msgs[i] = b.Message
 	}
-	SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, blockers[0].Reason, strings.Join(msgs, "; "))
+	setCondition(obj, v1beta1.ConditionReady, metav1.ConditionFalse, blockers[0].Reason, strings.Join(msgs, "; "))
 }
 
 // rank orders blockers: what needs a person first.
@@ -213,12 +216,12 @@ func LogDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 	}
 }
 
-// SetCondition sets one condition of obj, its message cut to what the
+// setCondition sets one condition of obj, its message cut to what the
 // schema allows. Setting Ready sets Reconciling and Stalled with it, from
 // the state of its reason (States): Stalled when a person must act,
 // Reconciling while the controller moves on by itself, neither once Ready
 // is True.
-func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
+func setCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionStatus, reason, message string) {
 	const maxMessage = 32768 // the schema's limit on condition messages
 	if len(message) > maxMessage {
 		message = message[:maxMessage-3] + "..."
@@ -237,10 +240,10 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 	default:
 		working = metav1.ConditionTrue
 	}
-	SetCondition(obj, v1beta1.ConditionReconciling, working, reason, message)
-	SetCondition(obj, v1beta1.ConditionStalled, stalled, reason, message)
+	setCondition(obj, v1beta1.ConditionReconciling, working, reason, message)
+	setCondition(obj, v1beta1.ConditionStalled, stalled, reason, message)
 	if !obj.Spec.Suspend {
-		SetCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "spec.suspend is false")
+		setCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionFalse, v1beta1.ReasonAsExpected, "spec.suspend is false")
 	}
 }
 
@@ -254,8 +257,8 @@ func SetCondition(obj *v1beta1.LBRegistrar, typ string, status metav1.ConditionS
 // one it had before the pause.
 func SetSuspended(obj *v1beta1.LBRegistrar) {
 	const message = "spec.suspend is true: nothing is written to OCI, and the registered backends stay as they are"
-	SetCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionTrue, v1beta1.ReasonSuspended, message)
-	SetCondition(obj, v1beta1.ConditionReconciling, metav1.ConditionFalse, v1beta1.ReasonSuspended, message)
+	setCondition(obj, v1beta1.ConditionSuspended, metav1.ConditionTrue, v1beta1.ReasonSuspended, message)
+	setCondition(obj, v1beta1.ConditionReconciling, metav1.ConditionFalse, v1beta1.ReasonSuspended, message)
 }
 
 func sortedKeys(m map[string]string) []string {

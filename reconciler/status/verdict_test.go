@@ -44,6 +44,10 @@ func TestToolsAgreeOnEveryState(t *testing.T) {
 	}
 	unhealthy := func(o *status.Outcome) { o.Unhealthy = []string{`backend set "web": 1 of 3 CRITICAL`} }
 	dryRun := func(o *status.Outcome) { o.Pending = []string{"web: 1 added"} }
+	phase := func(reason, message string) func(o *status.Outcome) {
+		return func(o *status.Outcome) { o.Phase = &status.Failure{Reason: reason, Message: message} }
+	}
+	writing := phase(v1beta1.ReasonRegistering, "writing backend sets api")
 
 	cases := []struct {
 		name  string
@@ -77,24 +81,15 @@ func TestToolsAgreeOnEveryState(t *testing.T) {
 		{name: "deleting", parts: parts(conflict), edit: func(o *v1beta1.LBRegistrar) {
 			o.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 		}, want: kstatus.TerminatingStatus},
-		{name: "moving", edit: func(o *v1beta1.LBRegistrar) {
-			status.SetCondition(o, v1beta1.ConditionReady, metav1.ConditionFalse, v1beta1.ReasonMoving, "draining in the old load balancer")
-		}, want: kstatus.InProgressStatus, says: "draining in the old load balancer"},
+		{name: "moving", parts: parts(phase(v1beta1.ReasonMoving, "draining in the old load balancer")),
+			want: kstatus.InProgressStatus, says: "draining in the old load balancer"},
 		{name: "moving, refused", parts: parts(refused), want: kstatus.FailedStatus, says: "OCI refused"},
-		{name: "writing beside a conflict", edit: func(o *v1beta1.LBRegistrar) {
-			out := status.Outcome{}
-			conflict(&out)
-			status.SetWriting(o, &out, []string{"api"})
-		}, want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
-		{name: "writing", edit: func(o *v1beta1.LBRegistrar) {
-			status.SetWriting(o, &status.Outcome{}, []string{"api"})
-		}, want: kstatus.InProgressStatus, says: "writing backend sets api"},
+		{name: "writing beside a conflict", parts: parts(conflict, writing),
+			want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
+		{name: "writing", parts: parts(writing), want: kstatus.InProgressStatus, says: "writing backend sets api"},
 
 		{name: "suspended when ready", edit: suspend, want: kstatus.CurrentStatus, argo: "Suspended", says: ""},
-		{name: "suspended while registering", edit: func(o *v1beta1.LBRegistrar) {
-			status.SetWriting(o, &status.Outcome{}, []string{"api"})
-			suspend(o)
-		}, want: kstatus.InProgressStatus, argo: "Suspended"},
+		{name: "suspended while registering", parts: parts(writing), edit: suspend, want: kstatus.InProgressStatus, argo: "Suspended"},
 		{name: "suspended in conflict", parts: parts(conflict), edit: suspend, want: kstatus.FailedStatus, argo: "Suspended"},
 		{name: "created suspended", edit: func(o *v1beta1.LBRegistrar) {
 			o.Status = v1beta1.LBRegistrarStatus{}

@@ -137,7 +137,7 @@ func TestStatusWritesAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		SetCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "written")
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "written")
 		wg.Go(func() {
 			if err := st.Flush(ctx); err != nil {
 				t.Error(err)
