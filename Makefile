@@ -9,12 +9,13 @@ BIN := $(CURDIR)/bin
 export KUBEBUILDER_ASSETS := $(BIN)
 
 CONTROLLER_GEN := $(GO) tool controller-gen
+GOLANGCI_LINT := $(GO) tool -modfile=$(CURDIR)/hack/lint/go.mod golangci-lint
 
 # The modules beside the main one: test/assets builds the API server and
 # kubectl for the tests; test/manifests reads the Helm chart and the
 # monitoring files with Helm's and Prometheus' libraries, which so stay out
-# of the main module.
-MODULES := test/assets test/manifests
+# of the main module; hack/lint pins golangci-lint.
+MODULES := test/assets test/manifests hack/lint
 
 .PHONY: all
 all: build
@@ -63,7 +64,7 @@ manifests: generate ## Generate the CRD from the API types, and the Helm chart's
 	copy config/prometheus/prometheusrule.yaml $(CHART)/files/prometheusrule.yaml
 
 .PHONY: verify
-verify: manifests ## Fail when generated files, formatting or go.mod are stale, or a doc names what does not exist.
+verify: manifests lint ## Fail when generated files, formatting or go.mod are stale, or a doc names what does not exist.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config $(CHART) || { echo "generated files are stale: run 'make manifests' and commit"; exit 1; }
 	@for m in . $(MODULES); do \
@@ -73,6 +74,11 @@ verify: manifests ## Fail when generated files, formatting or go.mod are stale, 
 	cd test/manifests && $(GO) vet ./...
 	@# The docs name only flags, metrics, fields and identifiers that exist.
 	$(GO) test -count=1 -run '^TestDocsNameWhatExists$$' ./cmd/lbregistrar
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml) over the project and test/manifests.
+	$(GOLANGCI_LINT) run ./...
+	cd test/manifests && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl from source into bin/ (skipped when present).

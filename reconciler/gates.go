@@ -38,9 +38,9 @@ import (
 // what unblocks it (a spec, a Secret, OCI) wakes its resource anyway.
 const gatePending, gatePendingMax = 2 * time.Second, 30 * time.Second
 
-// gateRecheckMin bounds how soon a pod waiting for OCI's next health check
+// gateRecheckFloor bounds how soon a pod waiting for OCI's next health check
 // is looked at again, whatever the health checker's interval.
-const gateRecheckMin = 100 * time.Millisecond
+const gateRecheckFloor = 100 * time.Millisecond
 
 // setupGates adds the controller of the readiness gates: for each pod that
 // carries lbregistrar's (only those are cached), it sets the gate's
@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileGate(ctx context.Context, req reconcile.Request) (
 	// and a health read every half minute, not every few seconds.
 	soonest := gatePending
 	if !v.RecheckAt.IsZero() {
-		soonest = max(time.Until(v.RecheckAt), gateRecheckMin)
+		soonest = max(time.Until(v.RecheckAt), gateRecheckFloor)
 	}
 	wait := min(max(soonest, time.Since(since)/4), gatePendingMax)
 	for _, name := range registrarsOf(gates) {

@@ -175,7 +175,7 @@ func (m *model) deletePod(p *modelPod) {
 	f.must(client.IgnoreNotFound(f.api.Delete(f.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: p.name}}, client.GracePeriodSeconds(0))))
 	f.eventually(10*time.Second, func() error {
 		if err := f.api.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: p.name}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod %s not gone yet: %v", p.name, err)
+			return fmt.Errorf("pod %s not gone yet: %w", p.name, err)
 		}
 		return nil
 	})

@@ -676,7 +676,7 @@ func TestAnotherWritersChangeIsPutBack(t *testing.T) {
 		f.eventually(10*time.Second, func() error {
 			wr, err := other.GetWorkRequest(f.ctx, networkloadbalancer.GetWorkRequestRequest{WorkRequestId: id})
 			if err != nil || wr.Status != networkloadbalancer.OperationStatusSucceeded {
-				return fmt.Errorf("the other writer's work request: %v %v", wr.Status, err)
+				return fmt.Errorf("the other writer's work request: %v %w", wr.Status, err)
 			}
 			return nil
 		})

@@ -69,7 +69,7 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 		}
 		view, err := getLanes(addr)
 		if err != nil || len(view.LoadBalancers) != 0 {
-			return fmt.Errorf("lanes still busy: %+v, %v", view, err)
+			return fmt.Errorf("lanes still busy: %+v, %w", view, err)
 		}
 		return nil
 	})

@@ -16,16 +16,16 @@ import (
 )
 
 const (
-	// AlphaSpecAnnotation, on a v1beta1 object, keeps a v1alpha1 spec whose
+	// AlphaSpecAnnotation is the annotation that, on a v1beta1 object, keeps a v1alpha1 spec whose
 	// exact shape (single service, port beside nodePort, ignored fields) the
 	// v1beta1 form cannot hold, so that it reads back exactly as it was written.
 	AlphaSpecAnnotation = "nodes.peppy-ratio.dev/v1alpha1-spec"
 
-	// HubDataAnnotation, on a v1alpha1 object, keeps the v1beta1 spec and
+	// HubDataAnnotation is the annotation that, on a v1alpha1 object, keeps the v1beta1 spec and
 	// status that v1alpha1 cannot express.
 	HubDataAnnotation = "nodes.peppy-ratio.dev/v1beta1-data"
 
-	// UncheckedIdentityAnnotation, on a v1beta1 object, names (as
+	// UncheckedIdentityAnnotation is the annotation that, on a v1beta1 object, names (as
 	// LBRegistrarSpec.Identity does) the identity other than an API key that
 	// conversion took from HubDataAnnotation. No admission check may have
 	// seen it: the original operator's CRD stores any annotation, so an
@@ -52,7 +52,7 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 		kept = &hubData{}
 	}
 
-	dst.TypeMeta.APIVersion, dst.TypeMeta.Kind = v1beta1.GroupVersion.String(), "LBRegistrar"
+	dst.APIVersion, dst.Kind = v1beta1.GroupVersion.String(), "LBRegistrar"
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Annotations = withoutAnnotation(dst.Annotations, HubDataAnnotation)
 
@@ -95,7 +95,7 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 func FromHub(src *v1beta1.LBRegistrar, dst *LBRegistrar) {
 	alphaSpec := decodeAnnotation[LBRegistrarSpec](src.Annotations, AlphaSpecAnnotation)
 
-	dst.TypeMeta.APIVersion, dst.TypeMeta.Kind = GroupVersion.String(), "LBRegistrar"
+	dst.APIVersion, dst.Kind = GroupVersion.String(), "LBRegistrar"
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Annotations = withoutAnnotation(dst.Annotations, AlphaSpecAnnotation)
 	dst.Annotations = withoutAnnotation(dst.Annotations, UncheckedIdentityAnnotation) // ToHub marks again

@@ -5,8 +5,9 @@
 package v1beta1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -14,8 +15,15 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "nodes.peppy-ratio.dev", Version: "v1beta1"}
 
 	// SchemeBuilder registers these types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds these types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers LBRegistrar and its list in GroupVersion.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &LBRegistrar{}, &LBRegistrarList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -439,7 +439,3 @@ type LBRegistrarList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []LBRegistrar `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&LBRegistrar{}, &LBRegistrarList{})
-}

@@ -22,7 +22,7 @@ import (
 // each other in the cache; the reconciler closes that race by giving the
 // contested claim to the resource Precedes picks and setting the Conflict
 // condition on the other, which then registers nothing in that backend set.
-//
+
 // ReplacesAnnotation lists, comma-separated, the names of LBRegistrars this
 // one replaces (lbregistrar migrate writes it on the merged resource). A
 // claim overlap with a resource named there is allowed, so that the

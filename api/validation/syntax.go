@@ -48,7 +48,7 @@ func isLowerAlnum(s string, dash bool) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || dash && c == '-') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && (!dash || c != '-') {
 			return false
 		}
 	}
@@ -118,7 +118,7 @@ func isHex(c byte) bool {
 func isBackendSetName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 			return false
 		}
 	}

@@ -85,6 +85,8 @@ var namedElsewhere = map[string]string{
 	"determinePort":            "norseto/oci-lb-controller",
 	"RegisterBackends":         "norseto/oci-lb-controller",
 	"GetIPAddress":             "norseto/oci-lb-controller",
+	"notReadyAddresses":        "core/v1 Endpoints, which norseto/oci-lb-controller read",
+	"nodeName":                 "core/v1 Endpoints, which norseto/oci-lb-controller read",
 	// Kubernetes and its tools.
 	"reconcileID":                   "controller-runtime's log fields",
 	"requeue_after":                 "controller-runtime's log fields",
@@ -116,7 +118,7 @@ var (
 	worldKinds = []any{corev1.Node{}, corev1.Pod{}, corev1.Service{}, corev1.Secret{}, discoveryv1.EndpointSlice{},
 		appsv1.Deployment{}, batchv1.Job{}, policyv1.PodDisruptionBudget{}, rbacv1.Role{}, networkingv1.NetworkPolicy{},
 		admissionregistrationv1.ValidatingWebhookConfiguration{}, admissionregistrationv1.MutatingWebhookConfiguration{},
-		apiextensionsv1.CustomResourceDefinition{}, corev1.Endpoints{}}
+		apiextensionsv1.CustomResourceDefinition{}}
 	worldModels = []any{loadbalancer.LoadBalancer{}, loadbalancer.BackendSet{}, loadbalancer.BackendSetDetails{},
 		loadbalancer.UpdateBackendSetDetails{}, loadbalancer.WorkRequest{}, loadbalancer.BackendSetHealth{},
 		loadbalancer.BackendHealth{}, loadbalancer.BackendDetails{},
@@ -631,7 +633,7 @@ func TestDocTruthFindsDeadNames(t *testing.T) {
 		{"serve's `--no-such-flag`", "flag --no-such-flag: no command of lbregistrar has it"},
 		{"```sh\nlbregistrar plan --dry-run\n```\n", "flag --dry-run: lbregistrar plan has no such flag"},
 		{"`lbregistrar validate --keyless`", "flag --keyless: lbregistrar validate has no such flag"},
-		{"```yaml\nargs:\n- --webhook-adress=:9443\n```\n", "flag --webhook-adress: no command of lbregistrar has it"},
+		{"```yaml\nargs:\n- --webhook-port=:9443\n```\n", "flag --webhook-port: no command of lbregistrar has it"},
 		{"alert on lbregistrar_writes_total", "metric lbregistrar_writes_total is not registered"},
 		{"`SecretNamespaceForbidden`", "SecretNamespaceForbidden: nothing in the code, the CRD or the alerts is named SecretNamespaceForbidden"},
 		{"`spec.services[].nodeport`", "field spec.services[].nodeport: neither LBRegistrar nor a Kubernetes kind the docs describe has it"},

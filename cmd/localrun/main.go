@@ -75,7 +75,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, binary string, check bool, latency time.Duration) error {
+func run(ctx context.Context, binary string, check bool, latency time.Duration) (err error) {
 	root, err := kube.FindRoot()
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func run(ctx context.Context, binary string, check bool, latency time.Duration) 
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
+	defer func() { err = errors.Join(err, cluster.Stop()) }()
 
 	say("starting the OCI emulator")
 	emu, err := ociemu.Start(ociemu.Options{WorkRequestLatency: latency, Region: "ap-tokyo-1", StandIns: podStandIns()})

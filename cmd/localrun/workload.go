@@ -167,7 +167,7 @@ func serveNodes() (stop func(), err error) {
 			fmt.Fprintf(w, "served by %s at %s\n", name, addr)
 		})}
 		servers = append(servers, s)
-		go s.Serve(l)
+		go func() { _ = s.Serve(l) }() // ends with the listener
 		return nil
 	}
 	for _, n := range nodes {

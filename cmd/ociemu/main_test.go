@@ -33,7 +33,7 @@ func TestRunServesWhatItPrints(t *testing.T) {
 			break
 		}
 	}
-	go io.Copy(io.Discard, out)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

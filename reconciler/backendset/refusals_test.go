@@ -22,7 +22,7 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 	rej := r.InForce("web", "bs", 1, []string{"a"}, now)
-	if rej == nil || rej.Err != refused || rej.RetryAt != now.Add(last) {
+	if rej == nil || !errors.Is(rej.Err, refused) || rej.RetryAt != now.Add(last) {
 		t.Fatalf("in force = %+v, want the refusal until +%v", rej, last)
 	}
 	for name, tc := range map[string]struct {

@@ -88,7 +88,7 @@ func TestProtect(t *testing.T) {
 			if diff := cmp.Diff(tc.want, jobs[0].Protected); diff != "" {
 				t.Errorf("Protected (-want +got):\n%s", diff)
 			}
-			if jobs[0].Err != tc.wantErr {
+			if !errors.Is(jobs[0].Err, tc.wantErr) {
 				t.Errorf("Err = %v, want %v", jobs[0].Err, tc.wantErr)
 			}
 			if failed := len(out.Failures) > 0; failed != (tc.wantErr != nil) {

@@ -87,6 +87,7 @@ func (t Takes) forwarded() []corev1.Protocol {
 // Family is the IP family of the addresses a backend set takes.
 type Family int
 
+// The families of addresses a backend set takes.
 const (
 	IPv4 Family = iota
 	IPv6

@@ -117,6 +117,8 @@ func (h *Turn) Step(phase, backendSet, workRequest string) {
 	h.lane.step = Step{Phase: phase, BackendSet: backendSet, WorkRequest: workRequest, Since: h.lanes.now()}
 }
 
+// Release ends the turn: the lane is free, and every resource parked on
+// it is woken.
 func (h *Turn) Release() {
 	l := h.lanes
 	l.mu.Lock()
@@ -146,6 +148,7 @@ func (w *Wakeups) Start(_ context.Context, queue workqueue.TypedRateLimitingInte
 	return nil
 }
 
+// Wake enqueues the named resource now.
 func (w *Wakeups) Wake(name string) {
 	w.After(name, 0)
 }

@@ -48,7 +48,6 @@ func inFlight(id string) oci.WorkRequest { return oci.WorkRequest{ID: id} }
 // wakes.
 func TestWatchWakesOnAnotherWritersChange(t *testing.T) {
 	type round struct {
-		name  string
 		act   func(w *Watch, l listing) // before the round
 		lists listing
 		wakes []string

@@ -208,7 +208,7 @@ func (f *Factory) build(c Credentials) (*Client, error) {
 	provider := parsedKey{common.NewRawConfigurationProvider(c.Tenancy, c.User, c.Region, c.Fingerprint, string(c.PrivateKey), pass), key}
 	cl, err := f.clientOf(provider, c.Region)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCredentials, err)
 	}
 	return cl, nil
 }

@@ -2,6 +2,7 @@ package oci_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestPrivateIPsOfAnInstance(t *testing.T) {
 	}
 
 	_, err = c.PrivateIPs(ctx, "ocid1.instance.oc1.iad.unreadable", nil)
-	if e, ok := err.(*oci.Error); !ok || e.Status != 404 || e.Op != "GetInstance" {
+	if e, ok := errors.AsType[*oci.Error](err); !ok || e.Status != 404 || e.Op != "GetInstance" {
 		t.Errorf("an unreadable instance: %v", err)
 	}
 	var ops []string

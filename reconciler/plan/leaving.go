@@ -4,21 +4,21 @@ package plan
 type Leaving int
 
 const (
-	// NodeDeparted: its node was deleted, is no longer eligible, has no
+	// NodeDeparted means its node was deleted, is no longer eligible, has no
 	// serving endpoint of the Service, or changed its address.
 	NodeDeparted Leaving = iota
-	// Readdressed: its node's address changed in a source-preserving NLB
+	// Readdressed means its node's address changed in a source-preserving NLB
 	// set, the instance the same (Plan.Readdressed).
 	Readdressed
-	// EntryRemoved: the spec no longer names its backend set (an entry
+	// EntryRemoved means the spec no longer names its backend set (an entry
 	// removed from spec.services, or its backendSetName changed).
 	EntryRemoved
-	// ResourceDeleted: the resource was deleted, and its backends are not
+	// ResourceDeleted means the resource was deleted, and its backends are not
 	// kept.
 	ResourceDeleted
-	// LoadBalancerChanged: spec.loadBalancerId names another load balancer.
+	// LoadBalancerChanged means spec.loadBalancerId names another load balancer.
 	LoadBalancerChanged
-	// DeletedKept: the resource was deleted and keeps its backends
+	// DeletedKept means the resource was deleted and keeps its backends
 	// (deletionPolicy Orphan, suspended, the CRD being deleted).
 	DeletedKept
 )
@@ -27,13 +27,13 @@ const (
 type Fate int
 
 const (
-	// DrainedThenRemoved: marked drain, kept for a drain period from when
+	// DrainedThenRemoved means marked drain, kept for a drain period from when
 	// the drain took effect, then removed.
 	DrainedThenRemoved Fate = iota
-	// Replaced: removed in the write that adds its instance's backend at
+	// Replaced means removed in the write that adds its instance's backend at
 	// the new address (OCI takes an instance once per port).
 	Replaced
-	// Kept: left registered, and no longer recorded.
+	// Kept means left registered, and no longer recorded.
 	Kept
 )
 
@@ -41,12 +41,12 @@ const (
 type Period int
 
 const (
-	// NoPeriod: the backend is not drained.
+	// NoPeriod means the backend is not drained.
 	NoPeriod Period = iota
-	// NodeDrainPeriod: serve's --node-drain-period, for a change inside the
+	// NodeDrainPeriod means serve's --node-drain-period, for a change inside the
 	// resource (long enough for an idle keep-alive connection to close).
 	NodeDrainPeriod
-	// DrainPeriod: serve's --drain-period, for the resource leaving a load
+	// DrainPeriod means serve's --drain-period, for the resource leaving a load
 	// balancer.
 	DrainPeriod
 )

@@ -9,16 +9,16 @@ import (
 type State string
 
 const (
-	// Ready: nothing is wrong (Ready True).
+	// Ready means nothing is wrong (Ready True).
 	Ready State = "Ready"
-	// Reconciling: the controller moves it on by itself: a write under
+	// Reconciling means the controller moves it on by itself: a write under
 	// way, a drain, a retried fault, a wait for the cluster.
 	Reconciling State = "Reconciling"
-	// Stalled: a person must act, whatever else is also wrong. The
+	// Stalled means a person must act, whatever else is also wrong. The
 	// controller may still try again (a policy may be propagating, a
 	// ServiceAccount may be created), but nothing it does mends it.
 	Stalled State = "Stalled"
-	// Degraded: some of the desired state is not computed, or OCI reports
+	// Degraded means some of the desired state is not computed, or OCI reports
 	// own backends unhealthy. It describes the cluster, which the
 	// controller watches, and whether anyone must act depends on intent
 	// it cannot know (a Service the same apply creates, pods scaled to

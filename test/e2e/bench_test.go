@@ -222,7 +222,7 @@ func waitAdmits(b *testing.B, c *kube.Cluster, obj *v1beta1.LBRegistrar, admit b
 	eventually.Passes(b, 30*time.Second, 100*time.Millisecond, func() error {
 		err := c.Client.Create(context.Background(), obj.DeepCopy(), client.DryRunAll)
 		if (err == nil) != admit {
-			return fmt.Errorf("the API server has not picked up the webhook configuration (admit=%v): %v", admit, err)
+			return fmt.Errorf("the API server has not picked up the webhook configuration (admit=%v): %w", admit, err)
 		}
 		return nil
 	})

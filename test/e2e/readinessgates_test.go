@@ -55,7 +55,7 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // ends with the listener
 	t.Cleanup(func() { srv.Close() })
 	port := int32(l.Addr().(*net.TCPAddr).Port)
 	emu := ociemu.StartSeeded(t, mustRoot(t)+"/cmd/localrun/seed.yaml", ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: 200 * time.Millisecond,
@@ -320,7 +320,7 @@ spec:
 	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error { // the API server loads policies in a moment
 		_, stderr, err := c.Kubectl(testContext(t), pod("elsewhere", "gated", gate), "create", "--dry-run=server", "-f", "-")
 		if want := "lbregistrar's readiness gate nodes.peppy-ratio.dev/load-balancer-ready is set only in namespaces labelled"; err == nil || !strings.Contains(stderr, want) {
-			return fmt.Errorf("a pod listing the gate elsewhere: want %q; err=%v stderr: %s", want, err, stderr)
+			return fmt.Errorf("a pod listing the gate elsewhere: want %q; err=%w stderr: %s", want, err, stderr)
 		}
 		return nil
 	})

@@ -96,7 +96,7 @@ func (k *kubelet) listen(t *testing.T, pod, ip string) {
 	}
 	s := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
 	k.servers[pod] = s
-	go s.Serve(l)
+	go func() { _ = s.Serve(l) }() // ends with the listener
 }
 
 func (k *kubelet) stop(pod string) {
@@ -181,9 +181,9 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
 }
 
 // setPodCondition sets a condition's status, reporting whether it changed.
-func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, true_ bool) bool {
+func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, holds bool) bool {
 	status := corev1.ConditionFalse
-	if true_ {
+	if holds {
 		status = corev1.ConditionTrue
 	}
 	for i := range p.Status.Conditions {

@@ -104,7 +104,7 @@ func waitLeaseHeld(t *testing.T, ctx context.Context, c *kube.Cluster) {
 	eventually.Passes(t, 2*time.Minute, 100*time.Millisecond, func() error {
 		out, stderr, err := c.Kubectl(ctx, "", "-n", kube.Namespace, "get", "lease", "lbregistrar.nodes.peppy-ratio.dev", "-o", "jsonpath={.spec.holderIdentity}")
 		if err != nil || out == "" {
-			return fmt.Errorf("no leader holds the lease: %v %s", err, stderr)
+			return fmt.Errorf("no leader holds the lease: %w %s", err, stderr)
 		}
 		return nil
 	})

@@ -204,7 +204,7 @@ func (c *Cluster) WaitAdmitting(ctx context.Context) error {
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the API server does not admit LBRegistrars through the webhooks: %w (last: %v)", err, last)
+		return fmt.Errorf("the API server does not admit LBRegistrars through the webhooks: %w (last: %w)", err, last)
 	}
 	return nil
 }

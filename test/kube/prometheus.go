@@ -27,7 +27,7 @@ func (c *Cluster) InstallPrometheusOperatorCRDs(ctx context.Context) error {
 	var module struct{ Dir, Error string }
 	_ = json.Unmarshal(out, &module) // when the download fails, Error says why
 	if err != nil || module.Dir == "" {
-		return fmt.Errorf("downloading %s: %v %s", prometheusOperator, err, module.Error)
+		return fmt.Errorf("downloading %s: %w %s", prometheusOperator, err, module.Error)
 	}
 	dir := filepath.Join(module.Dir, "example", "prometheus-operator-crd")
 	var files []string

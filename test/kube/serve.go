@@ -99,7 +99,7 @@ func (p *ServeProcess) WaitListening(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for lbregistrar serve to listen: %w", ctx.Err())
 		case <-p.done:
-			return fmt.Errorf("lbregistrar serve exited before it listened: %v", p.err)
+			return fmt.Errorf("lbregistrar serve exited before it listened: %w", p.err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/common/model"
 	"io"
 	"log/slog"
 	"slices"
@@ -68,7 +69,7 @@ func firingAlertsCommand(root string, scrape io.Reader, hold, step time.Duration
 			}
 			active := map[string]time.Time{}
 			for _, sample := range vector {
-				b := labels.NewBuilder(sample.Metric).Del(labels.MetricName).Set(labels.AlertName, a.name)
+				b := labels.NewBuilder(sample.Metric).Del(model.MetricNameLabel).Set(labels.AlertName, a.name)
 				for k, v := range a.labels {
 					b.Set(k, v)
 				}
@@ -104,7 +105,7 @@ func heldSeries(scraped []series, start, end time.Time, step time.Duration) stor
 		for at := start; !at.After(end); at = at.Add(step) {
 			samples = append(samples, floatSample{t: at.UnixMilli(), f: s.value})
 		}
-		lset := labels.NewBuilder(labels.FromMap(s.labels)).Set(labels.MetricName, s.name).Labels()
+		lset := labels.NewBuilder(labels.FromMap(s.labels)).Set(model.MetricNameLabel, s.name).Labels()
 		all = append(all, storage.NewListSeries(lset, samples))
 	}
 	slices.SortFunc(all, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })

@@ -176,7 +176,7 @@ func selectorsOf(where, query string) ([]metricSelector, error) {
 	for _, matchers := range parser.ExtractSelectors(expr) {
 		s := metricSelector{Where: where}
 		for _, m := range matchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				s.Metric = m.Value
 				continue
 			}

@@ -182,7 +182,10 @@ func Start(opts Options) (*Emulator, error) {
 // of the emulator carries, so that a profile of a test that runs it in
 // process (BenchmarkScale) tells the emulator's CPU from the code's under
 // test.
-const ProfileLabel, ProfileName = "process", "ociemu"
+const (
+	ProfileLabel = "process"
+	ProfileName  = "ociemu"
+)
 
 // profileLabels are that label, for pprof.Do; the work request timers run
 // outside the goroutines the servers start, and carry it too.

@@ -27,7 +27,7 @@ func greeter(t *testing.T, name string) int {
 			if err != nil {
 				return
 			}
-			c.Write([]byte(name))
+			_, _ = c.Write([]byte(name)) // the reader checks what arrived
 			c.Close()
 		}
 	}()
@@ -39,7 +39,7 @@ func dialRead(t *testing.T, addr string) string {
 	c, err := net.Dial("tcp", addr)
 	must(t, err)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	must(t, c.SetDeadline(time.Now().Add(10*time.Second)))
 	data, _ := io.ReadAll(c)
 	return string(data)
 }

@@ -100,9 +100,9 @@ func (e *Emulator) serveIdentity(listener net.Listener, handler http.Handler, tl
 	e.identityServers = append(e.identityServers, server)
 	e.mu.Unlock()
 	if tlsConfig != nil {
-		go server.ServeTLS(listener, "", "")
+		go func() { _ = server.ServeTLS(listener, "", "") }() // ends with the listener
 	} else {
-		go server.Serve(listener)
+		go func() { _ = server.Serve(listener) }()
 	}
 }
 
@@ -139,7 +139,7 @@ func (e *Emulator) exchange(w http.ResponseWriter, r *http.Request, review Servi
 	payload, _ := json.Marshal(map[string]string{"token": sessionKeyPrefix + token})
 	answer, _ := json.Marshal(base64.StdEncoding.EncodeToString(payload))
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(answer)
+	_, _ = w.Write(answer) // a client gone is its own business
 }
 
 // issueSession makes a session token for principal, signing with the

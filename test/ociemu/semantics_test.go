@@ -33,7 +33,7 @@ func (f *fixture) rawDo(t *testing.T, method, path string, body any) (int, map[s
 	defer resp.Body.Close()
 	var answer map[string]string
 	raw, _ := io.ReadAll(resp.Body)
-	json.Unmarshal(raw, &answer)
+	must(t, json.Unmarshal(raw, &answer))
 	return resp.StatusCode, answer
 }
 

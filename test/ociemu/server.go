@@ -262,7 +262,7 @@ func writeResponse(w http.ResponseWriter, requestID string, resp *response) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(resp.status)
-	w.Write(data)
+	_, _ = w.Write(data) // a client gone is its own business
 }
 
 func writeError(w http.ResponseWriter, requestID string, e *apiError) {
@@ -273,7 +273,7 @@ func writeError(w http.ResponseWriter, requestID string, e *apiError) {
 		h.Set("retry-after", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
 	}
 	w.WriteHeader(e.status)
-	json.NewEncoder(w).Encode(map[string]string{"code": e.code, "message": e.message})
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": e.code, "message": e.message}) // a client gone is its own business
 }
 
 // writeJSON answers an admin request, indented for people.
@@ -290,7 +290,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf.WriteByte('\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	_, _ = w.Write(buf.Bytes()) // a client gone is its own business
 }
 
 // encoded is a response body encoded already.

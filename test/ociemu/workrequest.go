@@ -281,12 +281,7 @@ func (w *workRequest) networkErrors() []networkloadbalancer.WorkRequestError {
 }
 
 func (w *workRequest) networkView() networkloadbalancer.WorkRequest {
-	s := w.networkSummary()
-	return networkloadbalancer.WorkRequest{
-		OperationType: s.OperationType, Status: s.Status, Id: s.Id, CompartmentId: s.CompartmentId,
-		Resources: s.Resources, PercentComplete: s.PercentComplete,
-		TimeAccepted: s.TimeAccepted, TimeStarted: s.TimeStarted, TimeFinished: s.TimeFinished,
-	}
+	return networkloadbalancer.WorkRequest(w.networkSummary())
 }
 
 // networkOperationTypes maps operation names to the NLB work request types.

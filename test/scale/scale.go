@@ -87,7 +87,7 @@ func Node(i int) *corev1.Node {
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i), BootID: fmt.Sprintf("%08x-1111-1111-1111-111111111111", i),
 				KernelVersion: "5.15.0-208.159.3.2.el8uek.x86_64", OSImage: "Oracle Linux Server 8.10", ContainerRuntimeVersion: "cri-o://1.31.1",
-				KubeletVersion: "v1.31.1", KubeProxyVersion: "v1.31.1", OperatingSystem: "linux", Architecture: "amd64",
+				KubeletVersion: "v1.31.1", OperatingSystem: "linux", Architecture: "amd64",
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
 		},

@@ -2,6 +2,7 @@ package connlimit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -88,7 +89,7 @@ func get(c net.Conn, path string, wait time.Duration) error {
 func closed(c net.Conn) bool {
 	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err := c.Read(make([]byte, 1))
-	return err == io.EOF
+	return errors.Is(err, io.EOF)
 }
 
 func TestWaitingConnectionsMakeRoom(t *testing.T) {

@@ -49,7 +49,7 @@ type Limits struct {
 	MaxEntries int
 }
 
-// Defaults: a scraper's token is reviewed once a minute, and a flood of
+// Defaults are the limits serve uses: a scraper's token is reviewed once a minute, and a flood of
 // made-up tokens costs the API server at most 5 reviews a second.
 var Defaults = Limits{TTL: time.Minute, Rate: 5, Burst: 10, SourceRate: 1, SourceBurst: 3, MaxEntries: 4096}
 

@@ -55,6 +55,8 @@ func (s *API) WorkRequestsSince(ctx context.Context, lb string, _ time.Time) ([]
 	return s.WorkRequests(ctx, lb)
 }
 
+// WorkRequests lists, once each, the next of InFlight's lists of work
+// request IDs in flight.
 func (s *API) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
 	s.Calls = append(s.Calls, "WorkRequests")
 	if len(s.InFlight) == 0 {
@@ -68,6 +70,7 @@ func (s *API) WorkRequests(context.Context, string) ([]oci.WorkRequest, error) {
 	return wrs, nil
 }
 
+// GetBackendSet reads Backends, or fails with the next of ReadErrors.
 func (s *API) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet, error) {
 	s.Reads++
 	s.Calls = append(s.Calls, "GetBackendSet "+name)
@@ -77,6 +80,8 @@ func (s *API) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet
 	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.Backends...)}, nil
 }
 
+// UpdateBackendSet accepts backends, to hold once its work request is
+// waited for, or fails with the next of WriteErrors.
 func (s *API) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
 	s.Writes++
 	s.Failed = append(s.Failed, failed)
@@ -88,6 +93,8 @@ func (s *API) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, backends [
 	return fmt.Sprint("wr-", s.Writes), nil
 }
 
+// WaitWorkRequest makes the last write's backends Backends, or fails with
+// the next of WaitErrors.
 func (s *API) WaitWorkRequest(_ context.Context, _, id string) error {
 	s.Waited = append(s.Waited, id)
 	s.Calls = append(s.Calls, "WaitWorkRequest "+id)
@@ -98,6 +105,7 @@ func (s *API) WaitWorkRequest(_ context.Context, _, id string) error {
 	return nil
 }
 
+// GetBackendSetHealth says every backend is OK.
 func (s *API) GetBackendSetHealth(context.Context, string, string) (*oci.BackendSetHealth, error) {
 	return &oci.BackendSetHealth{Status: "OK"}, nil
 }
