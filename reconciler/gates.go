@@ -44,7 +44,7 @@ const gateRecheckFloor = 100 * time.Millisecond
 
 // setupGates adds the controller of the readiness gates: for each pod that
 // carries lbregistrar's (only those are cached), it sets the gate's
-// condition from the entries that gate the pod (decide.Gates) and what the
+// condition from the targets that gate the pod (decide.Gates) and what the
 // last reconcile of each of their resources found (readiness.Decide).
 func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -57,7 +57,7 @@ func (r *Reconciler) setupGates(mgr ctrl.Manager) error {
 }
 
 // gatedPodsOf maps a slice to the pods of its endpoints a gate may be
-// holding (desired.HeldPod); those without the gate are not in the cache
+// holding (desired.WaitingPod); those without the gate are not in the cache
 // and are passed over.
 func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
@@ -66,7 +66,7 @@ func gatedPodsOf(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	var reqs []reconcile.Request
 	for k := range s.Endpoints {
-		if key, held := desired.HeldPod(&s.Endpoints[k]); held {
+		if key, held := desired.WaitingPod(&s.Endpoints[k]); held {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
@@ -237,7 +237,7 @@ func gatedPodChanged() predicate.Predicate {
 	}
 }
 
-// byGatedPod maps a gated pod to the resources whose entries gate it: one
+// byGatedPod maps a gated pod to the resources whose targets gate it: one
 // whose containers became ready waits for them to register it.
 func (r *Reconciler) byGatedPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)

@@ -148,3 +148,33 @@ func reconcilerImports(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// vocabulary is the reconciler's private vocabulary: the words its code and
+// docs use in a sense of their own, one sense each.
+var vocabulary = []string{
+	"ownership record", "target", "entry", "vouch", "intent", "lane", "turn", "park", "wake", "flight",
+	"scope", "job", "hold", "claimant", "holder", "lost", "protected", "leaving", "retire", "kept", "takes",
+	"drain", "refusal", "ending", "verdict", "gate", "waiting pod", "settle", "seen", "stand", "blocked",
+}
+
+// docs/reconciler.md's "Words" defines every word of the vocabulary, and
+// nothing else.
+func TestWordsDefineTheVocabulary(t *testing.T) {
+	doc, err := os.ReadFile("../docs/reconciler.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, words, _ := strings.Cut(string(doc), "\n## Words\n")
+	words, _, _ = strings.Cut(words, "\n## ")
+	var defined []string
+	for line := range strings.SplitSeq(words, "\n") {
+		if cells := strings.Split(line, " | "); strings.HasPrefix(line, "| ") && len(cells) > 1 && cells[0] != "| word" && !strings.HasPrefix(line, "|---") {
+			defined = append(defined, strings.Split(strings.TrimPrefix(cells[0], "| "), ", ")...)
+		}
+	}
+	slices.Sort(defined)
+	want := slices.Sorted(slices.Values(vocabulary))
+	if !slices.Equal(defined, want) {
+		t.Errorf("docs/reconciler.md defines %q, the vocabulary is %q", defined, want)
+	}
+}

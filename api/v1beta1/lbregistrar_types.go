@@ -366,7 +366,7 @@ type LBRegistrarStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Targets is the number of spec.services entries at observedGeneration.
+	// Targets is the number of targets (spec.services items) at observedGeneration.
 	// +optional
 	Targets int32 `json:"targets,omitempty"`
 

@@ -237,7 +237,7 @@ func alphaPaths(spec *v1alpha1.LBRegistrarSpec) specPaths {
 	switch {
 	case len(spec.Services) > 0:
 		paths.target = func(i int) targetPaths {
-			p := entryPaths(specPath.Child("services").Index(i))
+			p := itemPaths(specPath.Child("services").Index(i))
 			if spec.Services[i].BackendSetName == "" {
 				p.backendSetName = specPath.Child("backendSetName")
 			}
@@ -248,7 +248,7 @@ func alphaPaths(spec *v1alpha1.LBRegistrarSpec) specPaths {
 		}
 	case spec.Service != nil:
 		paths.target = func(int) targetPaths {
-			p := entryPaths(specPath.Child("service"))
+			p := itemPaths(specPath.Child("service"))
 			if spec.BackendSetName != "" || spec.Service.BackendSetName == "" {
 				p.backendSetName = specPath.Child("backendSetName")
 			}
@@ -264,7 +264,7 @@ func alphaPaths(spec *v1alpha1.LBRegistrarSpec) specPaths {
 		}
 		paths.target = func(int) targetPaths {
 			return targetPaths{
-				entry:          port,
+				item:           port,
 				nodePort:       port,
 				backendSetName: specPath.Child("backendSetName"),
 				weight:         specPath.Child("weight"),

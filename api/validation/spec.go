@@ -21,7 +21,7 @@ const (
 	maxBackendSetNameLength = 32
 )
 
-// MaxTargets is the most spec.services entries an LBRegistrar may have, in
+// MaxTargets is the most targets (spec.services items) an LBRegistrar may have, in
 // either version: enough for every port of a large ingress, and small enough
 // that one resource stays a small object and one reconcile a bounded amount
 // of work. The CRD schema of both versions says the same (maxItems), for
@@ -40,30 +40,30 @@ type specPaths struct {
 
 // targetPaths are the fields one normalized target came from.
 type targetPaths struct {
-	entry, name, namespace, port, nodePort, backendSetName, weight *field.Path
-	targetType, filterByEndpoints                                  *field.Path
+	item, name, namespace, port, nodePort, backendSetName, weight *field.Path
+	targetType, filterByEndpoints                                 *field.Path
 }
 
 func hubPaths(spec *field.Path) specPaths {
 	services := spec.Child("services")
 	return specPaths{
 		targets: services,
-		target:  func(i int) targetPaths { return entryPaths(services.Index(i)) },
+		target:  func(i int) targetPaths { return itemPaths(services.Index(i)) },
 	}
 }
 
-func entryPaths(entry *field.Path) targetPaths {
+func itemPaths(item *field.Path) targetPaths {
 	return targetPaths{
-		entry:          entry,
-		name:           entry.Child("name"),
-		namespace:      entry.Child("namespace"),
-		port:           entry.Child("port"),
-		nodePort:       entry.Child("nodePort"),
-		backendSetName: entry.Child("backendSetName"),
-		weight:         entry.Child("weight"),
+		item:           item,
+		name:           item.Child("name"),
+		namespace:      item.Child("namespace"),
+		port:           item.Child("port"),
+		nodePort:       item.Child("nodePort"),
+		backendSetName: item.Child("backendSetName"),
+		weight:         item.Child("weight"),
 
-		targetType:        entry.Child("targetType"),
-		filterByEndpoints: entry.Child("filterByEndpoints"),
+		targetType:        item.Child("targetType"),
+		filterByEndpoints: item.Child("filterByEndpoints"),
 	}
 }
 
@@ -92,9 +92,9 @@ func validateSpec(spec *v1beta1.LBRegistrarSpec, fldPath *field.Path, paths spec
 	return append(errs, validateDuplicates(spec.Services, paths)...)
 }
 
-// ValidateTargetCount checks the number of spec.services entries, fldPath,
+// ValidateTargetCount checks the number of targets (spec.services items), fldPath,
 // against MaxTargets. Readers of untrusted input call it before decoding
-// the entries themselves.
+// the targets themselves.
 func ValidateTargetCount(n int, fldPath *field.Path) field.ErrorList {
 	if n > MaxTargets {
 		return field.ErrorList{field.TooMany(fldPath, n, MaxTargets).WithOrigin(RuleTargetLimit)}
@@ -203,7 +203,7 @@ func validateTarget(t *v1beta1.Target, paths specPaths, i int) field.ErrorList {
 	isService := t.Name != "" || t.Namespace != "" || t.Port != nil
 	switch {
 	case t.NodePort != 0 && isService:
-		errs = append(errs, field.Invalid(p().entry, describeTarget(t), "set either name, namespace and port (a Service) or nodePort (a fixed port), not both").WithOrigin(RuleTargetKind))
+		errs = append(errs, field.Invalid(p().item, describeTarget(t), "set either name, namespace and port (a Service) or nodePort (a fixed port), not both").WithOrigin(RuleTargetKind))
 	case t.NodePort != 0:
 		if t.NodePort < 1 || t.NodePort > 65535 {
 			errs = append(errs, field.Invalid(p().nodePort, t.NodePort, utilvalidation.InclusiveRangeError(1, 65535)).WithOrigin(RulePort))
@@ -213,7 +213,7 @@ func validateTarget(t *v1beta1.Target, paths specPaths, i int) field.ErrorList {
 		errs = append(errs, validateName(t.Namespace, func() *field.Path { return p().namespace }, dns1123Label, RuleServiceRef)...)
 		errs = append(errs, validateServicePort(t.Port, func() *field.Path { return p().port })...)
 	default:
-		errs = append(errs, field.Required(p().entry, "a Service (name, namespace and port) or a fixed nodePort").WithOrigin(RuleTargetKind))
+		errs = append(errs, field.Required(p().item, "a Service (name, namespace and port) or a fixed nodePort").WithOrigin(RuleTargetKind))
 	}
 	errs = append(errs, validateTargetType(t, p)...)
 	if t.Weight < minWeight || t.Weight > maxWeight {
@@ -290,14 +290,14 @@ func validateDuplicates(targets []v1beta1.Target, paths specPaths) field.ErrorLi
 			first[key] = i
 			continue
 		}
-		detail := fmt.Sprintf("registers the same %s in backend set %q as %s", describeTarget(t), t.BackendSetName, paths.target(j).entry)
+		detail := fmt.Sprintf("registers the same %s in backend set %q as %s", describeTarget(t), t.BackendSetName, paths.target(j).item)
 		switch prev := &targets[j]; {
 		case prev.Weight != t.Weight:
 			detail += fmt.Sprintf(", with weight %d instead of %d: one backend cannot carry two weights", t.Weight, prev.Weight)
 		case prev.FilterByEndpoints != t.FilterByEndpoints:
 			detail += fmt.Sprintf(", with filterByEndpoints %t instead of %t", t.FilterByEndpoints, prev.FilterByEndpoints)
 		}
-		errs = append(errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: paths.target(i).entry.String(), BadValue: describeTarget(t), Detail: detail, Origin: RuleDuplicateTarget})
+		errs = append(errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: paths.target(i).item.String(), BadValue: describeTarget(t), Detail: detail, Origin: RuleDuplicateTarget})
 	}
 	return errs
 }

@@ -151,7 +151,7 @@ const (
 // waited for, so its outcome is recorded rather than lost or repeated.
 func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, error) {
 	logger := log.FromContext(ctx).WithValues("loadBalancer", req.LoadBalancerID, "backendSet", req.Name)
-	res := Result{WorkRequest: settle(ctx, ociClient, req)}
+	res := Result{WorkRequest: lastOutcome(ctx, ociClient, req)}
 	// changes plans bs into res and reports whether it must be written.
 	changes := func(bs *oci.BackendSet) (plan.Input, bool) {
 		in := req.Input(bs.Backends)
@@ -276,10 +276,10 @@ func waitForOthers(ctx context.Context, ociClient API, req Request) bool {
 	return len(ids) > 0
 }
 
-// settle looks up the outcome of the record's last work request when the
+// lastOutcome looks up the outcome of the record's last work request when the
 // record does not know it: a wait that ended first is no failure, the work
 // request may well have succeeded since.
-func settle(ctx context.Context, ociClient API, req Request) *v1beta1.WorkRequest {
+func lastOutcome(ctx context.Context, ociClient API, req Request) *v1beta1.WorkRequest {
 	last := req.Last
 	if last == nil || last.Status == WorkRequestSucceeded || last.Status == WorkRequestFailed {
 		return last

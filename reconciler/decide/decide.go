@@ -254,7 +254,7 @@ func registerJobs(obj *v1beta1.LBRegistrar, result desired.Result, out *status.O
 	}
 	for _, rec := range obj.Status.BackendSets {
 		if !inSpec[rec.Name] {
-			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(plan.EntryRemoved), Read: read[rec.Name]})
+			jobs = append(jobs, Job{Name: rec.Name, Mode: plan.Retire, DrainFor: o.DrainFor(plan.TargetRemoved), Read: read[rec.Name]})
 		}
 	}
 	return jobs

@@ -13,7 +13,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
-// Gates are the entries that gate pod (desired.Gating), read through
+// Gates are the targets that gate pod (desired.Gating), read through
 // reader: the Services of its namespace that select it (as the
 // EndpointSlice controller finds a pod's Services: every Service of the
 // namespace, its selector matched), and the LBRegistrars that name one of

@@ -101,11 +101,11 @@ func EndpointSlicesOf(ctx context.Context, reader client.Reader, service types.N
 }
 
 // readGated adds to c.Gated the pods of slice's endpoints that a readiness
-// gate may be holding (desired.HeldPod): only the pods that carry
+// gate may be holding (desired.WaitingPod): only the pods that carry
 // lbregistrar's are cached, so the others are not found.
 func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, c *desired.Cluster) error {
 	for k := range slice.Endpoints {
-		key, held := desired.HeldPod(&slice.Endpoints[k])
+		key, held := desired.WaitingPod(&slice.Endpoints[k])
 		if _, done := c.Gated[key]; !held || done {
 			continue
 		}

@@ -124,7 +124,7 @@ type PrivateIPs struct {
 	Unread map[string]string
 }
 
-// resolved is what one spec.services entry makes of the cluster: the
+// resolved is what one target (a spec.services item) makes of the cluster: the
 // backends it wants, the nodes left out for want of an address of the
 // backend set's family, what it makes of the gated pods, what it reports,
 // and the issue that holds its backend set, if any. emptied says it
@@ -271,7 +271,7 @@ func (a *setBuilder) take(i int, t *v1beta1.Target, res resolved, issues *[]Issu
 		if prev, ok := a.backends[k]; ok {
 			if prev.Weight != b.Weight {
 				*issues = append(*issues, Issue{v1beta1.ReasonDuplicateBackend, fmt.Sprintf(
-					"services[%d] registers %s in backend set %q with weight %d, but an earlier entry registers it with weight %d; the earlier weight is used",
+					"services[%d] registers %s in backend set %q with weight %d, but an earlier target registers it with weight %d; the earlier weight is used",
 					i, b.Key(), t.BackendSetName, b.Weight, prev.Weight)})
 			}
 			continue

@@ -53,7 +53,7 @@ func (g GatedPods) awaitingPod(ep *discoveryv1.Endpoint) *corev1.Pod {
 
 // podOf is the gated pod ep names, when a gate may be holding it.
 func (g GatedPods) podOf(ep *discoveryv1.Endpoint) *corev1.Pod {
-	key, ok := HeldPod(ep)
+	key, ok := WaitingPod(ep)
 	if !ok {
 		return nil
 	}
@@ -63,10 +63,10 @@ func (g GatedPods) podOf(ep *discoveryv1.Endpoint) *corev1.Pod {
 	return nil
 }
 
-// HeldPod is the pod of ep when a readiness gate may be holding it: the
+// WaitingPod is the pod of ep when it may be waiting for a readiness gate: the
 // endpoint is a pod's, not ready (as kube-proxy reads it: unset is ready)
 // and not terminating.
-func HeldPod(ep *discoveryv1.Endpoint) (types.NamespacedName, bool) {
+func WaitingPod(ep *discoveryv1.Endpoint) (types.NamespacedName, bool) {
 	ref := ep.TargetRef
 	if ready, _ := conditions(ep.Conditions); ready || ref == nil || ref.Kind != "Pod" || ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
 		return types.NamespacedName{}, false
@@ -127,14 +127,14 @@ func HasGate(pod *corev1.Pod) bool {
 	return false
 }
 
-// Gate is one entry of an LBRegistrar that gates a pod: it registers a
+// Gate is one target of an LBRegistrar that gates a pod: it registers a
 // Service that selects the pod, for its pods (GatesPods).
 type Gate struct {
 	LBRegistrar    string
 	Generation     int64 // of the LBRegistrar's spec, which its reconcile's Stands follow
 	LoadBalancerID string
 	BackendSet     string
-	Entry          int // its index in spec.services
+	Target         int // its index in spec.services
 	// Suspended: the resource writes nothing (spec.suspend), so the gate
 	// waits until it resumes or is released.
 	Suspended bool
@@ -142,13 +142,13 @@ type Gate struct {
 	Released bool
 }
 
-// Gating is the one answer to "which entries gate pod": those of
+// Gating is the one answer to "which targets gate pod": those of
 // registrars that register a Service of services selecting pod, for its
 // pods (GatesPods). A resource being deleted gates nothing: it is taking
 // its backends out. A suspended one still gates (and holds: Gate.Suspended),
 // so that a rollout during a suspension does not end with the load
 // balancer holding only gone pods. The admission webhook gives a pod the
-// gate when this is not empty, the gates controller waits for each entry,
+// gate when this is not empty, the gates controller waits for each target,
 // and the watches wake their resources.
 func Gating(pod *corev1.Pod, services []*corev1.Service, registrars []*v1beta1.LBRegistrar) []Gate {
 	var out []Gate
@@ -166,7 +166,7 @@ func Gating(pod *corev1.Pod, services []*corev1.Service, registrars []*v1beta1.L
 					continue
 				}
 				out = append(out, Gate{LBRegistrar: r.Name, Generation: r.Generation, LoadBalancerID: r.Spec.LoadBalancerID,
-					BackendSet: t.BackendSetName, Entry: i, Suspended: r.Spec.Suspend, Released: r.Annotations[v1beta1.ReleaseGatesAnnotation] == "true"})
+					BackendSet: t.BackendSetName, Target: i, Suspended: r.Spec.Suspend, Released: r.Annotations[v1beta1.ReleaseGatesAnnotation] == "true"})
 			}
 		}
 	}

@@ -233,7 +233,7 @@ func TestStands(t *testing.T) {
 				t.Fatalf("stands %+v, want one", stands)
 			}
 			got := stands[0]
-			if got.Entry != 0 || !slices.Equal(got.Backends, tt.want.Backends) || got.Healthy != tt.want.Healthy || (tt.want.Skip == "") != (got.Skip == "") || !strings.Contains(got.Skip, tt.want.Skip) {
+			if got.Target != 0 || !slices.Equal(got.Backends, tt.want.Backends) || got.Healthy != tt.want.Healthy || (tt.want.Skip == "") != (got.Skip == "") || !strings.Contains(got.Skip, tt.want.Skip) {
 				t.Errorf("stand %+v, want %+v", got, tt.want)
 			}
 		})

@@ -20,7 +20,7 @@ import (
 // alone (readiness.Decide), so a gate waits only for a backend Compute
 // wants written.
 type Stand struct {
-	Entry int // the target's index in spec.services
+	Target int // the target's index in spec.services
 	// Backends are the ip:port (plan.Key's form) standing for the pod: its
 	// endpoint's address at the slice's port for a Pod target, its node's
 	// address at the node port for a node target.
@@ -45,7 +45,7 @@ func (s Stands) add(uid types.UID, stand Stand) Stands {
 	}
 	for k := range s[uid] {
 		cur := &s[uid][k]
-		if cur.Entry != stand.Entry {
+		if cur.Target != stand.Target {
 			continue
 		}
 		if stand.Skip == "" {
@@ -79,7 +79,7 @@ func (s Stands) merge(other Stands) Stands {
 func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, endpointSlices []*discoveryv1.EndpointSlice, f Family, view podView, gated GatedPods) Stands {
 	var out Stands
 	forGated(service, endpointSlices, gated, func(s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, pod *corev1.Pod) {
-		st := Stand{Entry: i}
+		st := Stand{Target: i}
 		number := slicePort(s, port)
 		switch {
 		case number == 0:
@@ -110,7 +110,7 @@ func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, en
 func nodeStands(i int, service types.NamespacedName, sp *corev1.ServicePort, local bool, endpointSlices []*discoveryv1.EndpointSlice, gated GatedPods, ns nodeSet, f Family) Stands {
 	var out Stands
 	forGated(service, endpointSlices, gated, func(s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, pod *corev1.Pod) {
-		st := Stand{Entry: i}
+		st := Stand{Target: i}
 		switch {
 		case !servesPort(s, sp):
 			st.Skip = fmt.Sprintf("its endpoint does not serve port %s of Service %s", sp.Name, service)

@@ -13,7 +13,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
-// targetBackends resolves one spec.services entry into backends as its
+// targetBackends resolves one target (a spec.services item) into backends as its
 // backend set takes them, and the nodes left out for want of an address of
 // its family, or the issue that prevents it; and, for a target that
 // follows the endpoints, what it makes of the pods waiting for their gate

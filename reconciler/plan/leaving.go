@@ -10,9 +10,9 @@ const (
 	// Readdressed means its node's address changed in a source-preserving NLB
 	// set, the instance the same (Plan.Readdressed).
 	Readdressed
-	// EntryRemoved means the spec no longer names its backend set (an entry
+	// TargetRemoved means the spec no longer names its backend set (a target
 	// removed from spec.services, or its backendSetName changed).
-	EntryRemoved
+	TargetRemoved
 	// ResourceDeleted means the resource was deleted, and its backends are not
 	// kept.
 	ResourceDeleted
@@ -67,7 +67,7 @@ type Departure struct {
 var Policy = []Departure{
 	{NodeDeparted, "its node departs: deleted, no longer eligible (taint, label, selector), its endpoints gone (with `externalTrafficPolicy: Local`, its ready ones), or its address changed", DrainedThenRemoved, NodeDrainPeriod},
 	{Readdressed, "its node's address changed, in a source-preserving NLB set, the instance the same", Replaced, NoPeriod},
-	{EntryRemoved, "its entry left `spec.services`, or the entry's `backendSetName` changed (the old set)", DrainedThenRemoved, NodeDrainPeriod},
+	{TargetRemoved, "its target left `spec.services`, or the target's `backendSetName` changed (the old set)", DrainedThenRemoved, NodeDrainPeriod},
 	{ResourceDeleted, "the resource was deleted", DrainedThenRemoved, DrainPeriod},
 	{LoadBalancerChanged, "`loadBalancerId` changed (the old load balancer)", DrainedThenRemoved, DrainPeriod},
 	{DeletedKept, "the resource was deleted with `deletionPolicy: Orphan`, while suspended, or with the CRD", Kept, NoPeriod},

@@ -1,5 +1,5 @@
 // Package readiness decides lbregistrar's readiness gate of one pod
-// (v1beta1.ReadinessGate), as a pure function of the entries that gate it
+// (v1beta1.ReadinessGate), as a pure function of the targets that gate it
 // (desired.Gating) and what the last reconcile of each of their resources
 // found (Record: the desired state's desired.Stand for the pod, the
 // backend sets as OCI holds them, and what keeps the controller from
@@ -110,7 +110,7 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 		return pending(WaitRegistering, fmt.Sprintf("LBRegistrar %s changed (generation %d); waiting for its reconcile", g.LBRegistrar, g.Generation))
 	}
 	set := rec.Sets[g.BackendSet]
-	stand := standOf(set, uid, g.Entry)
+	stand := standOf(set, uid, g.Target)
 	switch {
 	case stand != nil && stand.Skip != "":
 		return judgement{skipped: fmt.Sprintf("%s writes no backend for it: %s", where, stand.Skip)}
@@ -119,7 +119,7 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 	case stand == nil && set.Blocked != "":
 		return blocked(where + ": " + set.Blocked)
 	case stand == nil:
-		return pending(WaitRegistering, fmt.Sprintf("the pod is not in the EndpointSlices of the Service services[%d] of LBRegistrar %s names, as its last reconcile read them", g.Entry, g.LBRegistrar))
+		return pending(WaitRegistering, fmt.Sprintf("the pod is not in the EndpointSlices of the Service services[%d] of LBRegistrar %s names, as its last reconcile read them", g.Target, g.LBRegistrar))
 	}
 	backend := ""
 	if i := slices.IndexFunc(stand.Backends, func(b string) bool { return set.Serving[b] }); i >= 0 {
@@ -185,14 +185,14 @@ func blocked(message string) judgement {
 		Message: message + fmt.Sprintf("; the pod waits until this is fixed, or until the LBRegistrar is annotated %s=true", v1beta1.ReleaseGatesAnnotation)}}
 }
 
-// standOf is the stand of pod uid under entry in set, nil when the set's
+// standOf is the stand of pod uid under target (its index) in set, nil when the set's
 // desired state did not list the pod.
-func standOf(set *Set, uid types.UID, entry int) *desired.Stand {
+func standOf(set *Set, uid types.UID, target int) *desired.Stand {
 	if set == nil {
 		return nil
 	}
 	for k := range set.Stands[uid] {
-		if st := &set.Stands[uid][k]; st.Entry == entry {
+		if st := &set.Stands[uid][k]; st.Target == target {
 			return st
 		}
 	}

@@ -14,10 +14,10 @@ import (
 
 func TestDecide(t *testing.T) {
 	const uid = types.UID("pod")
-	podGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "pods", Entry: 0}
-	nodeGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "nodes", Entry: 1}
-	podStand := desired.Stands{uid: {{Entry: 0, Backends: []string{"10.1.0.7:8080"}, Healthy: true}}}
-	nodeStand := desired.Stands{uid: {{Entry: 1, Backends: []string{"10.0.0.1:30080"}}}}
+	podGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "pods", Target: 0}
+	nodeGate := desired.Gate{LBRegistrar: "web", Generation: 2, LoadBalancerID: "lb", BackendSet: "nodes", Target: 1}
+	podStand := desired.Stands{uid: {{Target: 0, Backends: []string{"10.1.0.7:8080"}, Healthy: true}}}
+	nodeStand := desired.Stands{uid: {{Target: 1, Backends: []string{"10.0.0.1:30080"}}}}
 	set := func(stands desired.Stands, serving, health, blocked string) *Set {
 		s := &Set{Serving: map[string]bool{}, Health: map[string]string{}, Stands: stands, Blocked: blocked}
 		if serving != "" {
@@ -61,7 +61,7 @@ func TestDecide(t *testing.T) {
 		{"its node registered suffices where health waits for it", []desired.Gate{nodeGate}, record(map[string]*Set{"nodes": set(nodeStand, "10.0.0.1:30080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.0.0.1:30080 in nodes"},
 		{"every set must have it", []desired.Gate{nodeGate, podGate}, record(map[string]*Set{"nodes": set(nodeStand, "10.0.0.1:30080", "", ""), "pods": set(podStand, "10.1.0.7:8080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, `backend set "pods"`},
 		{"skipped: not waited for", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(desired.Stands{uid: {{Skip: "its node b is not selected by spec.nodeSelector"}}}, "", "", "held")}), true, v1beta1.ReasonNotRegistered, "", "not selected"},
-		{"skipped in one, met in another", []desired.Gate{nodeGate, podGate}, record(map[string]*Set{"nodes": set(desired.Stands{uid: {{Entry: 1, Skip: "its node is leaving"}}}, "", "", ""), "pods": set(podStand, "10.1.0.7:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "not waited for"},
+		{"skipped in one, met in another", []desired.Gate{nodeGate, podGate}, record(map[string]*Set{"nodes": set(desired.Stands{uid: {{Target: 1, Skip: "its node is leaving"}}}, "", "", ""), "pods": set(podStand, "10.1.0.7:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerReady, "", "not waited for"},
 		{"the identity cannot be used", []desired.Gate{podGate}, map[string]Record{"web": {Generation: 2, Blocked: "SecretNotFound: no key"}}, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "LBRegistrar web cannot write"},
 		{"the set is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(nil, "", "", "its desired state is held: no port")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "no port"},
 		{"OCI refused its addition", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "OCI refused"},
