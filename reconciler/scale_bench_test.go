@@ -1,36 +1,18 @@
 package reconciler_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
-	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
-	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 	"github.com/peppy-ratio/lbregistrar/test/scale"
 )
@@ -217,7 +199,7 @@ func benchConverge(b *testing.B, lbs int) float64 {
 		took += d
 		calls += float64(c)
 		floor += max(scaleSets*scaleLatency, time.Duration(float64(c)/scaleRate*float64(time.Second)))
-		halfDone += float64(median(done).Sub(start)) / float64(d)
+		halfDone += float64(scale.Median(done).Sub(start)) / float64(d)
 		f.discard()
 		b.StartTimer() // as b.Loop wants it
 	}
@@ -246,8 +228,8 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		n++
 		f, ids, _ := setUpScale(b, lbs)
 		f.emu.ResetCalls()
-		api := watchAPIServer(b, f.cfg)
-		patches0, failed0 := f.statusWrites.counts()
+		api := scale.WatchAPIServer(b, f.cfg)
+		patches0, failed0 := f.statusWrites.Counts()
 		added := scale.Node(scaleNodes + n)
 		added.Labels[scaleAddedLabel] = ""
 		added.Labels[scale.PoolLabel] = scale.Pool(0)
@@ -258,7 +240,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		b.StartTimer()
 		f.must(f.api.Create(f.ctx, added))
 		end, _, err := f.awaitWritten(ids, scaleSets, start, func() error {
-			if rss := api.peakMiB(); rss > scaleAPIServerMiB {
+			if rss := api.PeakMiB(); rss > scaleAPIServerMiB {
 				return fmt.Errorf("the API server holds %.0f MiB, more than the %d MiB this benchmark allows it", rss, scaleAPIServerMiB)
 			}
 			if time.Since(start) > scaleNodeAddedLimit {
@@ -279,7 +261,7 @@ func benchNodeAdded(b *testing.B, lbs int) {
 			end = time.Now()
 		}
 		took += end.Sub(start)
-		if first, last, ok := firstWrites(f.emu, start); ok {
+		if first, last, ok := scale.FirstWrites(f.emu, start); ok {
 			firstWrite += first.Sub(start)
 			lastFirstWrite += last.Sub(start)
 		}
@@ -290,9 +272,9 @@ func benchNodeAdded(b *testing.B, lbs int) {
 				polls++
 			}
 		}
-		p, failed := f.statusWrites.counts()
+		p, failed := f.statusWrites.Counts()
 		patches, failedPatches = patches+p-patches0, failedPatches+failed-failed0
-		cpu, peak := api.stop()
+		cpu, peak := api.Stop()
 		apiCPU, apiPeak = apiCPU+cpu, max(apiPeak, peak)
 		processCPU += cpu1 - cpu0
 		if err != nil {
@@ -343,8 +325,8 @@ func benchSteadyState(b *testing.B, lbs int) {
 		o := f.scaleOptions(1000, 1000)
 		o.Resync = scaleResync
 		f.emu.ResetCalls()
-		api := watchAPIServer(b, f.cfg)
-		patches0, _ := f.statusWrites.counts()
+		api := scale.WatchAPIServer(b, f.cfg)
+		patches0, _ := f.statusWrites.Counts()
 		cpu0, _ := scale.CPUSeconds(0)
 		start := time.Now()
 		b.StartTimer()
@@ -352,7 +334,7 @@ func benchSteadyState(b *testing.B, lbs int) {
 		var resyncs map[string][][]ociemu.Call
 		reconciled := func(times int) func() error {
 			return func() error {
-				resyncs = resyncsOf(f.callLog())
+				resyncs = scale.ResyncsOf(f.callLog())
 				for _, lb := range ids {
 					if got := len(resyncs[lb]); got < times {
 						return fmt.Errorf("%s reconciled %d times of %d", lb, got, times)
@@ -372,7 +354,7 @@ func benchSteadyState(b *testing.B, lbs int) {
 		for _, c := range f.callLog() { // each call signed; one read of each backend set per resync
 			if c.Time.After(windowStart) && c.Time.Before(windowEnd) {
 				signatures++
-				if readOf(c.Operation) == "read" {
+				if scale.ReadOf(c.Operation) == "read" {
 					setResyncs++
 				}
 			}
@@ -380,14 +362,14 @@ func benchSteadyState(b *testing.B, lbs int) {
 		took += time.Since(start)
 		cpu1, _ := scale.CPUSeconds(0)
 		processCPU += cpu1 - cpu0
-		p, _ := f.statusWrites.counts()
+		p, _ := f.statusWrites.Counts()
 		patches += p - patches0
-		cpu, peak := api.stop()
+		cpu, peak := api.Stop()
 		apiCPU, apiPeak = apiCPU+cpu, max(apiPeak, peak)
 		for _, lb := range ids {
 			for _, calls := range resyncs[lb][1 : 1+scaleResyncs] {
 				for _, call := range calls {
-					counts[kindOf(lb)+" "+readOf(call.Operation)]++
+					counts[scale.KindOf(lb)+" "+scale.ReadOf(call.Operation)]++
 				}
 			}
 		}
@@ -567,7 +549,7 @@ func scaleFloor(b *testing.B) backendSetFloor {
 	floorMu.Lock()
 	defer floorMu.Unlock()
 	if measuredFloor == nil {
-		awaitIdleMachine(b)
+		scale.AwaitIdleMachine(b)
 		nodes := len(scalePool())
 		f := measureFloor(b, nodes)
 		b.Logf("floor per backend set of %d backends: decode %.2f ms, encode %.2f ms, sign %.2f ms", nodes, f.decode*1e3, f.encode*1e3, f.sign*1e3)
@@ -576,506 +558,7 @@ func scaleFloor(b *testing.B) backendSetFloor {
 	return *measuredFloor
 }
 
-// awaitIdleMachine waits, for up to a minute, until the machine's cores
-// are all but idle: the floor is what one operation costs alone, and an API
-// server just started or still settling after thousands of writes slows
-// whatever shares the cores with it by half (the signature measured 1.5 or
-// 2.3 ms, one run to the next, when the floor was taken at once).
-func awaitIdleMachine(b *testing.B) {
-	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		busy, ok := scale.MachineBusy(500 * time.Millisecond)
-		if !ok || busy < 0.1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Logf("the floor is measured on a busy machine: %.2f cores busy", busy)
-			return
-		}
-	}
-}
-
 var (
 	floorMu       sync.Mutex
 	measuredFloor *backendSetFloor
 )
-
-// firstWrites are when the emulator accepted the first write since since,
-// of any load balancer (first) and of the load balancer whose first write
-// came last (last).
-func firstWrites(emu *ociemu.Emulator, since time.Time) (first, last time.Time, ok bool) {
-	byLB := map[string]time.Time{}
-	for _, wr := range emu.WorkRequests() {
-		if at, seen := byLB[wr.LoadBalancerID]; !wr.TimeAccepted.Before(since) && (!seen || wr.TimeAccepted.Before(at)) {
-			byLB[wr.LoadBalancerID] = wr.TimeAccepted
-		}
-	}
-	for _, at := range byLB {
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-		if at.After(last) {
-			last = at
-		}
-	}
-	return first, last, len(byLB) > 0
-}
-
-// resyncsOf splits each load balancer's calls into its resyncs, those
-// done: one reads the backend sets of its resource, then, once it has them
-// all and written what it must, reads their health; so each resync of a
-// load balancer (there is one resource per load balancer) begins with the
-// first call after a health read, and a resync is done once the next has
-// begun.
-func resyncsOf(calls []ociemu.Call) map[string][][]ociemu.Call {
-	byLB := map[string][]ociemu.Call{}
-	for _, c := range calls {
-		byLB[c.LoadBalancerID] = append(byLB[c.LoadBalancerID], c)
-	}
-	out := map[string][][]ociemu.Call{}
-	for lb, calls := range byLB {
-		slices.SortStableFunc(calls, func(a, b ociemu.Call) int { return a.Time.Compare(b.Time) })
-		first := 0
-		for i := 1; i < len(calls); i++ {
-			if readOf(calls[i-1].Operation) == "health" && readOf(calls[i].Operation) != "health" {
-				out[lb] = append(out[lb], calls[first:i])
-				first = i
-			}
-		}
-	}
-	return out
-}
-
-// kindOf names the kind of load balancer an OCID is.
-func kindOf(id string) string {
-	if oci.IsNetworkLoadBalancer(id) {
-		return "network"
-	}
-	return "classic"
-}
-
-// readOf classes an OCI operation: a write, a read of a backend set's
-// backends, a read of health, or another call (work requests).
-func readOf(operation string) string {
-	switch operation {
-	case "UpdateBackendSet", "CreateBackend", "UpdateBackend", "DeleteBackend":
-		return "write"
-	case "GetBackendSet", "ListBackendSets", "ListBackends", "GetBackend", "GetLoadBalancer", "GetNetworkLoadBalancer":
-		return "read"
-	case "GetBackendSetHealth", "GetBackendHealth":
-		return "health"
-	default:
-		return "other"
-	}
-}
-
-// scaleFixture is a fixture whose managers' status writes are counted.
-type scaleFixture struct {
-	*fixture
-	statusWrites statusWrites
-}
-
-// newScaleFixture is a fixture on the API server cfg reaches, with time
-// enough for BenchmarkScale's cases.
-func newScaleFixture(b *testing.B, cfg *rest.Config, api client.Client) *scaleFixture {
-	b.Helper()
-	f := &scaleFixture{fixture: newFixtureOn(b, ociemu.Options{WorkRequestLatency: scaleLatency}, cfg, api)}
-	f.cfg = f.statusWrites.wrap(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	b.Cleanup(cancel)
-	f.ctx = ctx
-	return f
-}
-
-// setUpScale seeds lbs load balancers whose backend sets hold every node of
-// the scale cluster, starts the controller (on the fixture's configuration,
-// which reaches the scale cluster), creates a resource for each, and waits
-// until it has adopted them all; stop stops the controller, and may fail
-// to in time when the API server is swamped.
-func setUpScale(b *testing.B, lbs int) (f *scaleFixture, ids []string, stop func()) {
-	b.Helper()
-	cluster := populatedScaleCluster(b, scaleNodes)
-	f = newScaleFixture(b, cluster.Config, cluster.Client)
-	f.cleanupNodes = []client.DeleteAllOfOption{client.HasLabels{scaleAddedLabel}}
-	ips := scalePool()
-	nodes := len(ips)
-	// Without one node of the pool, which the adoption writes: a
-	// controller that has run a while knows how long work requests take,
-	// and polls them so (the estimator of reconciler/oci).
-	ids = f.seedBalancers("scale", lbs, scaleSets, everyOtherLB, ips[1:])
-	// It may fail to stop in time when node-added gives up.
-	mgr, stop := f.startManagerOn(f.cfg, true, f.scaleOptions(1000, 1000))
-	adopting := time.Now()
-	// A few resources at a time, as many adoptions at once once took the
-	// API server longer than the controller's status write timeout.
-	for first := 0; first < lbs; first += scaleAdoptBatch {
-		for i := first; i < min(first+scaleAdoptBatch, lbs); i++ {
-			f.registrar(fmt.Sprintf("scale-%d", i), ids[i], benchTargets(scaleSets), func(o *v1beta1.LBRegistrar) {
-				o.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{scale.PoolLabel: scale.Pool(0)}}
-			})
-		}
-		eventually.Passes(b, 5*time.Minute, 100*time.Millisecond, func() error {
-			var list v1beta1.LBRegistrarList // read in place from the cache
-			f.must(mgr.GetClient().List(f.ctx, &list, client.UnsafeDisableDeepCopy))
-			adopted := 0
-			for _, o := range list.Items {
-				if len(o.Status.BackendSets) == scaleSets && !slices.ContainsFunc(o.Status.BackendSets, func(rec v1beta1.BackendSetStatus) bool {
-					return rec.OwnedCount() != nodes
-				}) {
-					adopted++
-				}
-			}
-			if adopted < min(first+scaleAdoptBatch, lbs) {
-				return fmt.Errorf("%d of %d resources record the %d backends of each of their backend sets", adopted, len(list.Items), nodes)
-			}
-			return nil
-		})
-		f.awaitQuiet()
-	}
-	b.Logf("%d resources adopted %d backend sets of %d backends in %s", lbs, lbs*scaleSets, nodes, time.Since(adopting).Round(time.Second))
-	return f, ids, stop
-}
-
-// scalePool are the addresses of the scale cluster's nodes in pool 0, the
-// nodes every resource of node-added and steady-state registers.
-func scalePool() []string {
-	var ips []string
-	for i := 0; i < scaleNodes; i += scale.NodePools {
-		ips = append(ips, scale.NodeIP(i))
-	}
-	return ips
-}
-
-// scaleOptions are the fixture's options with work request polls from
-// 100 ms to serve's default 10 s, serve's default write backoff, and OCI
-// calls paced at limit per second, with burst.
-func (f *fixture) scaleOptions(limit float64, burst int) reconciler.Options {
-	o := f.options()
-	d := reconciler.DefaultOptions()
-	o.OCI.PollMin, o.OCI.PollMax = 100*time.Millisecond, d.OCI.PollMax
-	o.OCI.RateLimit, o.OCI.Burst = rate.Limit(limit), burst
-	o.Backoff = d.Backoff
-	// The benchmarks count the calls of reconciles; the watch's are its
-	// listings, one or two per load balancer and period (docs/reconciler.md).
-	o.WatchPeriod = 0
-	return o
-}
-
-// awaitWritten waits until every backend set of lbs has a work request
-// accepted since since that succeeded, and returns when the last of them
-// finished and, per load balancer, when its last one did; or, once giveUp
-// (if any) returns an error, that error.
-func (f *fixture) awaitWritten(lbs []string, sets int, since time.Time, giveUp func() error) (time.Time, map[string]time.Time, error) {
-	f.t.Helper()
-	wanted := map[string]bool{}
-	for _, lb := range lbs {
-		for s := range sets {
-			wanted[lb+"/"+benchSet(s)] = true
-		}
-	}
-	finished := map[string]time.Time{} // the first success of each backend set
-	deadline := time.Now().Add(5 * time.Minute)
-	for len(finished) < len(wanted) {
-		if giveUp != nil {
-			if err := giveUp(); err != nil {
-				return time.Time{}, nil, err
-			}
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, nil, fmt.Errorf("%d of %d backend sets written after 5 minutes", len(finished), len(wanted))
-		}
-		time.Sleep(20 * time.Millisecond)
-		for _, wr := range f.emu.WorkRequests() {
-			key := wr.LoadBalancerID + "/" + wr.BackendSet
-			if !wanted[key] || wr.Status != ociemu.StateSucceeded || wr.TimeAccepted.Before(since) {
-				continue
-			}
-			if at, ok := finished[key]; !ok || wr.TimeFinished.Before(at) {
-				finished[key] = wr.TimeFinished
-			}
-		}
-	}
-	var last time.Time
-	perLB := map[string]time.Time{}
-	for key, at := range finished {
-		lb, _, _ := strings.Cut(key, "/")
-		if at.After(perLB[lb]) {
-			perLB[lb] = at
-		}
-		if at.After(last) {
-			last = at
-		}
-	}
-	return last, perLB, nil
-}
-
-// awaitQuiet waits until no flight is in the air and OCI has not been
-// called for half a second.
-func (f *fixture) awaitQuiet() {
-	f.t.Helper()
-	last, since := -1, time.Now()
-	eventually.Passes(f.t, 5*time.Minute, 20*time.Millisecond, func() error {
-		if n := f.emu.Counters().Requests; n != last || counter(f.t, metrics.Flights) != 0 {
-			last, since = n, time.Now()
-			return errors.New("the controller is still calling OCI")
-		}
-		if time.Since(since) < 500*time.Millisecond {
-			return errors.New("the controller called OCI less than half a second ago")
-		}
-		return nil
-	})
-}
-
-// callLog is the emulator's call log since it was last reset, whole:
-// the emulator drops the oldest entries only at 10,000.
-func (f *fixture) callLog() []ociemu.Call {
-	f.t.Helper()
-	calls := f.emu.Calls()
-	if n := f.emu.Counters().Requests; n >= 10000 {
-		f.t.Fatalf("%d calls since the call log was reset: it no longer holds them all", n)
-	}
-	return calls
-}
-
-// discard stops the fixture's managers and deletes every LBRegistrar and
-// the nodes cleanup deletes, without deregistering anything: the backends
-// are in the fixture's emulator, which goes with it.
-func (f *fixture) discard() {
-	f.t.Helper()
-	for _, stop := range slices.Backward(f.stop) {
-		stop()
-	}
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("LBRegistrarList"))
-	f.must(f.api.List(f.ctx, &list))
-	for i := range list.Items {
-		o := &list.Items[i]
-		if len(o.Finalizers) > 0 {
-			f.must(client.IgnoreNotFound(f.api.Patch(f.ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))))
-		}
-		f.must(client.IgnoreNotFound(f.api.Delete(f.ctx, o)))
-	}
-	f.must(f.api.DeleteAllOf(f.ctx, &corev1.Node{}, f.cleanupNodes...))
-}
-
-// statusWrites counts the status writes (PATCH or PUT of a status
-// subresource) sent through the configurations it wraps, and how many of
-// them failed or timed out.
-type statusWrites struct{ sent, failed atomic.Int64 }
-
-// wrap is a copy of cfg whose requests w counts.
-func (w *statusWrites) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			resp, err := next.RoundTrip(r)
-			if (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.HasSuffix(r.URL.Path, "/status") {
-				w.sent.Add(1)
-				if err != nil || resp.StatusCode >= 300 {
-					w.failed.Add(1)
-				}
-			}
-			return resp, err
-		})
-	})
-	return cfg
-}
-
-// counts are the writes sent and failed so far.
-func (w *statusWrites) counts() (sent, failed float64) {
-	return float64(w.sent.Load()), float64(w.failed.Load())
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// apiServerWatch samples the resident memory of a kube-apiserver this
-// process started, and counts the CPU time it uses.
-type apiServerWatch struct {
-	pid  int
-	cpu0 float64
-	mu   sync.Mutex
-	peak float64
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-// watchAPIServer starts watching the kube-apiserver cfg reaches.
-func watchAPIServer(t testing.TB, cfg *rest.Config) *apiServerWatch {
-	t.Helper()
-	pid, err := apiServerPID(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu, _ := scale.CPUSeconds(pid)
-	w := &apiServerWatch{pid: pid, cpu0: cpu, done: make(chan struct{})}
-	w.sample()
-	w.wg.Go(func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.done:
-				return
-			case <-tick.C:
-				w.sample()
-			}
-		}
-	})
-	return w
-}
-
-func (w *apiServerWatch) sample() {
-	if rss, ok := scale.ResidentMiB(w.pid); ok {
-		w.mu.Lock()
-		w.peak = max(w.peak, rss)
-		w.mu.Unlock()
-	}
-}
-
-func (w *apiServerWatch) peakMiB() float64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.peak
-}
-
-// stop ends the watch and returns the CPU seconds used since it began and
-// the peak resident memory in MiB.
-func (w *apiServerWatch) stop() (cpuSeconds, peakMiB float64) {
-	close(w.done)
-	w.wg.Wait()
-	w.sample()
-	cpu, _ := scale.CPUSeconds(w.pid)
-	return cpu - w.cpu0, w.peakMiB()
-}
-
-// apiServerPID finds the kube-apiserver serving cfg's port among the
-// processes of this machine.
-func apiServerPID(cfg *rest.Config) (int, error) {
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return 0, err
-	}
-	flag := "--secure-port=" + u.Port()
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && strings.HasSuffix(args[0], "kube-apiserver") && slices.Contains(args, flag) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no kube-apiserver process with %s", flag)
-}
-
-// median is the median of the times.
-func median(times map[string]time.Time) time.Time {
-	sorted := make([]time.Time, 0, len(times))
-	for _, t := range times {
-		sorted = append(sorted, t)
-	}
-	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
-	return sorted[len(sorted)/2]
-}
-
-var (
-	scaleClusterOnce  sync.Once
-	scaleCluster      *kube.Cluster // stopped by TestMain
-	scaleClusterNodes int           // the nodes it holds
-	scaleClusterErr   error
-)
-
-// populatedScaleCluster is an API server of its own, with the LBRegistrar
-// CRD and nodes nodes, filled once for as long as cases ask for as many
-// nodes, since that takes a while, and so that they stay out of the
-// package's other tests.
-func populatedScaleCluster(b *testing.B, nodes int) *kube.Cluster {
-	b.Helper()
-	skipWithoutAPIServer(b)
-	if scaleCluster != nil && scaleClusterNodes != nodes {
-		replaceScaleCluster()
-	}
-	scaleClusterOnce.Do(func() {
-		scaleClusterNodes = nodes
-		ctx := context.Background()
-		if scaleCluster, scaleClusterErr = kube.StartEnv(ctx, kube.Options{Bare: true}); scaleClusterErr != nil {
-			return
-		}
-		crds := envtest.CRDInstallOptions{Paths: []string{"../config/crd/bases"}, ErrorIfPathMissing: true}
-		if _, scaleClusterErr = envtest.InstallCRDs(scaleCluster.Config, crds); scaleClusterErr != nil {
-			return
-		}
-		var pid int
-		if pid, scaleClusterErr = apiServerPID(scaleCluster.Config); scaleClusterErr != nil {
-			return
-		}
-		go guardAPIServer(pid)
-		scaleClusterErr = scale.Create(ctx, scaleCluster.Config, scale.Nodes(nodes))
-	})
-	if scaleClusterErr != nil {
-		b.Fatal(scaleClusterErr)
-	}
-	return scaleCluster
-}
-
-// dropScale ends a case of the scale cluster: with a few resources, it
-// discards them; with more, whose records of 5,000 backends would cost the
-// API server more to delete than a new one costs to fill, or when the API
-// server is swamped, it stops the API server, killing it first, so that
-// the controller's status writes fail at once and it stops soon, and a new
-// one serves whatever runs next.
-func (f *scaleFixture) dropScale(lbs int) {
-	f.t.Helper()
-	if lbs <= scaleAdoptBatch {
-		f.discard()
-		return
-	}
-	replaceScaleCluster()
-	for _, stop := range slices.Backward(f.stop) {
-		stop()
-	}
-}
-
-// replaceScaleCluster stops the scale API server, killing it first, so
-// that the next populatedScaleCluster starts and fills a new one.
-func replaceScaleCluster() {
-	if pid, err := apiServerPID(scaleCluster.Config); err == nil {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
-		}
-	}
-	_ = scaleCluster.Stop() // it complains of the API server it no longer finds
-	scaleCluster, scaleClusterErr, scaleClusterOnce = nil, nil, sync.Once{}
-}
-
-// guardAPIServer kills the kube-apiserver pid once it holds more than
-// scaleAPIServerKillMiB, so that a controller swamping it cannot take the
-// machine down too; the benchmark then fails on its connection.
-func guardAPIServer(pid int) {
-	for {
-		time.Sleep(200 * time.Millisecond)
-		rss, ok := scale.ResidentMiB(pid)
-		if !ok {
-			return // stopped
-		}
-		if rss > scaleAPIServerKillMiB {
-			fmt.Fprintf(os.Stderr, "the scale API server holds %.0f MiB, more than %d MiB: killed\n", rss, scaleAPIServerKillMiB)
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Kill()
-			}
-			return
-		}
-	}
-}

@@ -3,7 +3,9 @@
 // (test/e2e's BenchmarkCacheMemory, reconciler's BenchmarkScale): nodes as
 // kubelets register them, and Create, which writes any such objects into an
 // API server the way those components do; and what a process costs
-// (ResidentMiB, CPUSeconds) and how busy the machine is (MachineBusy).
+// (ResidentMiB, CPUSeconds), how busy the machine is (MachineBusy,
+// AwaitIdleMachine), what an API server spends (WatchAPIServer,
+// StatusWrites), and what the emulator was asked (FirstWrites, ResyncsOf).
 package scale
 
 import (
