@@ -97,6 +97,11 @@ test: verify test-assets ## Run every test, including the real API server ones.
 
 HOSTILE := TestHostileTraffic
 
+.PHONY: test-times
+test-times: test-assets ## Run make test's main step and print where its time goes: packages, the slowest tests (hack/testtimes).
+	@$(GO) test -race -count=1 -timeout 30m -skip '^$(HOSTILE)$$' -json ./... > $(BIN)/test-times.json; status=$$?; \
+	$(GO) run ./hack/testtimes < $(BIN)/test-times.json; exit $$status
+
 .PHONY: soak
 soak: test-assets ## Run the ownership model-based test over thousands of sequences (CHECKS=N to choose).
 	$(GO) test ./reconciler -run '^TestOwnershipModel$$' -count=1 -timeout 6h -rapid.checks=$(or $(CHECKS),3000)

@@ -14,10 +14,12 @@ import (
 
 const module = "github.com/peppy-ratio/lbregistrar/"
 
-// Limits on how many packages under reconciler/ the flow reaches.
+// Limits on how many packages under reconciler/ the flow reaches, and on
+// the files of the package itself.
 const (
-	flowFileLimit = 8 // imported by reconciler.go
-	stepsLimit    = 9 // imported, all told, by the flow and its steps
+	flowFileLimit = 8  // imported by reconciler.go
+	stepsLimit    = 9  // imported, all told, by the flow and its steps
+	rootLimit     = 12 // files of code in package reconciler: the flow and the wiring
 )
 
 // wiring are the files of package reconciler that set the controller up or
@@ -35,9 +37,10 @@ var wiring = []string{
 
 // The flow file calls into at most flowFileLimit of the reconciler's
 // packages, and the flow with all its steps, whichever file of the package
-// holds them, into at most stepsLimit; no package under reconciler/ reaches
-// back up to the flow, and no file of code is longer than a newcomer can hold
-// (docs/reconciler.md, "Map").
+// holds them, into at most stepsLimit; the package has at most rootLimit
+// files of code; no package under reconciler/ reaches back up to the flow,
+// and no file of code is longer than a newcomer can hold (docs/reconciler.md,
+// "Map").
 func TestPackageMap(t *testing.T) {
 	if imps := reconcilerImports(t, "reconciler.go"); len(imps) > flowFileLimit {
 		t.Errorf("reconciler.go imports %d packages under reconciler/, want at most %d: %v", len(imps), flowFileLimit, imps)
@@ -45,6 +48,9 @@ func TestPackageMap(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if code := slices.DeleteFunc(slices.Clone(files), func(f string) bool { return strings.HasSuffix(f, "_test.go") }); len(code) > rootLimit {
+		t.Errorf("package reconciler has %d files of code, want at most %d (the rest belongs in packages named for what they do): %v", len(code), rootLimit, code)
 	}
 	for _, name := range wiring {
 		if !slices.Contains(files, name) {
