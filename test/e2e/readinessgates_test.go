@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -95,6 +96,20 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == v1beta1.ReadinessGate })
 	}
 	web := map[string]string{"app": "web"}
+	// The pod webhook decides from its cache: wait until it has seen the
+	// resource, the Services and the namespace's opt-in (a pod created at
+	// once, on a busy machine, may come before them).
+	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "probe", Labels: web},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
+		if err := c.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return err
+		}
+		if !gated(probe) {
+			return errors.New("the pod webhook does not gate a pod of shop/web yet")
+		}
+		return nil
+	})
 	web1, web2 := pod("shop", "web-1", web), pod("shop", "web-2", web)
 	for _, p := range []*corev1.Pod{web1, web2} {
 		if _, labelled := p.Labels[v1beta1.ReadinessGateLabel]; !gated(p) || !labelled {
