@@ -160,7 +160,7 @@ func reconcilerImports(t *testing.T, path string) []string {
 var vocabulary = []string{
 	"ownership record", "target", "entry", "vouch", "intent", "lane", "turn", "park", "wake", "flight",
 	"scope", "job", "hold", "claimant", "holder", "lost", "protected", "leaving", "retire", "kept", "takes",
-	"drain", "refusal", "ending", "verdict", "gate", "waiting pod", "settle", "seen", "stand", "blocked",
+	"drain", "class", "refusal", "ending", "verdict", "gate", "waiting pod", "settle", "seen", "stand", "blocked",
 }
 
 // docs/reconciler.md's "Words" defines every word of the vocabulary, and

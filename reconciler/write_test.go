@@ -32,7 +32,7 @@ func TestWriteEndings(t *testing.T) {
 	want := []desired.Backend{{IP: node.IP, Port: node.Port, Weight: 1}}
 	refusal := &oci.Error{Op: "UpdateBackendSet", Status: 400, Code: "InvalidParameter", Err: errors.New("bad backend")}
 	denied := &oci.Error{Op: "UpdateBackendSet", Status: 401, Code: "NotAuthenticated", Err: errors.New("no")}
-	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Reason: oci.ReasonConflict, Err: errors.New("busy")}
+	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Class: oci.ClassConflict, Err: errors.New("busy")}
 	notFound := &oci.Error{Op: "GetBackendSet", Status: 404, Code: "NotFound", Err: errors.New("no such backend set")}
 	const (
 		get    = "GetBackendSet api"

@@ -216,25 +216,25 @@ type retries struct{ attempt, refused, waits int }
 // write again, once the wait err calls for is over, or the error Sync
 // ends with.
 func (r *retries) again(ctx context.Context, logger logr.Logger, ociClient API, b Backoff, req Request, err error) error {
-	reason, after, retry := oci.Retryable(err)
+	class, after, retry := oci.Retryable(err)
 	switch {
 	case ctx.Err() != nil:
 		return err
-	case reason == oci.ReasonPrecondition && r.refused < b.Attempts:
+	case class == oci.ClassPrecondition && r.refused < b.Attempts:
 		r.refused++
-		metrics.Retries.WithLabelValues(reason).Inc()
+		metrics.Retries.WithLabelValues(class).Inc()
 		logger.Info("another writer changed the load balancer since the read; reading again", "error", err.Error())
 		return nil
-	case reason == oci.ReasonConflict && r.waits < b.Attempts && waitForOthers(ctx, ociClient, req):
+	case class == oci.ClassConflict && r.waits < b.Attempts && waitForOthers(ctx, ociClient, req):
 		r.waits++
-		metrics.Retries.WithLabelValues(reason).Inc()
+		metrics.Retries.WithLabelValues(class).Inc()
 		return nil
 	case !retry || r.attempt+1 >= b.Attempts:
 		return err
 	}
-	metrics.Retries.WithLabelValues(reason).Inc()
+	metrics.Retries.WithLabelValues(class).Inc()
 	delay := b.delay(r.attempt, after)
-	logger.Info("retrying the backend set write", "reason", reason, "attempt", r.attempt+1, "delay", delay, "error", err.Error())
+	logger.Info("retrying the backend set write", "class", class, "attempt", r.attempt+1, "delay", delay, "error", err.Error())
 	r.attempt++
 	req.Turn.Step(lanes.BackingOff, req.Name, "")
 	t := time.NewTimer(delay)

@@ -23,10 +23,10 @@ import (
 )
 
 func TestSyncBackendSetRetries(t *testing.T) {
-	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Reason: "conflict", Err: errors.New("busy")}
-	stale := &oci.Error{Op: "UpdateBackendSet", Status: 412, Code: "NoEtagMatch", Reason: "precondition", Err: errors.New("etag")}
+	conflict := &oci.Error{Op: "UpdateBackendSet", Status: 409, Code: "Conflict", Class: "conflict", Err: errors.New("busy")}
+	stale := &oci.Error{Op: "UpdateBackendSet", Status: 412, Code: "NoEtagMatch", Class: "precondition", Err: errors.New("etag")}
 	denied := &oci.Error{Op: "UpdateBackendSet", Status: 401, Code: "NotAuthenticated", Err: errors.New("no")}
-	failedWR := &oci.Error{Op: "WorkRequest", Code: "FAILED", Reason: "workrequest", Err: errors.New("failed")}
+	failedWR := &oci.Error{Op: "WorkRequest", Code: "FAILED", Class: "workrequest", Err: errors.New("failed")}
 	gone := &oci.Error{Op: "GetBackendSet", Status: 404, Code: "NotFound", Err: errors.New("gone")}
 	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
 
@@ -193,7 +193,7 @@ func TestBackoffCapsRetryAfter(t *testing.T) {
 // A server asking to wait a day holds the load balancer's lane for at most
 // the backoff maximum, and shutdown ends even that wait at once.
 func TestThrottledWriteWaitsBoundedAndInterruptibly(t *testing.T) {
-	throttled := &oci.Error{Op: "UpdateBackendSet", Status: 429, Code: "TooManyRequests", Reason: "throttled", RetryAfter: 24 * time.Hour, Err: errors.New("slow down")}
+	throttled := &oci.Error{Op: "UpdateBackendSet", Status: 429, Code: "TooManyRequests", Class: "throttled", RetryAfter: 24 * time.Hour, Err: errors.New("slow down")}
 	want := []desired.Backend{{IP: "10.0.0.1", Port: 30080, Weight: 1}}
 	sync := func(ctx context.Context, b Backoff) (time.Duration, error) {
 		start := time.Now()

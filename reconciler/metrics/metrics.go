@@ -25,11 +25,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
 	}, []string{"kind", "status"})
 
-	// Retries counts retried backend-set writes by reason.
+	// Retries counts retried backend-set writes by retry class.
 	Retries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lbregistrar_oci_retries_total",
-		Help: "Backend-set writes retried, by reason (conflict, precondition, throttled, server, network, workrequest).",
-	}, []string{"reason"})
+		Help: "Backend-set writes retried, by retry class (conflict, precondition, throttled, server, network, workrequest).",
+	}, []string{"class"})
 
 	// Conflicts counts reconciles in which another LBRegistrar held a claimed backend set.
 	Conflicts = prometheus.NewCounter(prometheus.CounterOpts{

@@ -14,14 +14,14 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
-// Retry classes of an Error's Reason.
+// Retry classes of an Error (Error.Class).
 const (
-	ReasonConflict     = "conflict"     // 409: the load balancer is busy with another work request
-	ReasonPrecondition = "precondition" // 412: the ETag changed since the read
-	ReasonThrottled    = "throttled"    // 429
-	ReasonServer       = "server"       // 5xx but 501
-	ReasonNetwork      = "network"      // no response
-	ReasonWorkRequest  = "workrequest"  // the work request failed
+	ClassConflict     = "conflict"     // 409: the load balancer is busy with another work request
+	ClassPrecondition = "precondition" // 412: the ETag changed since the read
+	ClassThrottled    = "throttled"    // 429
+	ClassServer       = "server"       // 5xx but 501
+	ClassNetwork      = "network"      // no response
+	ClassWorkRequest  = "workrequest"  // the work request failed
 )
 
 // Error is a failed OCI call, classified for retry.
@@ -29,9 +29,9 @@ type Error struct {
 	Op     string // SDK operation, e.g. UpdateBackendSet
 	Status int    // HTTP status, 0 when no response came back
 	Code   string // OCI error code, e.g. Conflict, IncorrectState
-	// Reason is the retry class (one of the Reason constants) or "" when
+	// Class is the retry class (one of the Class constants) or "" when
 	// retrying cannot help.
-	Reason string
+	Class string
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter time.Duration
 	// RequestID is the call's opc-request-id, which Oracle support asks
@@ -104,15 +104,15 @@ func IsNotAuthorized(err error) bool {
 // unchanged cannot help; a write without the additions may.
 func IsRefused(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && (e.Op == opWorkRequest && e.Reason == "" || e.Op == "UpdateBackendSet" && e.Status == 400)
+	return errors.As(err, &e) && (e.Op == opWorkRequest && e.Class == "" || e.Op == "UpdateBackendSet" && e.Status == 400)
 }
 
 // Retryable returns the retry class of err and the server's Retry-After, or
 // ok=false when retrying the same call cannot succeed.
-func Retryable(err error) (reason string, after time.Duration, ok bool) {
+func Retryable(err error) (class string, after time.Duration, ok bool) {
 	var e *Error
-	if errors.As(err, &e) && e.Reason != "" {
-		return e.Reason, e.RetryAfter, true
+	if errors.As(err, &e) && e.Class != "" {
+		return e.Class, e.RetryAfter, true
 	}
 	return "", 0, false
 }
@@ -129,16 +129,16 @@ func classify(op string, err error, state *callState) error {
 		e.Err = errors.New(se.GetMessage())
 		switch {
 		case e.Status == 409 && (e.Code == "Conflict" || e.Code == "IncorrectState" || e.Code == "LockConflict"):
-			e.Reason = ReasonConflict
+			e.Class = ClassConflict
 		case e.Status == 412:
-			e.Reason = ReasonPrecondition
+			e.Class = ClassPrecondition
 		case e.Status == 429:
-			e.Reason = ReasonThrottled
+			e.Class = ClassThrottled
 		case e.Status == 501:
 			// Not implemented: the same call can never succeed, and the
 			// SDK's own retry policy does not retry it either.
 		case e.Status >= 500:
-			e.Reason = ReasonServer
+			e.Class = ClassServer
 		}
 		e.RetryAfter = state.getRetryAfter()
 		metrics.OCIRequests.WithLabelValues(op, strconv.Itoa(e.Status)).Inc()
@@ -151,7 +151,7 @@ func classify(op string, err error, state *callState) error {
 		// No response at all: connection refused or reset, timeout, TLS.
 		var ne net.Error
 		if common.IsNetworkError(err) || errors.As(err, &ne) || isTransport(err) {
-			e.Reason = ReasonNetwork
+			e.Class = ClassNetwork
 		}
 		metrics.OCIRequests.WithLabelValues(op, "error").Inc()
 	}

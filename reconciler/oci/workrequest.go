@@ -120,7 +120,7 @@ var rejectedCodes = map[string]bool{
 // with the reasons OCI gives: a classic work request's errorDetails, an NLB
 // one's ListWorkRequestErrors.
 func (c *Client) failure(ctx context.Context, loadBalancerID, id string, wr workRequestState) error {
-	e := &Error{Op: opWorkRequest, Code: wr.state, Reason: ReasonWorkRequest}
+	e := &Error{Op: opWorkRequest, Code: wr.state, Class: ClassWorkRequest}
 	reasons := wr.errors
 	if IsNetworkLoadBalancer(loadBalancerID) {
 		var err error
@@ -133,7 +133,7 @@ func (c *Client) failure(ctx context.Context, loadBalancerID, id string, wr work
 	for _, r := range reasons {
 		msgs = append(msgs, r.code+": "+r.message)
 		if rejectedCodes[r.code] {
-			e.Reason = ""
+			e.Class = ""
 		}
 	}
 	e.Err = errors.New(strings.Join(msgs, "; "))
