@@ -68,7 +68,7 @@ func (f backendSets) GetBackendSetHealth(context.Context, string, string) (*oci.
 }
 
 // serve --dry-run and lbregistrar plan decide and plan alike, over claims
-// (web is kept by the older resource), a backend set the spec dropped
+// (web belongs to the older resource), a backend set the spec dropped
 // (owned backends go), a missing one and adoption; the dry run writes
 // nothing to OCI, records no ownership and adds no finalizer, and reports
 // each write it holds back as an Event, a gauge and the Ready condition.

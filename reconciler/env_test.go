@@ -480,7 +480,7 @@ func fixedPort(set string, port int32) v1beta1.Target {
 	return v1beta1.Target{NodePort: port, BackendSetName: set, Weight: 1}
 }
 
-// expectConflict waits for o to be in Conflict, its backend sets kept by holder.
+// expectConflict waits for o to be in Conflict, its backend sets belonging to holder.
 func (f *fixture) expectConflict(o *v1beta1.LBRegistrar, holder string) {
 	f.t.Helper()
 	f.eventually(10*time.Second, func() error {

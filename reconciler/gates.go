@@ -189,7 +189,7 @@ func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
 // learnGates records, for the readiness gates, what this flight found of
 // its backend sets (readiness.Record): each as it now holds backends, with
 // what the desired state made of the gated pods and what kept wanted
-// backends out; a set another resource keeps, blocked by that.
+// backends out; a set that belongs to another resource, blocked by that.
 func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth, readAt time.Time) {
 	rec := readiness.Record{Generation: s.obj.Generation, Sets: map[string]*readiness.Set{}}
 	for _, w := range writes {

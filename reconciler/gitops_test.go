@@ -69,8 +69,8 @@ func TestGitOpsToolsReadEveryState(t *testing.T) {
 	}
 	expect(converged, status.CurrentStatus, "", "Healthy")
 	expect(registering, status.InProgressStatus, "", "Progressing")
-	expect(conflict, status.FailedStatus, "kept by LBRegistrar "+converged.Name, "Degraded")
-	expect(heldToo, status.FailedStatus, "kept by LBRegistrar "+converged.Name, "Degraded")
+	expect(conflict, status.FailedStatus, "belongs to LBRegistrar "+converged.Name, "Degraded")
+	expect(heldToo, status.FailedStatus, "belongs to LBRegistrar "+converged.Name, "Degraded")
 	expect(refused, status.FailedStatus, "OCI refused", "Degraded")
 	expect(suspended, status.CurrentStatus, "", "Suspended")
 	expect(identity, status.FailedStatus, "spec.instancePrincipal", "Degraded")

@@ -149,7 +149,7 @@ const (
 )
 
 // ReasonClaimed is the reason of the Conflict condition (and of Ready)
-// when another resource keeps a backend set this one names.
+// when a backend set this one names belongs to another resource.
 const ReasonClaimed = "BackendSetClaimed"
 
 // Reasons of Events only.

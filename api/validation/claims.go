@@ -27,7 +27,7 @@ import (
 // one replaces (lbregistrar migrate writes it on the merged resource). A
 // claim overlap with a resource named there is allowed, so that the
 // replacement can be created before the old resources are deleted, and the
-// replacing resource keeps the contested claims when the hand-over could
+// replacing resource is the holder of the contested claims when the hand-over could
 // not have been forged (see Precedes). Naming a resource there takes the
 // right to update it, which admission checks. It names only resources
 // created before the one it is on (replaces): once a named resource is

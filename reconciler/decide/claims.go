@@ -45,7 +45,7 @@ func Among(all []v1beta1.LBRegistrar, name string) Claimants {
 	}
 }
 
-// Lost returns the backend sets of obj that another live resource keeps.
+// Lost returns the backend sets of obj that another live resource is the holder of.
 func Lost(obj *v1beta1.LBRegistrar, claimants Claimants) (map[string]string, error) {
 	lost := map[string]string{}
 	for i := range obj.Spec.Services {
@@ -70,11 +70,11 @@ func Lost(obj *v1beta1.LBRegistrar, claimants Claimants) (map[string]string, err
 	return lost, nil
 }
 
-// holderOf picks, among resources claiming one backend set, the one that
-// keeps it. validation.Precedes decides between two; it need not be
-// transitive (a replacement precedes what it replaces, an older resource
-// precedes a newer one), so the candidates are taken oldest first and each
-// replaces the current holder when it precedes it. Every resource that sees
+// holderOf picks, among resources claiming one backend set, its holder.
+// validation.Precedes decides between two; it need not be transitive (a
+// replacement precedes what it replaces, an older resource precedes a
+// newer one), so the candidates are taken oldest first and each replaces
+// the current holder when it precedes it. Every resource that sees
 // the same claimants picks the same holder, so exactly one writes.
 func holderOf(claimants []*v1beta1.LBRegistrar) *v1beta1.LBRegistrar {
 	ordered := slices.Clone(claimants)

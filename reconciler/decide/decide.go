@@ -1,7 +1,7 @@
 // Package decide says what one reconcile of a resource should do, from the
 // cluster as a reader shows it, the claims other resources make on its
 // backend sets, and its backend sets as OCI holds them: the desired state
-// and what is wrong with it, the backend sets another resource keeps, and
+// and what is wrong with it, the backend sets that belong to another resource, and
 // which backend sets to bring in line in which mode, a Job each. The
 // controller, serve --dry-run and lbregistrar plan decide here, so a plan
 // shows what the controller will do.
@@ -67,7 +67,7 @@ func (o Options) DrainFor(why plan.Leaving) time.Duration {
 }
 
 // decide is what a reconcile of obj decides from the cluster and the
-// backend sets read, given the backend sets another resource keeps (lost):
+// backend sets read, given the backend sets that belong to another resource (lost):
 // what the desired state is and what is wrong with it (issues), and which
 // backend sets to bring in line in which mode (held ones keep what is
 // registered). The controller and lbregistrar plan both decide here, so the
@@ -151,7 +151,7 @@ func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend, limit int)
 }
 
 // backendSetNames are the backend sets a reconcile of obj may write: those
-// its spec names, but for the ones another resource keeps, and those it
+// its spec names, but for the ones that belong to another resource, and those it
 // still has a record of.
 func backendSetNames(obj *v1beta1.LBRegistrar, lost map[string]string) []string {
 	var names []string
@@ -231,7 +231,7 @@ func Removals(obj *v1beta1.LBRegistrar, lb string, mode plan.Mode, drainFor time
 }
 
 // registerJobs are the backend sets a reconcile brings in line: every one
-// the desired state names that no other resource keeps (those whose desired
+// the desired state names that belong to no other resource (those whose desired
 // state is uncertain keep what is registered, and out says so), and every
 // recorded one the spec no longer names, whose owned backends are drained
 // (DrainFor), as those of a departed node are, and then go. read are the

@@ -21,7 +21,7 @@ type Outcome struct {
 	Issues  []desired.Issue
 	Held    []string
 	Pending []string          // writes DryRun held back
-	Lost    map[string]string // backend set -> resource that keeps it
+	Lost    map[string]string // backend set -> its holder
 	// Unusable says why the resource's credentials cannot be used.
 	Unusable *Failure
 	// Phase is where the flow has the resource on its way, when that keeps
@@ -185,7 +185,7 @@ func rank(reason string) int {
 func lostMessage(lost map[string]string) string {
 	var msgs []string
 	for _, name := range sortedKeys(lost) {
-		msgs = append(msgs, fmt.Sprintf("backend set %q is kept by LBRegistrar %s; this resource registers nothing there until that one releases it", name, lost[name]))
+		msgs = append(msgs, fmt.Sprintf("backend set %q belongs to LBRegistrar %s; this resource registers nothing there until that one releases it", name, lost[name]))
 	}
 	return strings.Join(msgs, "; ")
 }
@@ -202,8 +202,8 @@ func LogDecisions(logger logr.Logger, before []metav1.Condition, obj *v1beta1.LB
 		return logger.V(1)
 	}
 	for _, name := range sortedKeys(out.Lost) {
-		at(v1beta1.ConditionConflict).Info("backend set kept by another LBRegistrar; registering nothing there",
-			"backendSet", name, "keptBy", out.Lost[name])
+		at(v1beta1.ConditionConflict).Info("backend set belongs to another LBRegistrar; registering nothing there",
+			"backendSet", name, "holder", out.Lost[name])
 	}
 	for _, is := range out.Issues {
 		at(v1beta1.ConditionDegraded).Info("target not resolved", "reason", is.Reason, "detail", is.Message)

@@ -58,10 +58,10 @@ func TestToolsAgreeOnEveryState(t *testing.T) {
 		says  string
 	}{
 		{name: "registered", want: kstatus.CurrentStatus},
-		{name: "conflict", parts: parts(conflict), want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
-		{name: "conflict and held", parts: parts(held, conflict), want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
-		{name: "conflict and a retried write", parts: parts(retried, conflict), want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
-		{name: "conflict and a sign-in under way", parts: parts(unusable(v1beta1.ReasonSigningIn), conflict), want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
+		{name: "conflict", parts: parts(conflict), want: kstatus.FailedStatus, says: "belongs to LBRegistrar older"},
+		{name: "conflict and held", parts: parts(held, conflict), want: kstatus.FailedStatus, says: "belongs to LBRegistrar older"},
+		{name: "conflict and a retried write", parts: parts(retried, conflict), want: kstatus.FailedStatus, says: "belongs to LBRegistrar older"},
+		{name: "conflict and a sign-in under way", parts: parts(unusable(v1beta1.ReasonSigningIn), conflict), want: kstatus.FailedStatus, says: "belongs to LBRegistrar older"},
 		{name: "refused and retried", parts: parts(retried, refused), want: kstatus.FailedStatus, says: "OCI refused adding 2 backends"},
 		{name: "retried write", parts: parts(retried), want: kstatus.InProgressStatus, says: "409 Conflict"},
 		{name: "held", parts: parts(held), want: kstatus.InProgressStatus, says: "keep their registered backends"},
@@ -85,7 +85,7 @@ func TestToolsAgreeOnEveryState(t *testing.T) {
 			want: kstatus.InProgressStatus, says: "draining in the old load balancer"},
 		{name: "moving, refused", parts: parts(refused), want: kstatus.FailedStatus, says: "OCI refused"},
 		{name: "writing beside a conflict", parts: parts(conflict, writing),
-			want: kstatus.FailedStatus, says: "kept by LBRegistrar older"},
+			want: kstatus.FailedStatus, says: "belongs to LBRegistrar older"},
 		{name: "writing", parts: parts(writing), want: kstatus.InProgressStatus, says: "writing backend sets api"},
 
 		{name: "suspended when ready", edit: suspend, want: kstatus.CurrentStatus, argo: "Suspended", says: ""},
