@@ -27,6 +27,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
+	"github.com/peppy-ratio/lbregistrar/reconciler/nodeviews"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
@@ -41,7 +42,7 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
 	client      client.Client // the cache, through nodes
-	nodes       *nodeViews
+	nodes       *nodeviews.Views
 	apiReader   client.Reader // uncached reads
 	secrets     *credentials.Secrets
 	events      events.EventRecorder
@@ -85,7 +86,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.Wake)
 	events := mgr.GetEventRecorder("lbregistrar")
 	records := &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey}
-	nodes := newNodeViews(mgr.GetClient())
+	nodes := nodeviews.New(mgr.GetClient())
 	r := &Reconciler{
 		client:    nodes,
 		nodes:     nodes,

@@ -124,7 +124,7 @@ func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []
 // nodeEvent is every resource, for a node event the watch's predicate
 // passed; the node views go stale first, so the reconciles see the change.
 func (r *Reconciler) nodeEvent(ctx context.Context, _ client.Object) []reconcile.Request {
-	r.nodes.changed()
+	r.nodes.Changed()
 	return r.requests(ctx)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/reconciler/nodeviews"
 )
 
 // Watch events map to resources listed in place from the cache, never
@@ -53,7 +54,7 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 			}
 			return c.List(ctx, list, opts...)
 		}})
-	r := &Reconciler{client: c, nodes: newNodeViews(c)}
+	r := &Reconciler{client: c, nodes: nodeviews.New(c)}
 	ctx := context.Background()
 	other := obj.DeepCopy()
 	other.Name = "other"

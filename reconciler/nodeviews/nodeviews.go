@@ -1,4 +1,6 @@
-package reconciler
+// Package nodeviews serves the controller's lists of nodes from views kept
+// until a node changes.
+package nodeviews
 
 import (
 	"context"
@@ -9,14 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// nodeViews is the cached client, with the nodes each label selector
+// Views is the cached client, with the nodes each label selector
 // matches (or all of them) kept from one list to the next until a node
 // changes in what a desired state reads: every reconcile listed them,
 // matching the selector against, and copying, every node in the cache (at
 // 5,000 nodes and 100 resources, a fifth of the controller's CPU at rest in
 // BenchmarkScale's profile). Only in-place lists
 // (client.UnsafeDisableDeepCopy) are served so, as their items are shared.
-type nodeViews struct {
+type Views struct {
 	client.Client
 	// changes counts node events. A view is stored with the count read
 	// before its list, so it is never older than its count says.
@@ -35,19 +37,22 @@ type nodeView struct {
 	items   []corev1.Node
 }
 
-func newNodeViews(c client.Client) *nodeViews {
-	return &nodeViews{Client: c, views: map[string]nodeView{}}
+// New is the views over c, the manager's cached client.
+func New(c client.Client) *Views {
+	return &Views{Client: c, views: map[string]nodeView{}}
 }
 
-// changed makes every view stale. The node watch calls it for each event
+// Changed makes every view stale. The node watch calls it for each event
 // its predicate passes (a node added or deleted, or changed in what a
 // desired state reads), after the informer's store holds the change and
 // before the reconciles it causes are queued, so they list afresh. Other
 // updates, such as kubelets' status reports, leave the views standing:
 // what differs is read by nothing the views serve.
-func (v *nodeViews) changed() { v.changes.Add(1) }
+func (v *Views) Changed() { v.changes.Add(1) }
 
-func (v *nodeViews) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+// List lists as the cached client does, but an in-place list of nodes
+// comes from the view of its selector while no node has changed.
+func (v *Views) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	nodes, ok := list.(*corev1.NodeList)
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	if !ok || o.FieldSelector != nil || o.Limit != 0 || o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {

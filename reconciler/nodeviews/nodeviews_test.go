@@ -1,4 +1,4 @@
-package reconciler
+package nodeviews
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestNodeViewsServeUntilANodeChanges(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
 	}
 	c := fake.NewClientBuilder().WithObjects(node("a", "ingress"), node("b", "batch")).Build()
-	v := newNodeViews(c)
+	v := New(c)
 	names := func(opts ...client.ListOption) []string {
 		t.Helper()
 		var list corev1.NodeList
@@ -50,7 +50,7 @@ func TestNodeViewsServeUntilANodeChanges(t *testing.T) {
 	if got := names(client.MatchingLabels{"pool": "ingress"}); !slices.Equal(got, []string{"a", "c"}) {
 		t.Errorf("a copying list: %v, want [a c] from the cache", got)
 	}
-	v.changed()
+	v.Changed()
 	if got := names(ingress...); !slices.Equal(got, []string{"a", "c"}) {
 		t.Errorf("after the event, ingress nodes %v, want [a c]", got)
 	}
