@@ -181,6 +181,17 @@ func (o *Options) BindPlanFlags(fs *pflag.FlagSet) {
 		"Namespaces API key Secrets are read from (default: $POD_NAMESPACE when set); an empty value means every namespace")
 }
 
+// builders are how resources sign in, serve's and plan --keyless' alike:
+// with an API key through key, without one through session, workload
+// identity as workloadIdentity says, and as the controller itself where
+// the options allow it.
+func (o Options) builders(key func(oci.Credentials) (ociAPI, error),
+	session func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error),
+	workloadIdentity *credentials.WorkloadIdentity) credentials.Builders[ociAPI] {
+	return credentials.Builders[ociAPI]{Key: key, Session: session, WorkloadIdentity: workloadIdentity,
+		AllowController: o.AllowControllerIdentity, ControllerUser: o.ControllerUser, InstanceDispatcher: o.InstanceDispatcher}
+}
+
 // workloadIdentity is how resources naming a ServiceAccount sign in:
 // OKE's token exchange on the API server's host (or WorkloadIdentityHost),
 // trusted with the API server's CA (and WorkloadIdentityCA), with tokens

@@ -82,12 +82,9 @@ func (p *Planner) SignInAsTheController(cfg *rest.Config, tokens client.Client) 
 	if err != nil {
 		return err
 	}
-	p.builders.Session = func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
+	p.builders = o.builders(p.builders.Key, func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
 		return factory.SessionClient(identity, region, newProvider)
-	}
-	p.builders.WorkloadIdentity = workloadIdentity
-	p.builders.AllowController, p.builders.ControllerUser = o.AllowControllerIdentity, o.ControllerUser
-	p.builders.InstanceDispatcher = o.InstanceDispatcher
+	}, workloadIdentity)
 	return nil
 }
 

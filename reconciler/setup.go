@@ -93,26 +93,22 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		apiReader: mgr.GetAPIReader(),
 		secrets:   credentials.NewSecrets(mgr.GetAPIReader(), o.SecretNamespaces),
 		events:    events,
-		builders: credentials.Builders[ociAPI]{
-			Key: func(c oci.Credentials) (ociAPI, error) {
+		builders: o.builders(
+			func(c oci.Credentials) (ociAPI, error) {
 				ociClient, err := factory.Client(c)
 				if err != nil {
 					return nil, err
 				}
 				return ownedBy{ociClient, watch}, nil
 			},
-			Session: func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
+			func(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (ociAPI, error) {
 				ociClient, err := factory.SessionClient(identity, region, newProvider)
 				if err != nil {
 					return nil, err
 				}
 				return ownedBy{ociClient, watch}, nil
 			},
-			WorkloadIdentity:   workloadIdentity,
-			AllowController:    o.AllowControllerIdentity,
-			ControllerUser:     o.ControllerUser,
-			InstanceDispatcher: o.InstanceDispatcher,
-		},
+			workloadIdentity),
 		lanes:   lanes.New(),
 		wakeups: wakeups,
 		watch:   watch,

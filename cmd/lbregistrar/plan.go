@@ -15,7 +15,6 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
@@ -128,7 +127,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, names [
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := clientFor(cfg)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
@@ -86,6 +87,12 @@ func liveClient(kubeconfig string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return clientFor(cfg)
+}
+
+// clientFor is a client of cfg's cluster with the core types and every
+// LBRegistrar version known.
+func clientFor(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: newScheme()})
 }
 
