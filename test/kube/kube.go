@@ -120,6 +120,15 @@ func StartEnv(ctx context.Context, o Options) (_ *Cluster, err error) {
 	for flag, value := range o.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(flag, value)
 	}
+	// A list the API server answers from its watch cache waits until the
+	// cache has caught up with etcd; with writes all around, that is the
+	// next progress request, sent every 100 ms (k8s.io/apiserver
+	// pkg/storage/cacher/progress, progressRequestPeriod). The tests list
+	// again and again while they wait for something, so etcd reports its
+	// progress to the watch cache every 10 ms instead: a list then takes
+	// about 10 ms, not 30 to 100, and stays as consistent.
+	env.ControlPlane.Etcd = &envtest.Etcd{}
+	env.ControlPlane.Etcd.Configure().Set("watch-progress-notify-interval", "10ms")
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(dir)
