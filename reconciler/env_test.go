@@ -33,7 +33,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -43,6 +42,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
+	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
@@ -87,16 +87,14 @@ func TestMain(m *testing.M) {
 			os.Setenv("KUBEBUILDER_ASSETS", abs)
 		}
 	}
-	var env *envtest.Environment
+	var cluster *kube.Cluster
 	if _, err := os.Stat(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-apiserver")); err == nil {
-		env = &envtest.Environment{CRDDirectoryPaths: []string{"../config/crd/bases"}, ErrorIfCRDPathMissing: true}
-		cfg, err := env.Start()
-		if err != nil {
+		if cluster, err = startPlainCluster(); err != nil {
 			fmt.Fprintln(os.Stderr, "starting the test API server:", err)
 			os.Exit(1)
 		}
-		restConfig = cfg
-		if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		restConfig = cluster.Config
+		if k8s, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -107,12 +105,26 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "stopping the scale API server:", err)
 		}
 	}
-	if env != nil {
-		if err := env.Stop(); err != nil {
+	if cluster != nil {
+		if err := cluster.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
 		}
 	}
 	os.Exit(code)
+}
+
+// startPlainCluster starts an API server serving the LBRegistrar CRD
+// without webhooks.
+func startPlainCluster() (*kube.Cluster, error) {
+	cluster, err := kube.StartEnv(context.Background(), kube.Options{Bare: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := cluster.InstallPlainCRD(); err != nil {
+		_ = cluster.Stop()
+		return nil, err
+	}
+	return cluster, nil
 }
 
 // fixture is an emulator seeded from testdata/seed.yaml, an API key for it

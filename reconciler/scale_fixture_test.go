@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
@@ -237,11 +236,7 @@ func populatedScaleCluster(b *testing.B, nodes int) *kube.Cluster {
 	scaleClusterOnce.Do(func() {
 		scaleClusterNodes = nodes
 		ctx := context.Background()
-		if scaleCluster, scaleClusterErr = kube.StartEnv(ctx, kube.Options{Bare: true}); scaleClusterErr != nil {
-			return
-		}
-		crds := envtest.CRDInstallOptions{Paths: []string{"../config/crd/bases"}, ErrorIfPathMissing: true}
-		if _, scaleClusterErr = envtest.InstallCRDs(scaleCluster.Config, crds); scaleClusterErr != nil {
+		if scaleCluster, scaleClusterErr = startPlainCluster(); scaleClusterErr != nil {
 			return
 		}
 		var pid int

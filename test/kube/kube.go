@@ -218,6 +218,15 @@ func (c *Cluster) WaitAdmitting(ctx context.Context) error {
 	return nil
 }
 
+// InstallPlainCRD installs the CRD from config/crd/bases as it is there,
+// without the conversion webhook, for a Bare cluster that serves v1beta1
+// alone, and waits until it is served.
+func (c *Cluster) InstallPlainCRD() error {
+	crds := envtest.CRDInstallOptions{Paths: []string{filepath.Join(c.Root, "config/crd/bases")}, ErrorIfPathMissing: true}
+	_, err := envtest.InstallCRDs(c.Config, crds)
+	return err
+}
+
 // InstallCRD creates or replaces the CRD from config/crd/bases with its
 // conversion webhook at url and trusting caBundle, and waits until it is
 // served.
