@@ -221,8 +221,9 @@ func (m *model) podConflict(*rapid.T) {
 
 // syncPodSlice writes the Service's EndpointSlice as the EndpointSlice
 // controller would from the pods as they are: each pod's endpoint, ready
-// once the pod is (its containers ready and its gate True).
-func (m *model) syncPodSlice() {
+// once the pod is (its containers ready and its gate True). It returns
+// the pods it read, by name.
+func (m *model) syncPodSlice() map[string]*corev1.Pod {
 	f := m.w.f
 	var pods corev1.PodList
 	f.must(f.api.List(f.ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{"app": modelPodService}))
@@ -245,6 +246,11 @@ func (m *model) syncPodSlice() {
 		return nil
 	})
 	f.must(err)
+	byName := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		byName[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return byName
 }
 
 func compareStrings(a, b string) int {
@@ -269,19 +275,18 @@ func gateOf(pod *corev1.Pod) corev1.PodCondition {
 
 // gatesSafe checks what must hold at every moment: a gate True because
 // the load balancer has the pod is a pod that has answered, with its
-// backend registered.
-func (m *model) gatesSafe() error {
-	f := m.w.f
-	registered := f.backends(classicLB, modelPodSet)
+// backend registered. pods are the pods as syncPodSlice read them.
+func (m *model) gatesSafe(pods map[string]*corev1.Pod) error {
+	registered := m.w.f.backends(classicLB, modelPodSet)
 	for _, p := range m.gated.pods {
-		var pod corev1.Pod
-		if err := f.api.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: p.name}, &pod); err != nil {
-			return err
+		pod := pods[p.name]
+		if pod == nil {
+			return fmt.Errorf("pod %s is gone", p.name)
 		}
 		if string(pod.UID) != p.uid {
 			return fmt.Errorf("pod %s is not the one the model created", p.name)
 		}
-		g := gateOf(&pod)
+		g := gateOf(pod)
 		if g.Status != corev1.ConditionTrue || g.Reason != v1beta1.ReasonLoadBalancerReady {
 			continue
 		}
@@ -300,17 +305,12 @@ func (m *model) gatesSafe() error {
 // for a pod that answers while its resource can write; held, saying so,
 // while the resource is suspended or in a Conflict; waiting otherwise.
 func (m *model) gatesSettled() error {
-	m.syncPodSlice()
-	if err := m.gatesSafe(); err != nil {
+	pods := m.syncPodSlice()
+	if err := m.gatesSafe(pods); err != nil {
 		return err
 	}
-	f := m.w.f
 	for _, p := range m.gated.pods {
-		var pod corev1.Pod
-		if err := f.api.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: p.name}, &pod); err != nil {
-			return err
-		}
-		g := gateOf(&pod)
+		g := gateOf(pods[p.name])
 		switch {
 		case g.Status == corev1.ConditionTrue:
 		case m.gated.suspended || m.gated.conflict != "":
