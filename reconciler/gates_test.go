@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/gates"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -219,7 +219,7 @@ func TestGatePatchIsForOnePod(t *testing.T) {
 		return fmt.Errorf("the old pod is still there")
 	})
 	renewed, _ := f.gatedPod("web", "web-1", "", "10.1.85.1")
-	err := reconciler.SetGate(f.ctx, f.api, old, readiness.Verdict{Ready: true, Reason: v1beta1.ReasonLoadBalancerReady, Message: "for the old pod"})
+	_, _, err := gates.SetGate(f.ctx, f.api, old, readiness.Verdict{Ready: true, Reason: v1beta1.ReasonLoadBalancerReady, Message: "for the old pod"})
 	if err == nil {
 		t.Fatal("a gate patch for the old pod applied to the new one")
 	}

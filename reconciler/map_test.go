@@ -18,7 +18,7 @@ const module = "github.com/peppy-ratio/lbregistrar/"
 // the files of the package itself.
 const (
 	flowFileLimit = 8  // imported by reconciler.go
-	stepsLimit    = 9  // imported, all told, by the flow and its steps
+	stepsLimit    = 10 // imported, all told, by the flow and its steps (readiness: what a flight found, for the gates)
 	rootLimit     = 12 // files of code in package reconciler: the flow and the wiring
 )
 
@@ -30,9 +30,7 @@ var wiring = []string{
 	"setup.go",   // builds the reconciler, its controller, watches, runnables and the manager's cache options
 	"options.go", // flags, and the options of the packages below
 	"watches.go", // maps watch events to reconcile requests
-	"debug.go",   // the lanes view on the metrics server
 	"planner.go", // lbregistrar plan's entry: decides as the flow does, writes nothing
-	"gates.go",   // the readiness gates' controller, beside the flow
 }
 
 // The flow file calls into at most flowFileLimit of the reconciler's

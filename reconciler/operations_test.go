@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/debugview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
@@ -139,15 +139,15 @@ func TestCredentialProblemLoggedWithoutKeyMaterial(t *testing.T) {
 	}
 }
 
-func getLanes(addr string) (reconciler.LanesView, error) {
-	var v reconciler.LanesView
-	resp, err := http.Get("http://" + addr + reconciler.DebugLanesPath)
+func getLanes(addr string) (debugview.View, error) {
+	var v debugview.View
+	resp, err := http.Get("http://" + addr + debugview.Path)
 	if err != nil {
 		return v, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("GET %s: %s", reconciler.DebugLanesPath, resp.Status)
+		return v, fmt.Errorf("GET %s: %s", debugview.Path, resp.Status)
 	}
 	return v, json.NewDecoder(resp.Body).Decode(&v)
 }

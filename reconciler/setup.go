@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
 	"golang.org/x/time/rate"
@@ -24,7 +23,9 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/debugview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/gates"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/nodeviews"
@@ -41,31 +42,30 @@ const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).
 type Reconciler struct {
-	client      client.Client // the cache, through nodes
-	nodes       *nodeviews.Views
-	apiReader   client.Reader // uncached reads
-	secrets     *credentials.Secrets
-	events      events.EventRecorder
-	builders    credentials.Builders[ociAPI]
-	lanes       *lanes.Lanes
-	wakeups     *lanes.Wakeups
-	watch       *lbwatch.Watch // notices other writers' changes
-	flights     *lanes.Flights
-	pending     *preview.Pending    // held back by DryRun
-	refusals    backendset.Refusals // additions OCI refused, held back until their retry
-	waiters     backendset.Waiters  // backend sets whose additions a load balancer's limit withholds
-	drains      drains
-	seen        readiness.Store // what the reconciles found, for the readiness gates
-	gateWaits   gateWaits       // the pods whose gate is False
-	gateWakeups lanes.Wakeups   // has them decide again
-	status      *status.Writers
-	keys        *ownership.KeyStore
-	elected     <-chan struct{} // closed once this replica leads
-	opts        Options
+	client    client.Client // the cache, through nodes
+	nodes     *nodeviews.Views
+	apiReader client.Reader // uncached reads
+	secrets   *credentials.Secrets
+	events    events.EventRecorder
+	builders  credentials.Builders[ociAPI]
+	lanes     *lanes.Lanes
+	wakeups   *lanes.Wakeups
+	watch     *lbwatch.Watch // notices other writers' changes
+	flights   *lanes.Flights
+	pending   *preview.Pending    // kept back by DryRun
+	refusals  backendset.Refusals // additions OCI refused, kept back until their retry
+	waiters   backendset.Waiters  // backend sets whose additions a load balancer's limit withholds
+	drains    debugview.Drains
+	seen      readiness.Store // what the reconciles found, for the readiness gates
+	gates     *gates.Controller
+	status    *status.Writers
+	keys      *ownership.KeyStore
+	elected   <-chan struct{} // closed once this replica leads
+	opts      Options
 }
 
 // SetupWithManager registers the reconciler, its indexes and watches, and
-// serves the lanes view at DebugLanesPath on the manager's metrics server
+// serves the debug view (debugview.Path) on the manager's metrics server
 // (so it has that server's address and access rules, and is off when metrics
 // are off). The
 // controller runs only on the elected leader; webhooks on the same manager
@@ -120,6 +120,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		elected: mgr.Elected(),
 		opts:    o,
 	}
+	r.gates = &gates.Controller{Client: nodes, Events: events, Seen: &r.seen, Registrars: wakeups, DryRun: o.DryRun, BackendHealth: o.BackendHealth}
 	return r.setup(ctx, mgr)
 }
 
@@ -134,14 +135,18 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.Add(r.watch); err != nil {
 		return err
 	}
-	if err := mgr.AddMetricsServerExtraHandler(DebugLanesPath, http.HandlerFunc(r.serveLanes)); err != nil {
+	view := debugview.Sources{Lanes: r.lanes, Drains: &r.drains, Elected: r.elected}
+	if r.opts.DryRun {
+		view.Pending = r.pending
+	}
+	if err := mgr.AddMetricsServerExtraHandler(debugview.Path, debugview.Handler(view)); err != nil {
 		return err
 	}
 	secretEvents, err := r.secretSource(mgr)
 	if err != nil {
 		return err
 	}
-	if err := r.setupGates(mgr); err != nil {
+	if err := r.gates.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -156,7 +161,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.byGatedPod), builder.WithPredicates(gatedPodChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.gates.ByGatedPod), builder.WithPredicates(gates.GatedPodChanged())).
 		WatchesRawSource(secretEvents).
 		WatchesRawSource(r.wakeups).
 		WithOptions(controller.Options{

@@ -25,6 +25,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
+	"github.com/peppy-ratio/lbregistrar/reconciler/gates"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
@@ -133,6 +134,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 		watch:     lbwatch.New(0, 1, func(string) {}),
 		flights:   lanes.NewFlights(func(string, time.Duration) {}),
 		pending:   preview.NewPending(),
+		gates:     &gates.Controller{},
 		keys:      records,
 		status:    status.NewWriters(c, c, recorder, records, 0),
 		opts:      Options{Backoff: backendset.Backoff{Base: time.Millisecond, Max: time.Millisecond, Attempts: 1}, WorkRequestTimeout: time.Second, RecordKey: recordKey},

@@ -164,7 +164,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		metrics.NodeDrains.WithLabelValues("started").Add(float64(len(v.plan.DrainStarted)))
 		metrics.NodeDrains.WithLabelValues("ended").Add(float64(len(v.plan.DrainEnded)))
 		metrics.NodeDrains.WithLabelValues("called_off").Add(float64(len(v.plan.DrainCalledOff)))
-		r.drains.set(obj.Name, s.lb, name, &v.plan, w.job.DrainFor)
+		r.drains.Set(obj.Name, s.lb, name, &v.plan, w.job.DrainFor)
 	}
 	if rec := status.FindEntry(obj, name); rec != nil {
 		metrics.BackendsRegistered.WithLabelValues(obj.Name, name).Set(float64(rec.OwnedCount()))
@@ -172,7 +172,7 @@ func (r *Reconciler) carryOut(ctx context.Context, s *scope, w *setWrite, res *b
 		return
 	}
 	metrics.ForgetBackendSet(obj.Name, name)
-	r.drains.set(obj.Name, s.lb, name, nil, 0)
+	r.drains.Set(obj.Name, s.lb, name, nil, 0)
 }
 
 // wakeClaimants reconciles the other live claimants of (lb, name) again

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/oci"
 	"github.com/peppy-ratio/lbregistrar/reconciler/plan"
+	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
@@ -220,4 +222,34 @@ func (r *Reconciler) holdWrites(ctx context.Context, s *scope, jobs []decide.Job
 			"dry run, not written: backend set %q: %s", c.BackendSet, c.Details())
 	}
 	r.pending.Set(obj.Name, s.lb, changes)
+}
+
+// learnGates records, for the readiness gates, what this flight found of
+// its backend sets (readiness.Record): each with the backends it now has, with
+// what the desired state made of the gated pods and what kept wanted
+// backends out; a set that belongs to another resource, blocked by that.
+func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth, readAt time.Time) {
+	rec := readiness.Record{Generation: s.obj.Generation, Sets: map[string]*readiness.Set{}}
+	for _, w := range writes {
+		if w.job.Mode != plan.Apply && w.job.Mode != plan.Hold {
+			continue
+		}
+		blocked := w.blocked
+		if w.job.Held != nil {
+			blocked = cmp.Or(blocked, "its desired state is held: "+w.job.Held.Message)
+		}
+		rec.Sets[w.job.Name] = readiness.NewSet(w.after, health[w.job.Name], readAt, w.read.HealthSchedule(), w.job.Stands, blocked)
+	}
+	for name, keeper := range s.out.Lost {
+		rec.Sets[name] = readiness.NewSet(nil, nil, time.Time{}, oci.HealthSchedule{}, nil, fmt.Sprintf("LBRegistrar %s keeps this backend set (Conflict), so this resource writes nothing there", keeper))
+	}
+	r.seen.Put(s.obj.Name, rec, time.Now())
+	r.gates.Learned(s.obj.Name)
+}
+
+// gatesBlocked records, for the readiness gates, that nothing of obj is
+// written, and why.
+func (r *Reconciler) gatesBlocked(obj *v1beta1.LBRegistrar, why string) {
+	r.seen.Put(obj.Name, readiness.Record{Generation: obj.Generation, Blocked: why}, time.Now())
+	r.gates.Learned(obj.Name)
 }

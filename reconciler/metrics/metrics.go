@@ -125,7 +125,7 @@ var (
 	}, []string{"event"})
 )
 
-// The readiness gates' waits (reconciler/gates.go).
+// The readiness gates' waits (reconciler/gates).
 var (
 	// GatesWaiting is the number of pods whose readiness gate is False, by
 	// why (readiness.WaitRegistering, WaitHealth, WaitBlocked).

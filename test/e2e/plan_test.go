@@ -24,6 +24,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
+	"github.com/peppy-ratio/lbregistrar/reconciler/debugview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
@@ -184,7 +185,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		return nil
 	})
 
-	var lanes reconciler.LanesView
+	var lanes debugview.View
 	getJSON(t, "http://"+serve.MetricsAddr+"/debug/lanes", &lanes)
 	if diff := gocmp.Diff(sortedChanges(nodeCJoined), lanes.PendingWrites); !lanes.DryRun || diff != "" {
 		t.Errorf("/debug/lanes: dryRun %v, pending writes (-want +got):\n%s", lanes.DryRun, diff)

@@ -1,4 +1,9 @@
-package reconciler
+// Package debugview is what the controller serves at Path on its metrics
+// server for a person looking into it: which load balancers' lanes are
+// taken and by whom, the departing nodes' drains and when they end, and
+// under --dry-run the writes kept back. It only reads what the reconciler
+// keeps; the ownership record is what counts.
+package debugview
 
 import (
 	"cmp"
@@ -13,13 +18,13 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/preview"
 )
 
-// DebugLanesPath is where the metrics server serves the lanes view.
-const DebugLanesPath = "/debug/lanes"
+// Path is where the metrics server serves the View.
+const Path = "/debug/lanes"
 
-// LanesView is what DebugLanesPath serves: every load balancer whose lane
-// is taken, who holds it and who waits for it. Only the elected leader
-// reconciles, so another replica shows no lanes.
-type LanesView struct {
+// View is what Path serves: every load balancer whose lane is taken, who
+// has it and who waits for it. Only the elected leader reconciles, so
+// another replica shows no lanes.
+type View struct {
 	Time          time.Time      `json:"time"`
 	Leader        bool           `json:"leader"`
 	LoadBalancers []lanes.Status `json:"loadBalancers"`
@@ -27,31 +32,41 @@ type LanesView struct {
 	// node drain period is over, the first to end first.
 	NodeDrains []NodeDrain `json:"nodeDrains"`
 	// DryRun is set under serve --dry-run, which writes nothing to OCI;
-	// PendingWrites are the writes it held back, as the last reconcile of
+	// PendingWrites are the writes it kept back, as the last reconcile of
 	// each resource planned them.
 	DryRun        bool                       `json:"dryRun,omitempty"`
 	PendingWrites []preview.BackendSetChange `json:"pendingWrites,omitempty"`
 }
 
-// serveLanes serves the LanesView as JSON.
-func (r *Reconciler) serveLanes(w http.ResponseWriter, _ *http.Request) {
-	view := LanesView{Time: time.Now().UTC(), LoadBalancers: r.lanes.Snapshot(), NodeDrains: r.drains.snapshot()}
-	if r.opts.DryRun {
-		view.DryRun, view.PendingWrites = true, r.pending.Snapshot()
-	}
-	select {
-	case <-r.elected:
-		view.Leader = true
-	default:
-	}
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(view) // only a broken connection fails here
+// Sources are what the View is read from.
+type Sources struct {
+	Lanes   *lanes.Lanes
+	Drains  *Drains
+	Pending *preview.Pending // nil unless the controller runs dry
+	Elected <-chan struct{}  // closed once this replica leads
+}
+
+// Handler serves the View as JSON.
+func Handler(s Sources) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		view := View{Time: time.Now().UTC(), LoadBalancers: s.Lanes.Snapshot(), NodeDrains: s.Drains.Snapshot()}
+		if s.Pending != nil {
+			view.DryRun, view.PendingWrites = true, s.Pending.Snapshot()
+		}
+		select {
+		case <-s.Elected:
+			view.Leader = true
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(view) // only a broken connection fails here
+	})
 }
 
 // NodeDrain is a departing node's backend kept drained until Until, then
-// removed, as DebugLanesPath lists it.
+// removed, as the View lists it.
 type NodeDrain struct {
 	LBRegistrar    string    `json:"lbregistrar"`
 	LoadBalancerID string    `json:"loadBalancerId"`
@@ -60,15 +75,16 @@ type NodeDrain struct {
 	Until          time.Time `json:"until"`
 }
 
-// drains remembers the drains each resource's last sync of each backend
-// set kept, for the debug view; the ownership record is what counts.
-type drains struct {
+// Drains remembers the drains each resource's last sync of each backend
+// set kept, for the View. The zero value is ready to use.
+type Drains struct {
 	mu sync.Mutex
 	m  map[[2]string][]NodeDrain // by resource and backend set
 }
 
-// set records what p keeps drained in a backend set, each drain lasting drainFor.
-func (d *drains) set(name, lb, backendSet string, p *plan.Plan, drainFor time.Duration) {
+// Set records what p keeps drained in a backend set, each drain lasting
+// drainFor; a nil p, none.
+func (d *Drains) Set(name, lb, backendSet string, p *plan.Plan, drainFor time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	key := [2]string{name, backendSet}
@@ -87,7 +103,7 @@ func (d *drains) set(name, lb, backendSet string, p *plan.Plan, drainFor time.Du
 }
 
 // Forget drops a resource that is gone.
-func (d *drains) Forget(name string) {
+func (d *Drains) Forget(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for key := range d.m {
@@ -97,9 +113,9 @@ func (d *drains) Forget(name string) {
 	}
 }
 
-// snapshot lists every drain, the first to end first; an empty list, not
+// Snapshot lists every drain, the first to end first; an empty list, not
 // nil, for none.
-func (d *drains) snapshot() []NodeDrain {
+func (d *Drains) Snapshot() []NodeDrain {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := []NodeDrain{}
