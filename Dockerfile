@@ -7,13 +7,13 @@ RUN go mod download
 # (TestDockerfileCopiesEveryPackage checks).
 COPY api/ api/
 COPY certs/ certs/
-COPY claims/ claims/
 COPY cmd/ cmd/
 COPY config/crd/ config/crd/
 COPY conversion/ conversion/
+COPY index/ index/
 COPY reconciler/ reconciler/
 COPY webhook/ webhook/
-# The context holds no .git (.dockerignore): make image passes what
+# The context has no .git (.dockerignore): make image passes what
 # lbregistrar version prints.
 ARG VERSION=(devel)
 ARG COMMIT=unknown

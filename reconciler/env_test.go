@@ -38,7 +38,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
@@ -257,7 +257,7 @@ func (f *fixture) startManagerOn(cfg *rest.Config, mayFail bool, o reconciler.Op
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	f.must(err)
-	f.must(claims.AddIndex(f.ctx, mgr.GetFieldIndexer()))
+	f.must(index.Add(f.ctx, mgr.GetFieldIndexer()))
 	f.must(reconciler.SetupWithManager(f.ctx, mgr, o))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
@@ -162,7 +162,7 @@ func (r *Reconciler) fly(ctx context.Context, st *status.Writer, ociClient ociAP
 // dropped.
 func (r *Reconciler) claimantsOf(ctx context.Context, obj *v1beta1.LBRegistrar) decide.Claimants {
 	claimants := func(lb, name string) ([]v1beta1.LBRegistrar, error) {
-		found, err := claims.Of(ctx, r.client, lb, name)
+		found, err := index.Claiming(ctx, r.client, lb, name)
 		if err != nil {
 			return nil, err
 		}

@@ -70,7 +70,7 @@ type Reconciler struct {
 // are off). The
 // controller runs only on the elected leader; webhooks on the same manager
 // keep serving on every replica. It reads claims through the index
-// claims.AddIndex registers on the manager.
+// index.Add registers on the manager.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	factory, err := o.ociFactory()
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset"
 	"github.com/peppy-ratio/lbregistrar/reconciler/backendset/backendsettest"
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
@@ -119,7 +119,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 	objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: recordKey.Namespace, Name: recordKey.Name}, Data: map[string][]byte{ownership.KeyField: unitRecordKey}})
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
-		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
+		WithIndex(&v1beta1.LBRegistrar{}, index.ClaimField, index.ClaimFieldKeys).
 		WithObjects(objs...).Build()
 	secrets := credentials.NewSecrets(c, nil)
 	recorder := events.NewFakeRecorder(100)

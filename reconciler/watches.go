@@ -20,12 +20,12 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
 // secretIndex is a field index over LBRegistrar, from a Secret to the
-// resources that read it (claims.ServiceIndex is the Services').
+// resources that read it (index.ServiceField is the Services').
 const secretIndex = "reconciler.spec.apiKey.secrets"
 
 // secretSource watches the metadata of Secrets (never their data) in the
@@ -129,7 +129,7 @@ func (r *Reconciler) nodeEvent(ctx context.Context, _ client.Object) []reconcile
 }
 
 func (r *Reconciler) byService(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.requests(ctx, client.MatchingFields{claims.ServiceIndex: obj.GetNamespace() + "/" + obj.GetName()})
+	return r.requests(ctx, client.MatchingFields{index.ServiceField: obj.GetNamespace() + "/" + obj.GetName()})
 }
 
 // byEndpointSlice maps a slice to the resources whose backends depend on
@@ -142,7 +142,7 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 		return nil
 	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
-	naming, err := claims.Naming(ctx, r.client, key)
+	naming, err := index.Naming(ctx, r.client, key)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing LBRegistrars for an EndpointSlice event")
 		return nil
@@ -175,7 +175,7 @@ func (r *Reconciler) claimSiblings(ctx context.Context, obj client.Object) []rec
 	seen := map[string]bool{lbr.Name: true}
 	var reqs []reconcile.Request
 	for _, key := range validation.ClaimKeys(&lbr.Spec) {
-		for _, req := range r.requests(ctx, client.MatchingFields{claims.IndexField: key}) {
+		for _, req := range r.requests(ctx, client.MatchingFields{index.ClaimField: key}) {
 			if !seen[req.Name] {
 				seen[req.Name] = true
 				reqs = append(reqs, req)

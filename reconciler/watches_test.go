@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/nodeviews"
 )
 
@@ -42,8 +42,8 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 	}
 	var lists, copied int
 	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(obj).
-		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
-		WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).
+		WithIndex(&v1beta1.LBRegistrar{}, index.ClaimField, index.ClaimFieldKeys).
+		WithIndex(&v1beta1.LBRegistrar{}, index.ServiceField, index.ServiceFieldKeys).
 		WithIndex(&v1beta1.LBRegistrar{}, secretIndex, indexSecrets).Build(),
 		interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*v1beta1.LBRegistrarList); ok {

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 )
 
 // A pod gets the gate when a Service selecting it is registered for its
@@ -47,7 +47,7 @@ func TestPodGate(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = v1beta1.AddToScheme(scheme)
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).WithObjects(registrar,
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, index.ServiceField, index.ServiceFieldKeys).WithObjects(registrar,
 		service("pods", false), service("filtered", false), service("local", true), service("every-node", false), service("unregistered", false)).Build()
 	gate := NewPodGate(reader)
 
@@ -103,7 +103,7 @@ func TestPodGateAsksTheOneAnswer(t *testing.T) {
 		}
 		return c.List(ctx, list, opts...)
 	}}
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, claims.ServiceIndex, claims.ServiceKeys).WithInterceptorFuncs(indexedOnly).WithObjects(
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1beta1.LBRegistrar{}, index.ServiceField, index.ServiceFieldKeys).WithInterceptorFuncs(indexedOnly).WithObjects(
 		registrar("suspended", "paused", func(r *v1beta1.LBRegistrar) { r.Spec.Suspend = true }),
 		registrar("deleting", "going", func(r *v1beta1.LBRegistrar) { r.DeletionTimestamp, r.Finalizers = &now, []string{"x"} }),
 		service("paused"), service("going"), service("plain")).Build()

@@ -2,7 +2,7 @@
 // the readiness gates' mutating webhook for pods, and the webhook server
 // they and the conversion webhook (package conversion) run on. The
 // handlers are thin: the rules are package validation (and, for the gates,
-// desired.GatesPods), the claim lookup is package claims.
+// desired.GatesPods), the claim lookup is package index.
 package webhook
 
 import (
@@ -23,7 +23,7 @@ const (
 // Register adds both validating webhooks and the readiness gates'
 // mutating one to the manager's webhook server.
 // They find other claimants through the manager's cache, with the index
-// claims.AddIndex registers, and check what a write makes lbregistrar sign
+// index.Add registers, and check what a write makes lbregistrar sign
 // in with by identities (its Namespaces and AllowControllerIdentity, as
 // serve's flags say), asking the API server through the manager's client
 // and remembering grants for GrantTTL. controller is the username the

@@ -19,12 +19,12 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 )
 
 // NewV1beta1Validator is the admission webhook for v1beta1 LBRegistrars.
-// claims reads the resources that hold a claim, through the
-// claim index of package claims (the manager's cache in production).
+// claims reads the resources that make a claim, through the
+// claim index of package index (the manager's cache in production).
 //
 // No defaulting webhook exists: v1alpha1 gets its defaults from the CRD and
 // v1alpha1.NormalizeSpec, and v1beta1 states every value on purpose.
@@ -135,7 +135,7 @@ func (v *validator[T, V]) Handle(ctx context.Context, req admission.Request) adm
 		return unknownOperation(req)
 	}
 	spec := v.rules.stored(view)
-	claimants, err := claims.OfSpec(ctx, v.claims, spec)
+	claimants, err := index.ClaimingAny(ctx, v.claims, spec)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 )
 
 // BenchmarkAdmission sends one v1beta1 create through the HTTP handler with
@@ -92,7 +92,7 @@ func filledCache(b *testing.B, scheme *runtime.Scheme, n int) cache.Cache {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	if err := c.IndexField(ctx, &v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys); err != nil {
+	if err := c.IndexField(ctx, &v1beta1.LBRegistrar{}, index.ClaimField, index.ClaimFieldKeys); err != nil {
 		b.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()

@@ -26,7 +26,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1alpha1"
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 )
 
 const (
@@ -87,7 +87,7 @@ func handlersWith(t testing.TB, secrets IdentityPolicy, existing ...client.Objec
 	t.Helper()
 	scheme := api.NewScheme()
 	claims := fake.NewClientBuilder().WithScheme(scheme).
-		WithIndex(&v1beta1.LBRegistrar{}, claims.IndexField, claims.Keys).
+		WithIndex(&v1beta1.LBRegistrar{}, index.ClaimField, index.ClaimFieldKeys).
 		WithObjects(existing...).Build()
 	mux := http.NewServeMux()
 	mux.Handle(ValidateV1alpha1Path, NewV1alpha1Validator(claims, secrets, controllerUser))

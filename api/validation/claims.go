@@ -18,7 +18,7 @@ import (
 // on the load balancer.
 //
 // The webhook rejects a new overlap by reading its informer cache through the
-// index of package claims. Two creates admitted at the same instant both miss
+// index of package index. Two creates admitted at the same instant both miss
 // each other in the cache; the reconciler closes that race by giving the
 // contested claim to the resource Precedes picks and setting the Conflict
 // condition on the other, which then registers nothing in that backend set.

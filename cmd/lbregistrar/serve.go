@@ -25,8 +25,8 @@ import (
 
 	"github.com/peppy-ratio/lbregistrar/api"
 	"github.com/peppy-ratio/lbregistrar/certs"
-	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/conversion"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
@@ -247,7 +247,7 @@ func newScheme() *runtime.Scheme {
 // setupComponents registers the claim index, the webhooks and the
 // controllers on the manager.
 func setupComponents(ctx context.Context, mgr manager.Manager, o *serveOptions) error {
-	if err := claims.AddIndex(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	if err := conversion.Register(mgr); err != nil {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
-	"github.com/peppy-ratio/lbregistrar/claims"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
@@ -17,7 +17,7 @@ import (
 // reader: the Services of its namespace that select it (as the
 // EndpointSlice controller finds a pod's Services: every Service of the
 // namespace, its selector matched), and the LBRegistrars that name one of
-// them, one index lookup per Service (claims.Naming), never a scan of
+// them, one index lookup per Service (index.Naming), never a scan of
 // every resource. The admission webhook, the gates controller and the
 // watch of gated pods all ask here.
 func Gates(ctx context.Context, reader client.Reader, pod *corev1.Pod) ([]desired.Gate, error) {
@@ -33,7 +33,7 @@ func Gates(ctx context.Context, reader client.Reader, pod *corev1.Pod) ([]desire
 			continue
 		}
 		selecting = append(selecting, svc)
-		naming, err := claims.Naming(ctx, reader, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name})
+		naming, err := index.Naming(ctx, reader, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name})
 		if err != nil {
 			return nil, err
 		}

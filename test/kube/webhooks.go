@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peppy-ratio/lbregistrar/certs"
-	"github.com/peppy-ratio/lbregistrar/claims"
 	"github.com/peppy-ratio/lbregistrar/conversion"
+	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/webhook"
 )
 
@@ -89,7 +89,7 @@ func StartWebhooks(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	if err := claims.AddIndex(ctx, w.Manager.GetFieldIndexer()); err != nil {
+	if err := index.Add(ctx, w.Manager.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	if err := conversion.Register(w.Manager); err != nil {

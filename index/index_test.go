@@ -1,4 +1,4 @@
-package claims
+package index
 
 import (
 	"context"
@@ -25,21 +25,21 @@ func registrar(name string, backendSets ...string) *v1beta1.LBRegistrar {
 }
 
 func TestKeys(t *testing.T) {
-	got := Keys(registrar("a", "ingress", "edge", "ingress"))
+	got := ClaimFieldKeys(registrar("a", "ingress", "edge", "ingress"))
 	if want := []string{validation.ClaimKey(lb, "ingress"), validation.ClaimKey(lb, "edge")}; !slices.Equal(got, want) {
-		t.Errorf("Keys = %q, want %q", got, want)
+		t.Errorf("ClaimFieldKeys = %q, want %q", got, want)
 	}
-	if Keys(&v1alpha1.LBRegistrar{}) != nil {
-		t.Error("Keys of another type should be nil")
+	if ClaimFieldKeys(&v1alpha1.LBRegistrar{}) != nil {
+		t.Error("ClaimFieldKeys of another type should be nil")
 	}
 }
 
-// OfSpec finds every resource sharing a backend set of the spec, once each.
+// ClaimingAny finds every resource sharing a backend set of the spec, once each.
 func TestOfSpec(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).
-		WithIndex(&v1beta1.LBRegistrar{}, IndexField, Keys).
+		WithIndex(&v1beta1.LBRegistrar{}, ClaimField, ClaimFieldKeys).
 		WithObjects(registrar("both", "ingress", "edge"), registrar("one", "edge"), registrar("other", "admin")).Build()
-	found, err := OfSpec(context.Background(), c, &registrar("new", "ingress", "edge").Spec)
+	found, err := ClaimingAny(context.Background(), c, &registrar("new", "ingress", "edge").Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,6 @@ func TestOfSpec(t *testing.T) {
 	}
 	slices.Sort(names)
 	if want := []string{"both", "one"}; !slices.Equal(names, want) {
-		t.Errorf("OfSpec found %q, want %q", names, want)
+		t.Errorf("ClaimingAny found %q, want %q", names, want)
 	}
 }

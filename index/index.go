@@ -1,13 +1,13 @@
-// Package claims finds LBRegistrars through field indexes over the
+// Package index finds LBRegistrars through field indexes over the
 // manager's cache: those that claim a (load balancer, backend set) pair,
 // with which the admission webhook refuses a second claim and the
 // reconciler resolves the race that two creates admitted at the same
 // instant leave (see validation.Precedes); and those that name a Service,
 // with which a Service's events reach the resources that read it and the
-// pod webhook finds the entries that gate a pod, a lookup per Service
+// pod webhook finds the targets that gate a pod, a lookup per Service
 // rather than a scan of every resource. The rules themselves are pure, in
 // api/validation.
-package claims
+package index
 
 import (
 	"context"
@@ -21,12 +21,12 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 )
 
-// IndexField is the field index, over *v1beta1.LBRegistrar, from a claim key
-// (validation.ClaimKey) to the resources that hold that claim.
-const IndexField = "spec.backendSetClaims"
+// ClaimField is the field index, over *v1beta1.LBRegistrar, from a claim key
+// (validation.ClaimKey) to the resources that make that claim.
+const ClaimField = "spec.backendSetClaims"
 
-// Keys is the indexer function of IndexField.
-func Keys(obj client.Object) []string {
+// ClaimFieldKeys is the indexer function of ClaimField.
+func ClaimFieldKeys(obj client.Object) []string {
 	lbr, ok := obj.(*v1beta1.LBRegistrar)
 	if !ok {
 		return nil
@@ -34,12 +34,12 @@ func Keys(obj client.Object) []string {
 	return validation.ClaimKeys(&lbr.Spec)
 }
 
-// ServiceIndex is the field index, over *v1beta1.LBRegistrar, from a
+// ServiceField is the field index, over *v1beta1.LBRegistrar, from a
 // Service ("namespace/name") to the resources whose targets name it.
-const ServiceIndex = "spec.services"
+const ServiceField = "spec.services"
 
-// ServiceKeys is the indexer function of ServiceIndex.
-func ServiceKeys(obj client.Object) []string {
+// ServiceFieldKeys is the indexer function of ServiceField.
+func ServiceFieldKeys(obj client.Object) []string {
 	lbr, ok := obj.(*v1beta1.LBRegistrar)
 	if !ok {
 		return nil
@@ -53,40 +53,40 @@ func ServiceKeys(obj client.Object) []string {
 	return keys
 }
 
-// AddIndex registers IndexField and ServiceIndex with a manager's field
+// Add registers ClaimField and ServiceField with a manager's field
 // indexer. Call it once per manager, before the webhooks or the reconciler
 // are set up: both read through them.
-func AddIndex(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, IndexField, Keys); err != nil {
+func Add(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, ClaimField, ClaimFieldKeys); err != nil {
 		return err
 	}
-	return indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, ServiceIndex, ServiceKeys)
+	return indexer.IndexField(ctx, &v1beta1.LBRegistrar{}, ServiceField, ServiceFieldKeys)
 }
 
 // Naming returns the resources whose targets name the Service, in place
 // (the reader's own objects, not to be changed).
 func Naming(ctx context.Context, reader client.Reader, service types.NamespacedName) ([]v1beta1.LBRegistrar, error) {
 	var list v1beta1.LBRegistrarList
-	if err := reader.List(ctx, &list, client.MatchingFields{ServiceIndex: service.String()}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := reader.List(ctx, &list, client.MatchingFields{ServiceField: service.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("reading the LBRegistrars that name Service %s: %w", service, err)
 	}
 	return list.Items, nil
 }
 
-// Of returns the resources that claim (loadBalancerID, backendSet).
-func Of(ctx context.Context, reader client.Reader, loadBalancerID, backendSet string) ([]v1beta1.LBRegistrar, error) {
+// Claiming returns the resources that claim (loadBalancerID, backendSet).
+func Claiming(ctx context.Context, reader client.Reader, loadBalancerID, backendSet string) ([]v1beta1.LBRegistrar, error) {
 	var list v1beta1.LBRegistrarList
 	key := validation.ClaimKey(loadBalancerID, backendSet)
-	if err := reader.List(ctx, &list, client.MatchingFields{IndexField: key}); err != nil {
+	if err := reader.List(ctx, &list, client.MatchingFields{ClaimField: key}); err != nil {
 		return nil, fmt.Errorf("reading the LBRegistrars that claim %s: %w", key, err)
 	}
 	return list.Items, nil
 }
 
-// OfSpec returns the resources that claim any (load balancer, backend set)
+// ClaimingAny returns the resources that claim any (load balancer, backend set)
 // of spec, each once. It costs one index lookup per backend set of spec,
 // whatever the number of LBRegistrars.
-func OfSpec(ctx context.Context, reader client.Reader, spec *v1beta1.LBRegistrarSpec) ([]v1beta1.LBRegistrar, error) {
+func ClaimingAny(ctx context.Context, reader client.Reader, spec *v1beta1.LBRegistrarSpec) ([]v1beta1.LBRegistrar, error) {
 	var all []v1beta1.LBRegistrar
 	seen := map[string]bool{}
 	for _, t := range spec.Services {
@@ -94,7 +94,7 @@ func OfSpec(ctx context.Context, reader client.Reader, spec *v1beta1.LBRegistrar
 			continue
 		}
 		seen[t.BackendSetName] = true
-		found, err := Of(ctx, reader, spec.LoadBalancerID, t.BackendSetName)
+		found, err := Claiming(ctx, reader, spec.LoadBalancerID, t.BackendSetName)
 		if err != nil {
 			return nil, err
 		}
