@@ -133,7 +133,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 	if ce != nil {
 		rp.Error = ce.Message
 	} else {
-		rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
+		rp.BackendSets = decide.Changes(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
 	}
 	if ce != nil {
 		out.Unusable = &status.Failure{Reason: ce.Reason, Message: ce.Message}
@@ -165,7 +165,7 @@ func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, al
 	}
 	var out status.Outcome
 	jobs := decide.Removals(obj, rp.LoadBalancerID, plan.Remove, 0, claimants, &out)
-	rp.BackendSets = decide.Preview(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
+	rp.BackendSets = decide.Changes(ctx, ociClient, obj, rp.LoadBalancerID, jobs, &out)
 	return rp, nil
 }
 

@@ -211,7 +211,7 @@ func (r *Reconciler) syncRequest(ctx context.Context, s *scope, w *setWrite, cur
 // the Ready condition. The ownership record stays as it is.
 func (r *Reconciler) holdWrites(ctx context.Context, s *scope, jobs []decide.Job) {
 	obj, out := s.obj, &s.out
-	changes := decide.Preview(ctx, s.oci, obj, s.lb, jobs, out)
+	changes := decide.Changes(ctx, s.oci, obj, s.lb, jobs, out)
 	for i := range changes {
 		c := &changes[i]
 		if !c.Changed() {

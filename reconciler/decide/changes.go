@@ -12,10 +12,10 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
-// Preview plans each job's backend set of lb over what OCI holds, as a
-// sync does, and writes nothing. What a sync would report as failed goes
+// Changes plans each job's backend set of lb over what OCI has registered, as
+// a sync does, and writes nothing. What a sync would report as failed goes
 // into out as the sync puts it.
-func Preview(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, out *status.Outcome) []preview.BackendSetChange {
+func Changes(ctx context.Context, read backendset.Reader, obj *v1beta1.LBRegistrar, lb string, jobs []Job, out *status.Outcome) []preview.BackendSetChange {
 	changes := make([]preview.BackendSetChange, 0, len(jobs))
 	for _, j := range jobs {
 		c := preview.BackendSetChange{LBRegistrar: obj.Name, LoadBalancerID: lb, BackendSet: j.Name, Mode: j.Mode.String()}
