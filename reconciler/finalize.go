@@ -33,7 +33,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1beta1.LBRegistrar) (ct
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx).WithValues("loadBalancer", recordedLoadBalancer(obj))
-	why, err := r.keptOnDeletion(ctx, obj)
+	why, err := r.orphanedOnDeletion(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -170,16 +170,16 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, obj *v1beta1.LBRegist
 	return client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
-// keptOnDeletion says why deleted obj's backends stay registered
-// (decide.Kept, or the CRD being deleted), or "" when they are drained and
+// orphanedOnDeletion says why deleted obj's backends stay registered
+// (decide.Orphans, or the CRD being deleted), or "" when they are drained and
 // removed. Deleting the CRD deletes every LBRegistrar, and an uninstall
 // (kubectl delete -k, helm uninstall, or the original operator's install
-// manifest, which holds the same CRD) is no request to deregister anything.
-func (r *Reconciler) keptOnDeletion(ctx context.Context, obj *v1beta1.LBRegistrar) (string, error) {
-	if why := decide.Kept(obj); why != "" {
+// manifest, which contains the same CRD) is no request to deregister anything.
+func (r *Reconciler) orphanedOnDeletion(ctx context.Context, obj *v1beta1.LBRegistrar) (string, error) {
+	if why := decide.Orphans(obj); why != "" {
 		return why, nil
 	}
-	// A CRD that is gone cannot hold obj: read as not being deleted.
+	// A CRD that is gone cannot have obj: read as not being deleted.
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	err := r.apiReader.Get(ctx, client.ObjectKey{Name: CRDName}, crd)

@@ -157,7 +157,7 @@ func reconcilerImports(t *testing.T, path string) []string {
 // docs use in a sense of their own, one sense each.
 var vocabulary = []string{
 	"ownership record", "target", "entry", "vouch", "intent", "lane", "turn", "park", "wake", "flight",
-	"scope", "job", "hold", "claimant", "holder", "lost", "protected", "leaving", "retire", "kept", "takes",
+	"scope", "job", "hold", "claimant", "holder", "lost", "protected", "leaving", "retire", "orphaned", "takes",
 	"drain", "class", "refusal", "ending", "verdict", "gate", "waiting pod", "settle", "seen", "stand", "blocked",
 }
 

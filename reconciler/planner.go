@@ -149,7 +149,7 @@ func (p *Planner) Plan(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1be
 // BackendSets shows as the removal.
 func (p *Planner) PlanDeletion(ctx context.Context, obj *v1beta1.LBRegistrar, all []v1beta1.LBRegistrar) (ResourcePlan, error) {
 	rp, obj, claimants := p.open(ctx, obj, recordedLoadBalancer(obj), all)
-	if why := decide.Kept(obj); why != "" {
+	if why := decide.Orphans(obj); why != "" {
 		rp.Deletion = "kept: " + why
 		return rp, nil
 	}

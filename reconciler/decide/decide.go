@@ -40,10 +40,11 @@ type Options struct {
 	DrainPeriod time.Duration
 }
 
-// Kept says why deleting obj leaves its backends registered, as obj itself
-// asks (deletionPolicy Orphan, or suspended: nothing is written), or "" when
-// they are drained and removed.
-func Kept(obj *v1beta1.LBRegistrar) string {
+// Orphans says why deleting obj orphans its backends (leaves them
+// registered, no longer recorded), as obj itself asks (deletionPolicy
+// Orphan, or suspended: nothing is written), or "" when they are drained
+// and removed.
+func Orphans(obj *v1beta1.LBRegistrar) string {
 	switch {
 	case obj.Spec.DeletionPolicy == v1beta1.DeletionPolicyOrphan:
 		return "its deletionPolicy is Orphan"

@@ -16,7 +16,7 @@ func TestDrainFor(t *testing.T) {
 		plan.LoadBalancerChanged: 30 * time.Second,
 		plan.ResourceDeleted:     30 * time.Second,
 		plan.Readdressed:         0,
-		plan.DeletedKept:         0,
+		plan.DeletedOrphaning:    0,
 	} {
 		if got := o.DrainFor(why); got != want {
 			t.Errorf("DrainFor(%d) = %s, want %s", why, got, want)

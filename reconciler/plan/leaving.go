@@ -18,9 +18,9 @@ const (
 	ResourceDeleted
 	// LoadBalancerChanged means spec.loadBalancerId names another load balancer.
 	LoadBalancerChanged
-	// DeletedKept means the resource was deleted and keeps its backends
+	// DeletedOrphaning means the resource was deleted and orphans its backends
 	// (deletionPolicy Orphan, suspended, the CRD being deleted).
-	DeletedKept
+	DeletedOrphaning
 )
 
 // Fate is what becomes of a backend leaving.
@@ -33,8 +33,8 @@ const (
 	// Replaced means removed in the write that adds its instance's backend at
 	// the new address (OCI takes an instance once per port).
 	Replaced
-	// Kept means left registered, and no longer recorded.
-	Kept
+	// Orphaned means left registered, and no longer recorded.
+	Orphaned
 )
 
 // Period is which drain period a leaving backend is drained for.
@@ -70,7 +70,7 @@ var Policy = []Departure{
 	{TargetRemoved, "its target left `spec.services`, or the target's `backendSetName` changed (the old set)", DrainedThenRemoved, NodeDrainPeriod},
 	{ResourceDeleted, "the resource was deleted", DrainedThenRemoved, DrainPeriod},
 	{LoadBalancerChanged, "`loadBalancerId` changed (the old load balancer)", DrainedThenRemoved, DrainPeriod},
-	{DeletedKept, "the resource was deleted with `deletionPolicy: Orphan`, while suspended, or with the CRD", Kept, NoPeriod},
+	{DeletedOrphaning, "the resource was deleted with `deletionPolicy: Orphan`, while suspended, or with the CRD", Orphaned, NoPeriod},
 }
 
 // PolicyFor is Policy's row for why.

@@ -27,7 +27,7 @@ func TestPolicyIsTheDocsTable(t *testing.T) {
 			rows = append(rows, strings.Split(strings.Trim(line, "| "), " | "))
 		}
 	}
-	drained := map[Fate]string{DrainedThenRemoved: "yes", Replaced: "no", Kept: "kept"}
+	drained := map[Fate]string{DrainedThenRemoved: "yes", Replaced: "no", Orphaned: "orphaned"}
 	period := map[Period]string{NoPeriod: "—", NodeDrainPeriod: "`--node-drain-period`", DrainPeriod: "`--drain-period`"}
 	if len(rows) != len(Policy) {
 		t.Fatalf("the docs' table has %d rows, Policy %d", len(rows), len(Policy))
