@@ -52,12 +52,12 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 		}
 		return nil
 	})
-	holder, set, waiter := a, "api", b
-	if lane.Holder == b.Name {
-		holder, set, waiter = b, "admin", a
+	laneTaker, set, waiter := a, "api", b
+	if lane.LBRegistrar == b.Name {
+		laneTaker, set, waiter = b, "admin", a
 	}
 	wrs := f.emu.WorkRequests()
-	if lane.LoadBalancerID != classicLB || lane.Holder != holder.Name || lane.Step.BackendSet != set ||
+	if lane.LoadBalancerID != classicLB || lane.LBRegistrar != laneTaker.Name || lane.Step.BackendSet != set ||
 		len(wrs) != 1 || lane.Step.WorkRequest != wrs[0].ID || lane.Parked[0].Name != waiter.Name {
 		t.Fatalf("lane %+v, work requests %+v", lane, wrs)
 	}
@@ -88,8 +88,8 @@ func TestLanesEndpointAndLogs(t *testing.T) {
 			t.Errorf("completion line without the resource: %v", m)
 		}
 	}
-	if done := updated[0]; done["workRequest"] != wrs[0].ID || done["LBRegistrar"].(map[string]any)["name"] != holder.Name {
-		t.Errorf("first completion %v, want work request %s of %s", done, wrs[0].ID, holder.Name)
+	if done := updated[0]; done["workRequest"] != wrs[0].ID || done["LBRegistrar"].(map[string]any)["name"] != laneTaker.Name {
+		t.Errorf("first completion %v, want work request %s of %s", done, wrs[0].ID, laneTaker.Name)
 	}
 
 	// Deletion needs its work requests finished too.

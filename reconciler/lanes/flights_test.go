@@ -229,7 +229,7 @@ func TestShutdownWaitsForFlightsInTheAir(t *testing.T) {
 		t.Error("a flight launched after shutdown began flew")
 		return ctrl.Result{}, nil
 	})
-	if got := l.Snapshot(); len(got) != 1 || got[0].Holder != "a" {
+	if got := l.Snapshot(); len(got) != 1 || got[0].LBRegistrar != "a" {
 		t.Errorf("lanes after a launch at shutdown: %+v, want a's alone", got)
 	}
 	if f.ParkBehind("b", func() { t.Error("woken behind a flight that never flew") }) {

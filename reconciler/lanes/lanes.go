@@ -1,12 +1,12 @@
 // Package lanes is the write path's serialization: one lane per load
 // balancer, taken in turns by the resources that write it, each turn run as
-// a flight that holds the lane but no reconcile worker while it waits for
+// a flight that has the lane but no reconcile worker while it waits for
 // OCI, and the wake-ups that enqueue a resource again when the lane or
-// flight it parked behind is free. It also keeps what each lane's holder is
-// doing, for the debug view.
+// flight it parked behind is free. It also keeps what the resource with
+// each lane is doing, for the debug view.
 //
 // It owns no Kubernetes object and calls no OCI API: what a turn does is
-// its holder's business; lanes only orders the holders.
+// that resource's business; lanes only orders the resources.
 package lanes
 
 import (
@@ -35,8 +35,8 @@ import (
 // others. Whatever changed meanwhile is computed when it runs, so it is
 // folded into that one write.
 //
-// Each lane also records who holds it and what the holder is doing, for the
-// debug view (Snapshot).
+// Each lane also records who has it and what that resource is doing, for
+// the debug view (Snapshot).
 type Lanes struct {
 	mu   sync.Mutex
 	busy map[string]*lane
@@ -44,10 +44,10 @@ type Lanes struct {
 }
 
 type lane struct {
-	holder string
-	since  time.Time
-	step   Step
-	parked map[string]waiter // by resource name
+	resource string
+	since    time.Time
+	step     Step
+	parked   map[string]waiter // by resource name
 }
 
 type waiter struct {
@@ -71,8 +71,8 @@ func New() *Lanes {
 }
 
 // Turn is a resource's turn on a load balancer's lane: while it lasts, that
-// resource alone writes the load balancer. Its holder reports its steps on
-// it and releases it once, deferred, so a reconcile that panics (and is
+// resource alone writes the load balancer. The resource reports its steps
+// on it and releases it once, deferred, so a reconcile that panics (and is
 // recovered by the controller) does not keep the load balancer from everyone
 // else; a nil turn ignores steps (tests of the writer alone).
 type Turn struct {
@@ -99,7 +99,7 @@ func (l *Lanes) TryAcquire(loadBalancerID, resource string, wake func()) (*Turn,
 		ln.parked[resource] = p
 		return nil, false
 	}
-	ln := &lane{holder: resource, since: now, step: Step{Phase: Reading, Since: now}, parked: map[string]waiter{}}
+	ln := &lane{resource: resource, since: now, step: Step{Phase: Reading, Since: now}, parked: map[string]waiter{}}
 	l.busy[loadBalancerID] = ln
 	return &Turn{lanes: l, loadBalancerID: loadBalancerID, lane: ln}, true
 }
@@ -107,7 +107,7 @@ func (l *Lanes) TryAcquire(loadBalancerID, resource string, wake func()) (*Turn,
 // LoadBalancerID is the load balancer the turn writes.
 func (h *Turn) LoadBalancerID() string { return h.loadBalancerID }
 
-// Step records what the holder does now.
+// Step records what the resource with the lane does now.
 func (h *Turn) Step(phase, backendSet, workRequest string) {
 	if h == nil {
 		return
@@ -171,7 +171,7 @@ func (w *Wakeups) WakeKey(key types.NamespacedName) {
 	}
 }
 
-// Step is what the holder of a lane is doing.
+// Step is what the resource with a lane is doing.
 type Step struct {
 	Phase       string    `json:"phase"` // Reading, Writing, Waiting, BackingOff or WaitingForOthers
 	BackendSet  string    `json:"backendSet,omitempty"`
@@ -182,11 +182,11 @@ type Step struct {
 // Status is one busy load balancer.
 type Status struct {
 	LoadBalancerID string    `json:"loadBalancerId"`
-	Holder         string    `json:"holder"` // the LBRegistrar reconciling it
-	HeldSince      time.Time `json:"heldSince"`
+	LBRegistrar    string    `json:"lbregistrar"` // the LBRegistrar reconciling it
+	TakenSince     time.Time `json:"takenSince"`
 	Step           Step      `json:"step"`
 	// Parked are the resources waiting for the lane, longest waiting first;
-	// each is reconciled again when the holder releases it.
+	// each is reconciled again when the resource with the lane releases it.
 	Parked []Parked `json:"parked"`
 }
 
@@ -202,7 +202,7 @@ func (l *Lanes) Snapshot() []Status {
 	defer l.mu.Unlock()
 	out := make([]Status, 0, len(l.busy))
 	for id, ln := range l.busy {
-		st := Status{LoadBalancerID: id, Holder: ln.holder, HeldSince: ln.since, Step: ln.step, Parked: []Parked{}}
+		st := Status{LoadBalancerID: id, LBRegistrar: ln.resource, TakenSince: ln.since, Step: ln.step, Parked: []Parked{}}
 		for name, p := range ln.parked {
 			st.Parked = append(st.Parked, Parked{Name: name, Since: p.since})
 		}

@@ -64,9 +64,9 @@ func TestSnapshot(t *testing.T) {
 	idle, _ := l.TryAcquire("lb-a", "alone", nil)
 
 	want := []Status{
-		{LoadBalancerID: "lb-a", Holder: "alone", HeldSince: t0.Add(3 * time.Second),
+		{LoadBalancerID: "lb-a", LBRegistrar: "alone", TakenSince: t0.Add(3 * time.Second),
 			Step: Step{Phase: Reading, Since: t0.Add(3 * time.Second)}, Parked: []Parked{}},
-		{LoadBalancerID: "lb-b", Holder: "holder", HeldSince: t0,
+		{LoadBalancerID: "lb-b", LBRegistrar: "holder", TakenSince: t0,
 			Step:   Step{Phase: Waiting, BackendSet: "api", WorkRequest: "wr-1", Since: t0.Add(time.Second)},
 			Parked: []Parked{{Name: "second", Since: t0.Add(2 * time.Second)}, {Name: "first", Since: t0.Add(3 * time.Second)}}},
 	}
