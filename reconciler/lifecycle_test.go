@@ -99,11 +99,11 @@ func TestOrphanPolicyKeepsBackends(t *testing.T) {
 	}
 }
 
-// An entry removed from spec.services drains its backends for the node
-// drain period, as a departing node's, before removing them; the entries
-// kept are not written, and the record of the removed one goes with its
-// last backend.
-func TestRemovedEntryDrainsFirst(t *testing.T) {
+// A target removed from spec.services drains its backends for the node
+// drain period, as a departing node's, before removing them; the targets
+// left in place are not written, and the record of the removed one goes
+// with its last backend.
+func TestRemovedTargetDrainsFirst(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.43.1")
 	o := f.options()
@@ -124,7 +124,7 @@ func TestRemovedEntryDrainsFirst(t *testing.T) {
 		return nil
 	})
 	if n := f.writesTo(classicLB, "api"); n != 0 {
-		t.Errorf("the kept entry was written %d times", n)
+		t.Errorf("the backend set of the target left in place was written %d times", n)
 	}
 }
 

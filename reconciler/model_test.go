@@ -460,10 +460,11 @@ func (m *model) changePort(rt *rapid.T) {
 }
 
 // retarget points a resource that alone claims its backend set at a free
-// one: of the same load balancer (its entry renamed; the old set drains
-// for the node drain period) or of the other (its loadBalancerId changed;
-// the old load balancer drains for the drain period, then the new one is
-// registered). Once the drain is over, the old set holds nothing of it.
+// one: of the same load balancer (its target's backendSetName changed; the
+// old set drains for the node drain period) or of the other (its
+// loadBalancerId changed; the old load balancer drains for the drain
+// period, then the new one is registered). Once the drain is over, the old
+// set has nothing of it registered.
 func (m *model) retarget(rt *rapid.T) {
 	r := m.pick(rt)
 	if len(m.claimants(r.set)) > 1 {

@@ -23,7 +23,7 @@ import (
 const MutatePodPath = "/mutate-v1-pod"
 
 // NewPodGate is the mutating webhook that gives a pod being created
-// lbregistrar's readiness gate (v1beta1.ReadinessGate) when an entry of an
+// lbregistrar's readiness gate (v1beta1.ReadinessGate) when a target of an
 // LBRegistrar gates it (decide.Gates, the one answer the gates controller
 // decides from too), and the label v1beta1.ReadinessGateLabel, so the
 // controller caches the pod. A pod created with the gate already (its

@@ -55,11 +55,11 @@ func TestContractTargets(t *testing.T) {
 		},
 		original: []v1beta1.Target{target(https, "a", 1), target(http2, "b", 3)},
 	}, {
-		row:      "T2 a services entry without backendSetName uses spec.backendSetName",
+		row:      "T2 a services item without backendSetName uses spec.backendSetName",
 		spec:     LBRegistrarSpec{Services: []ServiceSpec{svc(https, "", 1)}, BackendSetName: "top", Weight: 1},
 		original: []v1beta1.Target{target(https, "top", 1)},
 	}, {
-		row:      "T3 a services entry's own backendSetName wins over spec.backendSetName",
+		row:      "T3 a services item's own backendSetName wins over spec.backendSetName",
 		spec:     LBRegistrarSpec{Services: []ServiceSpec{svc(https, "own", 1)}, BackendSetName: "top", Weight: 1},
 		original: []v1beta1.Target{target(https, "own", 1)},
 	}, {
@@ -99,25 +99,25 @@ func TestContractTargets(t *testing.T) {
 		why:         "the original registered every node at port 0; that is no registration, and admission refuses a new object without a target",
 		lbregistrar: nil,
 	}, {
-		row:         "B1 spec.backendSetName beside services entries that all name their own is not read",
+		row:         "B1 spec.backendSetName beside services items that all name their own is not read",
 		spec:        LBRegistrarSpec{Services: []ServiceSpec{svc(https, "a", 1)}, BackendSetName: "no-such-set", Weight: 1},
 		original:    nil,
-		why:         "the original read spec.backendSetName before registering anything and stayed PENDING while it did not exist; no entry registers there",
+		why:         "the original read spec.backendSetName before registering anything and stayed PENDING while it did not exist; no item registers there",
 		lbregistrar: []v1beta1.Target{target(https, "a", 1)},
 	}, {
 		row:      "W1 a weight left out is stored as 1 at both levels and registers 1",
 		spec:     LBRegistrarSpec{NodePort: 30080, BackendSetName: "top", Weight: 1},
 		original: []v1beta1.Target{fixed(30080, "top", 1)},
 	}, {
-		row:      "W2 a services entry's stored weight 1 wins over spec.weight",
+		row:      "W2 a services item's stored weight 1 wins over spec.weight",
 		spec:     LBRegistrarSpec{Services: []ServiceSpec{svc(https, "a", 1)}, Weight: 5},
 		original: []v1beta1.Target{target(https, "a", 1)},
 	}, {
-		row:      "W3 a services entry's weight above 0 wins over spec.weight",
+		row:      "W3 a services item's weight above 0 wins over spec.weight",
 		spec:     LBRegistrarSpec{Services: []ServiceSpec{svc(https, "a", 3)}, Weight: 5},
 		original: []v1beta1.Target{target(https, "a", 3)},
 	}, {
-		row:      "W4 a services entry with weight 0 or negative takes spec.weight",
+		row:      "W4 a services item with weight 0 or negative takes spec.weight",
 		spec:     LBRegistrarSpec{Services: []ServiceSpec{svc(https, "a", 0), svc(http2, "b", -2)}, Weight: 5},
 		original: []v1beta1.Target{target(https, "a", 5), target(http2, "b", 5)},
 	}, {

@@ -13,7 +13,7 @@ const defaultWeight = 1
 // rules the original operator registered existing objects by, so that taking
 // them over changes no backend (docs/migration.md, "Compatibility contract"):
 //   - a non-empty services list is used, and service, nodePort and port are
-//     ignored; an entry's own backend set and (positive) weight win over
+//     ignored; an item's own backend set and (positive) weight win over
 //     spec.backendSetName and spec.weight;
 //   - else a single service becomes one target registered with
 //     spec.backendSetName and spec.weight: the original ignored

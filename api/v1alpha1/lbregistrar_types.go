@@ -47,7 +47,7 @@ type LBRegistrarSpec struct {
 	// +optional
 	Weight int `json:"weight,omitempty"`
 
-	// BackendSetName is the backend set of every entry that does not name its own.
+	// BackendSetName is the backend set of every target that does not name its own.
 	// Deprecated: use services[].backendSetName.
 	// +optional
 	BackendSetName string `json:"backendSetName,omitempty"`

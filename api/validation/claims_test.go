@@ -13,7 +13,7 @@ import (
 
 func TestClaimKeys(t *testing.T) {
 	obj := validHub("a")
-	obj.Spec.Services[1].BackendSetName = "ingress" // shares a set with entry 0
+	obj.Spec.Services[1].BackendSetName = "ingress" // shares a set with target 0
 	got := ClaimKeys(&obj.Spec)
 	want := []string{ClaimKey(testNLB, "ingress"), ClaimKey(testNLB, "edge")}
 	if !slices.Equal(got, want) {
@@ -107,7 +107,7 @@ func TestValidateClaims(t *testing.T) {
 	unrelated := validHub("unrelated")
 	unrelated.Spec.LoadBalancerID = testLB
 
-	t.Run("conflict names the other resource and the entry", func(t *testing.T) {
+	t.Run("conflict names the other resource and the target", func(t *testing.T) {
 		obj := validHub("a")
 		errs := ValidateClaims(obj, []v1beta1.LBRegistrar{*unrelated, *other})
 		checkFailures(t, errs, []failure{{"spec.services[0].backendSetName", RuleClaimConflict}})
@@ -115,7 +115,7 @@ func TestValidateClaims(t *testing.T) {
 			t.Errorf("error %q should name the other resource and the backend set", msg)
 		}
 	})
-	t.Run("every entry in a contested set is reported", func(t *testing.T) {
+	t.Run("every target in a contested set is reported", func(t *testing.T) {
 		obj := validHub("a")
 		obj.Spec.Services[1].BackendSetName = "ingress"
 		errs := ValidateClaims(obj, []v1beta1.LBRegistrar{*other})

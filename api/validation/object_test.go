@@ -57,7 +57,7 @@ func TestValidateV1alpha1Create(t *testing.T) {
 			[]string{warnNodePort, warnPort, "spec.port (30081) overrides spec.nodePort (30080)", warnBackendSetName}},
 		{"top-level weight", func(s *v1alpha1.LBRegistrarSpec) { s.Weight = 3 }, nil,
 			[]string{warnService, "spec.weight is deprecated: use spec.services[].weight", warnBackendSetName}},
-		{"top-level weight taken by a services entry without its own", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Weight = 3 }, nil,
+		{"top-level weight taken by a services item without its own", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Weight = 3 }, nil,
 			[]string{"spec.weight is deprecated: use spec.services[].weight"}},
 		{"top-level weight beside services that all set their own", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services[1].Weight = 1; s.Weight = 3 }, nil,
 			[]string{"spec.weight is ignored because every target sets its own weight: use spec.services[].weight"}},
@@ -78,7 +78,7 @@ func TestValidateV1alpha1Create(t *testing.T) {
 				"spec.service.weight (500) is ignored: a single service registers with spec.weight (1), as the original operator did", warnBackendSetName}},
 		{"single service weight taken when spec.weight is 0", func(s *v1alpha1.LBRegistrarSpec) { s.Weight, s.Service.Weight = 0, 500 },
 			[]failure{{"spec.service.weight", RuleWeight}}, []string{warnService, warnBackendSetName}},
-		{"weight a services entry inherits", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Weight = 500 },
+		{"weight a services item inherits", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Weight = 500 },
 			[]failure{{"spec.weight", RuleWeight}}, []string{"spec.weight is deprecated: use spec.services[].weight"}},
 		{"ignored weight beside services", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services[1].Weight = 1; s.Weight = 500 },
 			[]failure{{"spec.weight", RuleWeight}}, []string{"spec.weight is ignored because every target sets its own weight: use spec.services[].weight"}},
@@ -90,14 +90,14 @@ func TestValidateV1alpha1Create(t *testing.T) {
 			[]failure{{"spec.service.port", RulePort}}, []string{warnService, warnBackendSetName}},
 		{"fixed port out of range", func(s *v1alpha1.LBRegistrarSpec) { s.Service, s.Port = nil, 70000 },
 			[]failure{{"spec.port", RulePort}}, []string{warnPort, warnBackendSetName}},
-		{"services entry inherits a bad backend set", func(s *v1alpha1.LBRegistrarSpec) {
+		{"services item inherits a bad backend set", func(s *v1alpha1.LBRegistrarSpec) {
 			multiAlpha(s)
 			s.Services[1].BackendSetName = ""
 			s.BackendSetName = "bad name"
 		}, []failure{{"spec.backendSetName", RuleBackendSetName}}, []string{warnBackendSetName}},
-		{"services entry namespace", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services[1].Namespace = "" },
+		{"services item namespace", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services[1].Namespace = "" },
 			[]failure{{"spec.services[1].namespace", RuleServiceRef}}, nil},
-		{"duplicate services entries", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services = append(s.Services, s.Services[0]) },
+		{"duplicate services items", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.Services = append(s.Services, s.Services[0]) },
 			[]failure{{"spec.services[2]", RuleDuplicateTarget}}, nil},
 		{"services mixed with service and port", func(s *v1alpha1.LBRegistrarSpec) {
 			service := s.Service
@@ -106,7 +106,7 @@ func TestValidateV1alpha1Create(t *testing.T) {
 		}, []failure{{"spec.service", RuleMixedTargets}, {"spec.port", RuleMixedTargets}}, []string{warnService, warnPort}},
 		{"services mixed with nodePort", func(s *v1alpha1.LBRegistrarSpec) { multiAlpha(s); s.NodePort = 30080 },
 			[]failure{{"spec.nodePort", RuleMixedTargets}}, []string{warnNodePort}},
-		{"one services entry too many", func(s *v1alpha1.LBRegistrarSpec) {
+		{"one services item too many", func(s *v1alpha1.LBRegistrarSpec) {
 			multiAlpha(s)
 			for port := range MaxTargets - 1 {
 				s.Services = append(s.Services, v1alpha1.ServiceSpec{Name: "web", Namespace: "default", Port: intstr.FromInt(port + 1), BackendSetName: "web"})
@@ -144,7 +144,7 @@ func TestValidateV1alpha1UpdateKeepsMixedObjectsEditable(t *testing.T) {
 
 // A v1alpha1 client may edit a resource moving a Service port from node
 // ports to pods: v1alpha1 shows the two targets alike, but they are no
-// duplicates. Two entries of one type still are, and are reported on the
+// duplicates. Two targets of one type still are, and are reported on the
 // v1alpha1 fields.
 func TestValidateV1alpha1KeepsTargetTypesApart(t *testing.T) {
 	hub := validHub("a")
@@ -154,7 +154,7 @@ func TestValidateV1alpha1KeepsTargetTypesApart(t *testing.T) {
 	var old v1alpha1.LBRegistrar
 	v1alpha1.FromHub(hub, &old)
 	obj := old.DeepCopy()
-	obj.Spec.Services[2].Weight = 50 // the pods' entry, third of the Service targets v1alpha1 shows
+	obj.Spec.Services[2].Weight = 50 // the pods' target, third of the Service targets v1alpha1 shows
 
 	errs, _ := ValidateV1alpha1Update(NewAlpha(obj), NewAlpha(&old))
 	if len(errs) != 0 {

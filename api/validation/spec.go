@@ -275,8 +275,8 @@ func validateBackendSetName(name string, fldPath func() *field.Path) field.Error
 	return nil
 }
 
-// validateDuplicates rejects two entries that register the same node port in
-// the same backend set. Several entries may share a backend set (their
+// validateDuplicates rejects two targets that register the same node port in
+// the same backend set. Several targets may share a backend set (their
 // backends are unioned), but one node address:port is one backend in OCI and
 // cannot be registered twice, with the same weight or with two.
 func validateDuplicates(targets []v1beta1.Target, paths specPaths) field.ErrorList {

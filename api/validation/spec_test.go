@@ -209,14 +209,14 @@ func TestValidateSpec(t *testing.T) {
 			[]failure{{"spec.services[0].backendSetName", RuleBackendSetName}}},
 		{"backend set too long", func(s *v1beta1.LBRegistrarSpec) { s.Services[0].BackendSetName = strings.Repeat("a", 33) },
 			[]failure{{"spec.services[0].backendSetName", RuleBackendSetName}}},
-		{"duplicate Service entry", func(s *v1beta1.LBRegistrarSpec) { s.Services = append(s.Services, s.Services[0]) },
+		{"duplicate Service target", func(s *v1beta1.LBRegistrarSpec) { s.Services = append(s.Services, s.Services[0]) },
 			[]failure{{"spec.services[3]", RuleDuplicateTarget}}},
-		{"duplicate Service entry differing only in endpoint filtering", func(s *v1beta1.LBRegistrarSpec) {
+		{"duplicate Service target differing only in endpoint filtering", func(s *v1beta1.LBRegistrarSpec) {
 			dup := s.Services[0]
 			dup.FilterByEndpoints = true
 			s.Services = append(s.Services, dup)
 		}, []failure{{"spec.services[3]", RuleDuplicateTarget}}},
-		{"duplicate Pod entry", func(s *v1beta1.LBRegistrarSpec) {
+		{"duplicate Pod target", func(s *v1beta1.LBRegistrarSpec) {
 			s.Services[0].TargetType = v1beta1.TargetTypePod
 			s.Services = append(s.Services, s.Services[0])
 		}, []failure{{"spec.services[3]", RuleDuplicateTarget}}},

@@ -49,6 +49,6 @@ func TestAddressesFileIsWrittenWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(entries) != 1 || entries[0].Name() != "addresses.json" {
-		t.Errorf("%s holds %v, want addresses.json alone", dir, entries)
+		t.Errorf("%s contains %v, want addresses.json alone", dir, entries)
 	}
 }

@@ -283,7 +283,7 @@ func (s *manifestSet) addDocument(pos position, item *field.Path, data []byte) {
 // with strict field validation: field names are case-sensitive, unknown or
 // duplicate fields are errors, and what the file leaves out gets the CRD's
 // defaults (package defaulting). A services list longer than any
-// LBRegistrar may have is refused before its entries are decoded, so that
+// LBRegistrar may have is refused before its items are decoded, so that
 // what convert and migrate go on to do stays small.
 func decodeLBRegistrar(raw []byte, version string, into any) error {
 	var count struct {

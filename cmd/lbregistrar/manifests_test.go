@@ -191,9 +191,9 @@ func TestReadManifestsCapsEachFile(t *testing.T) {
 	}
 }
 
-// A document with more services entries than an LBRegistrar may have is
+// A document with more services items than an LBRegistrar may have is
 // refused before conversion: convert would otherwise spend memory and time
-// in proportion to whatever the file holds.
+// in proportion to whatever the file contains.
 func TestReadManifestsCapsServices(t *testing.T) {
 	var doc strings.Builder
 	doc.WriteString("apiVersion: v1\nkind: ConfigMap\n---\napiVersion: nodes.peppy-ratio.dev/v1alpha1\nkind: LBRegistrar\nspec:\n  services:\n")

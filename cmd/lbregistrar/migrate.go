@@ -33,7 +33,7 @@ still exist and takes their backends over without deregistering them; delete the
 old ones once it is Ready (see docs/migration.md).
 
 Resources that cannot be merged (different identities or node selectors for one
-load balancer, or entries that register one backend with two settings) are
+load balancer, or targets that register one backend with two settings) are
 reported on stderr, printed nowhere, and make the exit code non-zero.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -143,13 +143,13 @@ func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.L
 			NodeSelector:      first.Spec.NodeSelector.DeepCopy(),
 		},
 	}
-	// origin records where each merged entry came from, for messages.
+	// origin records where each merged target came from, for messages.
 	var origin []string
 	for _, o := range group {
 		for i := range o.Spec.Services {
 			t := o.Spec.Services[i]
 			if slices.ContainsFunc(out.Spec.Services, func(u v1beta1.Target) bool { return equality.Semantic.DeepEqual(u, t) }) {
-				continue // the same entry in two resources: one is enough
+				continue // the same target in two resources: one is enough
 			}
 			out.Spec.Services = append(out.Spec.Services, t)
 			origin = append(origin, fmt.Sprintf("%s spec.services[%d]", o.Name, i))
@@ -168,15 +168,15 @@ func mergeGroup(group []*v1beta1.LBRegistrar, taken map[string]bool) (*v1beta1.L
 	return out, nil
 }
 
-var servicesEntry = regexp.MustCompile(`spec\.services\[(\d+)\]`)
+var targetPath = regexp.MustCompile(`spec\.services\[(\d+)\]`)
 
 // mergedErrors explains validation errors of a merged spec in terms of the
-// resources its entries came from.
+// resources its targets came from.
 func mergedErrors(errs field.ErrorList, origin []string) error {
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
-		msgs = append(msgs, servicesEntry.ReplaceAllStringFunc(e.Error(), func(entry string) string {
-			i, _ := strconv.Atoi(servicesEntry.FindStringSubmatch(entry)[1])
+		msgs = append(msgs, targetPath.ReplaceAllStringFunc(e.Error(), func(path string) string {
+			i, _ := strconv.Atoi(targetPath.FindStringSubmatch(path)[1])
 			return origin[i]
 		}))
 	}

@@ -202,11 +202,11 @@ func TestContractNodesAndEndpoints(t *testing.T) {
 		why:         "an empty view is more often a cache or API blip than a cluster without nodes; emptying the set is an outage",
 		lbregistrar: keptAsItWas,
 	}, {
-		row:         "X1 two entries of one resource share a backend set",
+		row:         "X1 two targets of one resource share a backend set",
 		targets:     []v1beta1.Target{service, svcTarget(intstr.FromString("http"), "bs", 1)},
 		cluster:     Cluster{Nodes: []*corev1.Node{a}, Services: services(gw())},
 		original:    written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}),
-		why:         "the original wrote each entry's backends as the whole set, so the last entry's replaced the others; both entries are meant",
+		why:         "the original wrote each target's backends as the whole set, so the last target's replaced the others; both targets are meant",
 		lbregistrar: written(Backend{IP: "10.0.0.1", Port: 30080, Weight: 1}, onA),
 	}}
 	for _, tt := range tests {

@@ -172,7 +172,7 @@ func TestStands(t *testing.T) {
 		local    bool
 		slices   []*discoveryv1.EndpointSlice
 		takes    Takes
-		want     Stand // of pod; Entry 0
+		want     Stand // of pod; target 0
 		listed   bool  // want a stand of pod at all
 	}{
 		{"node target: its node", filtered(), selector, false, []*discoveryv1.EndpointSlice{gwSlice(endpointOf(pod, "10.1.0.7", "a", false), ready("10.1.0.8", "a"))}, Takes{},

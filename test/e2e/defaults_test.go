@@ -85,7 +85,7 @@ func withoutDefaults() map[string]string {
 	service := func(weight string) string {
 		return "  service:\n    name: ingress\n    namespace: default\n    port: 443\n" + weight
 	}
-	entry := func(set, weight string) string {
+	item := func(set, weight string) string {
 		return "  - name: ingress\n    namespace: default\n    port: 443\n    backendSetName: " + set + "\n" + weight
 	}
 	specs := map[string]string{}
@@ -93,7 +93,7 @@ func withoutDefaults() map[string]string {
 		for _, inner := range []string{"", "    weight: 5\n"} {
 			name := fmt.Sprintf("top %q inner %q", strings.TrimSpace(top), strings.TrimSpace(inner))
 			specs["service "+name] = lb + "  backendSetName: ingress\n" + top + service(inner)
-			specs["services "+name] = lb + top + "  services:\n" + entry("a", inner) + entry("b", "")
+			specs["services "+name] = lb + top + "  services:\n" + item("a", inner) + item("b", "")
 		}
 		specs["nodePort, top "+strings.TrimSpace(top)] = lb + "  backendSetName: ingress\n  nodePort: 30443\n" + top
 	}

@@ -46,7 +46,7 @@ var takeoverFiltered = []string{takeoverClassic + "/api-http"}
 // lbregistrar takes over load balancers exactly as the original operator
 // left them for its v1alpha1 objects (a classic and a network load balancer,
 // each with two resources; a single service with weight: 5 and a
-// service.backendSetName it ignored; a services entry inheriting
+// service.backendSetName it ignored; a services item inheriting
 // spec.weight; filterByEndpoints): no UpdateBackendSet, every resource
 // Ready, each recording as its own the backends the original registered
 // for it. A new node then costs one write per backend set that registers

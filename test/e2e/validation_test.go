@@ -147,7 +147,7 @@ subjects:
 // for its nodes: registering would put the pods behind the writer's load
 // balancer and make their readiness gates wait for it. That team's
 // writer, who may update the Service, may; kubectl shows the refusal on
-// the entry's field.
+// the target's field.
 func TestOnlyThoseWhoMayUpdateAServiceMayRegisterIt(t *testing.T) {
 	t.Parallel()
 	c := shared(t)

@@ -54,12 +54,12 @@ func TestWebhookDownTargetType(t *testing.T) {
 	}
 	ctx := testContext(t)
 	fp := "12:34:56:78:90:ab:cd:ef:12:34:56:78:90:ab:cd:ef"
-	entry := "    backendSetName: ingress\n"
+	target := "    backendSetName: ingress\n"
 	for _, tt := range []struct{ name, fields, want string }{
 		{"down-type", "    targetType: Instance\n", `Unsupported value: "Instance"`},
 		{"down-pod-filter", "    targetType: Pod\n    filterByEndpoints: true\n", "filterByEndpoints chooses nodes; targetType Pod registers the endpoints themselves"},
 	} {
-		manifest := strings.Replace(betaManifest(tt.name, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaa"+strings.ReplaceAll(tt.name, "-", ""), fp), entry, entry+tt.fields, 1)
+		manifest := strings.Replace(betaManifest(tt.name, "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaa"+strings.ReplaceAll(tt.name, "-", ""), fp), target, target+tt.fields, 1)
 		_, stderr, err := c.Kubectl(ctx, manifest, "apply", "-f", "-")
 		if err == nil || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%s: want the schema's rejection %q; err=%v stderr:\n%s", tt.name, tt.want, err, stderr)
