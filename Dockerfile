@@ -3,7 +3,7 @@ FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
-# Every directory holding a package cmd/lbregistrar imports
+# Every directory with a package cmd/lbregistrar imports
 # (TestDockerfileCopiesEveryPackage checks).
 COPY api/ api/
 COPY certs/ certs/

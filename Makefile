@@ -57,7 +57,7 @@ CHART := charts/lbregistrar
 .PHONY: manifests
 manifests: generate ## Generate the CRD from the API types, and the Helm chart's copies of config/ files.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	@# The chart installs the same CRD and alerts; it holds copies so that it
+	@# The chart installs the same CRD and alerts; it has copies so that it
 	@# is whole on its own (helm package), and verify keeps them current.
 	@copy() { { echo "# Copied from $$1 by make manifests; do not edit."; cat "$$1"; } > "$$2"; }; \
 	copy config/crd/bases/nodes.peppy-ratio.dev_lbregistrars.yaml $(CHART)/files/crd.yaml && \

@@ -8,7 +8,7 @@
 //     trust yet;
 //   - cert-manager (CertManagerSource): cert-manager issues the certificate
 //     and its cainjector writes the CA bundle; the server waits until the
-//     Certificate is Ready and serves what its Secret holds.
+//     Certificate is Ready and serves what its Secret contains.
 //
 // Either way the server reads the current certificate on every TLS handshake,
 // so a renewal is served at once, without a restart and without dropping a

@@ -52,7 +52,7 @@ func (m material) data() map[string][]byte {
 }
 
 // policy decides, from the Secret's content and the time, what the Secret
-// should hold next. Rotation is staged so that every step is safe whatever
+// should contain next. Rotation is staged so that every step is safe whatever
 // each replica and the API server still have:
 //
 //  1. a new CA is added to the bundle beside the old one, and the serving
@@ -72,7 +72,7 @@ type policy struct {
 // forced asks for a rotation before it is due.
 type forced struct{ ca, serving bool }
 
-// next returns the material the Secret should hold at now, and whether it
+// next returns the material the Secret should contain at now, and whether it
 // differs from m.
 func (p policy) next(m material, now time.Time, force forced) (material, bool, error) {
 	changed := false

@@ -73,7 +73,7 @@ func TestHostChangeReissuesAtOnce(t *testing.T) {
 
 // TestCARotationIsStaged walks a CA rotation, due or forced, through its
 // three steps and checks at each one that whatever a replica or the API
-// server may still hold keeps working with what the other holds.
+// server may still have keeps working with what the other has.
 func TestCARotationIsStaged(t *testing.T) {
 	for name, start := range map[string]struct {
 		at time.Time
@@ -118,7 +118,7 @@ func TestCARotationIsStaged(t *testing.T) {
 func TestExpiredCAsLeaveTheBundle(t *testing.T) {
 	m := bootstrap(t)
 	staged, _ := step(t, pol, m, t0.Add(day), forced{ca: true})
-	// Hold the old serving certificate (no step 2) past the old CA's expiry:
+	// Keep the old serving certificate (no step 2) past the old CA's expiry:
 	// by then the old CA is useless and the serving certificate is reissued.
 	next, changed := step(t, pol, staged, t0.Add(91*day), none)
 	if !changed || len(next.trusted) != 1 || !signedBy(next.leaf, next.signer) {

@@ -25,7 +25,7 @@ import (
 
 // Options configure the built-in mode.
 type Options struct {
-	// Secret holds the CA, the CA bundle and the serving certificate. It is
+	// Secret contains the CA, the CA bundle and the serving certificate. It is
 	// the one source of truth every replica converges on.
 	Secret types.NamespacedName
 

@@ -92,7 +92,7 @@ func TestReplicasConvergeOnOneCA(t *testing.T) {
 		return vwc.Webhooks[0].ClientConfig.CABundle
 	}
 	if string(bundle()) != string(secret.Data["ca.crt"]) {
-		t.Fatal("the webhook configuration does not hold the Secret's CA bundle")
+		t.Fatal("the webhook configuration does not have the Secret's CA bundle")
 	}
 
 	vwc.Webhooks[0].ClientConfig.CABundle = nil

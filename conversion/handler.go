@@ -76,7 +76,7 @@ const (
 	reviewExpansionRatio = 32
 )
 
-// spillAt is how much of a response is held before it is sent: a review
+// spillAt is how much of a response is buffered before it is sent: a review
 // that fails within it gets a clean failure response; a longer one is
 // streamed, so that memory does not grow with the answer.
 const spillAt = 1 << 20

@@ -52,7 +52,7 @@ func benchTargets(sets int) []v1beta1.Target {
 // seedBalancers adds lbs load balancers, named after name, with sets backend
 // sets each (benchSet) checked by TCP every 10 s; those network says are
 // network load balancers (not preserving the source, so nodes go in by
-// address). Each backend set holds a backend of weight 1 for every IP in
+// address). Each backend set has a backend of weight 1 for every IP in
 // ips, at the node port benchTargets gives it.
 func (f *fixture) seedBalancers(name string, lbs, sets int, network func(l int) bool, ips []string) []string {
 	f.t.Helper()
@@ -101,8 +101,9 @@ func (f *fixture) seedBalancers(name string, lbs, sets int, network func(l int) 
 	return ids
 }
 
-// holds reports whether every named backend set of every load balancer holds ip.
-func (f *fixture) holds(lbs []string, sets int, ip string, want bool) bool {
+// registered reports whether ip is registered in every named backend set
+// of every load balancer (want true) or in none of them (want false).
+func (f *fixture) registered(lbs []string, sets int, ip string, want bool) bool {
 	for _, lb := range lbs {
 		for s := range sets {
 			bs, err := f.emu.Backends(lb, benchSet(s))
@@ -115,10 +116,10 @@ func (f *fixture) holds(lbs []string, sets int, ip string, want bool) bool {
 	return true
 }
 
-func (f *fixture) waitHolds(lbs []string, sets int, ip string, want bool) {
+func (f *fixture) waitRegistered(lbs []string, sets int, ip string, want bool) {
 	f.t.Helper()
 	eventually.Passes(f.t, time.Minute, 2*time.Millisecond, func() error {
-		if !f.holds(lbs, sets, ip, want) {
+		if !f.registered(lbs, sets, ip, want) {
 			return fmt.Errorf("backend sets not converged on %s (want present %v)", ip, want)
 		}
 		return nil
@@ -144,11 +145,11 @@ func (f *fixture) benchRegistrars(lbs []string, sets int, o reconciler.Options) 
 	for i, lb := range lbs {
 		f.registrar(fmt.Sprintf("bench-%d", i), lb, benchTargets(sets))
 	}
-	f.waitHolds(lbs, sets, "10.1.0.1", true)
+	f.waitRegistered(lbs, sets, "10.1.0.1", true)
 }
 
 // BenchmarkConvergence measures the time from one node joining until every
-// affected backend set holds it.
+// affected backend set has it registered.
 // "one-classic-lb": S backend sets of one classic load balancer, whose one
 // ETag moves with every write to any of its backend sets, must be written
 // one after the other, so with work requests taking L = 100 ms the floor
@@ -163,8 +164,8 @@ func (f *fixture) benchRegistrars(lbs []string, sets int, o reconciler.Options) 
 // paced, work requests polled and other writers watched for as serve does
 // by default.
 // oci-calls is every OCI call the emulator answered from the node's
-// creation until the last backend set held it, per converge; reads,
-// wr-polls, listings and health-reads are the GetBackendSet,
+// creation until the last backend set had it registered, per converge;
+// reads, wr-polls, listings and health-reads are the GetBackendSet,
 // GetWorkRequest, ListWorkRequests and GetBackendSetHealth among them (the
 // health reads those load balancers make that are done already).
 func BenchmarkConvergence(b *testing.B) {
@@ -206,7 +207,7 @@ func BenchmarkConvergence(b *testing.B) {
 				// the health reads that end each converge done and the
 				// rate limit's bucket full again.
 				f.node(f.ns+"-warm", "10.1.0.250")
-				f.waitHolds(lbs, tc.sets, "10.1.0.250", true)
+				f.waitRegistered(lbs, tc.sets, "10.1.0.250", true)
 				quiet = func() {
 					f.awaitQuiet()
 					time.Sleep(time.Duration(float64(o.OCI.Burst) / float64(o.OCI.RateLimit) * float64(time.Second)))
@@ -224,7 +225,7 @@ func BenchmarkConvergence(b *testing.B) {
 				ip := fmt.Sprintf("10.1.%d.%d", n/250+1, n%250+1)
 				start := time.Now()
 				f.node(fmt.Sprintf("%s-n%d", f.ns, n), ip)
-				f.waitHolds(lbs, tc.sets, ip, true)
+				f.waitRegistered(lbs, tc.sets, ip, true)
 				end := time.Now()
 				total += end.Sub(start)
 				for _, c := range f.emu.Calls() {
@@ -290,7 +291,7 @@ func BenchmarkNodeBurst(b *testing.B) {
 				}
 				f.must(g.Wait())
 				burst += time.Since(start)
-				f.waitHolds(lbs, 1, last, include)
+				f.waitRegistered(lbs, 1, last, include)
 				writes += f.writes(lbs) - before
 				ops++
 				include = !include
@@ -301,7 +302,7 @@ func BenchmarkNodeBurst(b *testing.B) {
 	}
 }
 
-// BenchmarkNoChange reconciles a resource whose backend sets already hold
+// BenchmarkNoChange reconciles a resource whose backend sets already have
 // what they should; the goal is 0 writes.
 func BenchmarkNoChange(b *testing.B) {
 	b.Run("reconcile/baseline", func(b *testing.B) {

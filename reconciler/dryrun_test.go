@@ -71,8 +71,8 @@ func (f backendSets) GetBackendSetHealth(context.Context, string, string) (*oci.
 // (web belongs to the older resource), a backend set the spec dropped
 // (owned backends go), a missing one and adoption; the dry run writes
 // nothing to OCI, records no ownership and adds no finalizer, and reports
-// each write it holds back as an Event, a gauge and the Ready condition.
-func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
+// each write it would make as an Event, a gauge and the Ready condition.
+func TestDryRunDoesNotWriteWhatPlanShows(t *testing.T) {
 	const lb = "ocid1.loadbalancer.oc1.iad.dryrun"
 	key := &v1beta1.APIKey{PrivateKey: v1beta1.SecretKeySource{Namespace: "keys", SecretKeyRef: v1beta1.SecretKeyRef{Name: "key", Key: "pem"}}}
 	older := &v1beta1.LBRegistrar{
@@ -128,7 +128,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 			Reweighted: []preview.Reweighted{{Backend: "10.0.0.1:30443", From: 1, To: 2}}, Kept: []preview.KeptBackend{{Backend: "10.0.0.2:30443", Weight: 2}}},
 	}
 	if diff := cmp.Diff(want, r.pending.Snapshot()); diff != "" {
-		t.Errorf("writes the dry run held back (-want +got):\n%s", diff)
+		t.Errorf("writes the dry run would make (-want +got):\n%s", diff)
 	}
 	slices.SortFunc(planned, func(a, b preview.BackendSetChange) int { return strings.Compare(a.BackendSet, b.BackendSet) })
 	if diff := cmp.Diff(want, planned); diff != "" {
@@ -165,7 +165,7 @@ func TestDryRunHoldsBackWhatPlanShows(t *testing.T) {
 		notes = append(notes, <-recorder.Events)
 	}
 	if len(notes) != len(want) || !strings.HasPrefix(notes[0], "Normal DryRun dry run, not written: backend set") {
-		t.Errorf("events %q, want one DryRun event per held-back write", notes)
+		t.Errorf("events %q, want one DryRun event per write it would make", notes)
 	}
 }
 

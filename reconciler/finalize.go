@@ -86,7 +86,7 @@ func (r *Reconciler) deregister(ctx context.Context, s *scope) (ctrl.Result, err
 		}
 		drainUntil = r.drainEnds(obj)
 	}
-	// What another resource now records, or OCI no longer holds, left the
+	// What another resource now records, or OCI no longer has registered, left the
 	// record in the sync: only backends still owned wait.
 	if s.out.Err == nil && mode == plan.Drain && ownsBackends(obj) {
 		s.out.Phase = &status.Failure{Reason: v1beta1.ReasonDeleting,
@@ -224,7 +224,7 @@ func (r *Reconciler) move(ctx context.Context, ociClient ociAPI, st *status.Writ
 	return r.fly(ctx, st, ociClient, recordedLoadBalancer(st.Object()), r.leave)
 }
 
-// leave takes obj's backends out of the load balancer turn holds, which
+// leave takes obj's backends out of the load balancer turn has the lane of, which
 // its spec no longer names, as it takes out those of a backend set the
 // spec no longer names (plan.Retire): drained for the drain period, then
 // removed, each record going with its last backend. Once none is left its

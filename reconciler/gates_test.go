@@ -26,7 +26,7 @@ import (
 // gatedPod creates a pod of Service app, with lbregistrar's readiness gate
 // and its label as the webhook gives them, on node, its containers ready as
 // its kubelet reports once they start; and the endpoint the EndpointSlice
-// controller lists for it at ip, not ready while the gate holds it.
+// controller lists for it at ip, not ready while the gate keeps it waiting.
 func (f *fixture) gatedPod(app, name, node, ip string) (*corev1.Pod, discoveryv1.Endpoint) {
 	f.t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{"app": app, v1beta1.ReadinessGateLabel: ""}},
@@ -131,11 +131,12 @@ func (f *fixture) endpointSliceAt(service string, eps ...discoveryv1.Endpoint) {
 	}))
 }
 
-// When the controller cannot write a pod's backend, the gate holds the
-// rollout and says why, naming the resource: an identity it may not use,
-// the resource suspended, a Conflict over the backend set. The waiting pod
-// is counted as blocked, and the release annotation lets it through.
-func TestGateHoldsWhenTheControllerCannotWrite(t *testing.T) {
+// When the controller cannot write a pod's backend, the gate is blocked:
+// it keeps the rollout waiting and says why, naming the resource: an
+// identity it may not use, the resource suspended, a Conflict over the
+// backend set. The waiting pod is counted as blocked, and the release
+// annotation lets it through.
+func TestGateIsBlockedWhenTheControllerCannotWrite(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.82.1")
 	f.clusterIPService("web")
@@ -170,9 +171,9 @@ func TestGateHoldsWhenTheControllerCannotWrite(t *testing.T) {
 	f.expectPodEvent(pod, v1beta1.ReasonGatesReleased, obj.Name)
 }
 
-// A Conflict over the backend set holds the pods the losing resource
-// gates, naming the resource that keeps the set.
-func TestGateHoldsOnAConflict(t *testing.T) {
+// A Conflict over the backend set blocks the gates of the pods the losing
+// resource gates, naming the resource that keeps the set.
+func TestGateIsBlockedByAConflict(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.node(f.ns+"-a", "10.0.83.1")
 	f.clusterIPService("web")
@@ -231,9 +232,9 @@ func TestGatePatchIsForOnePod(t *testing.T) {
 	}
 }
 
-// OCI refusing a pod's backend (here its backend limit) holds the pod's
+// OCI refusing a pod's backend (here its backend limit) blocks the pod's
 // gate, saying so, while the pod it would replace keeps serving.
-func TestGateHoldsWhileOCIRefusesTheBackend(t *testing.T) {
+func TestGateIsBlockedWhileOCIRefusesTheBackend(t *testing.T) {
 	f := newFixture(t, ociemu.Options{BackendsPerBackendSet: 1})
 	f.node(f.ns+"-a", "10.0.86.1")
 	f.clusterIPService("web")

@@ -270,8 +270,8 @@ func TestDrainPeriodStartsWhenTheDrainTookEffect(t *testing.T) {
 		return fmt.Errorf("not removed yet")
 	})
 	// Drained for the period, then for the removal's work request.
-	if held := time.Since(drained); drained.IsZero() || held < period+latency/2 {
-		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", held, period)
+	if drainedFor := time.Since(drained); drained.IsZero() || drainedFor < period+latency/2 {
+		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", drainedFor, period)
 	}
 	f.eventually(10*time.Second, func() error {
 		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(obj), &v1beta1.LBRegistrar{}); err == nil {

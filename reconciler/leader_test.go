@@ -27,13 +27,13 @@ func (f *fixture) leaderElection(o *ctrl.Options) {
 }
 
 // countNothingToWrite counts, in n, the reconciles in which the manager found
-// a backend set already holding what its resource owns. Only its log tells:
+// a backend set already listing what its resource owns. Only its log tells:
 // a reconcile that writes nothing leaves no other trace, in OCI or in the
 // resource's status.
 func countNothingToWrite(n *atomic.Int32) func(*ctrl.Options) {
 	return func(o *ctrl.Options) {
 		o.Logger = funcr.New(func(_, args string) {
-			if strings.Contains(args, "backend set already holds what this resource owns; nothing to write") {
+			if strings.Contains(args, "backend set already lists what this resource owns; nothing to write") {
 				n.Add(1)
 			}
 		}, funcr.Options{Verbosity: 1})

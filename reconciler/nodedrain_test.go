@@ -160,8 +160,8 @@ func TestNodeDrainPeriodStartsWhenTheDrainTookEffect(t *testing.T) {
 		return fmt.Errorf("not removed yet")
 	})
 	// Drained for the period, then for the removal's work request.
-	if held := time.Since(drained); drained.IsZero() || held < period+latency/2 {
-		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", held, period)
+	if drainedFor := time.Since(drained); drained.IsZero() || drainedFor < period+latency/2 {
+		t.Errorf("the backend was drained for %s, want the drain period %s and the removal's work request", drainedFor, period)
 	}
 	f.eventually(10*time.Second, func() error {
 		if rec := f.get(obj).Status.BackendSets; len(rec) != 1 || len(rec[0].Draining) != 0 || rec[0].OwnedCount() != 1 {

@@ -53,13 +53,13 @@ func TestNetworkLoadBalancerETagIsPerBackendSet(t *testing.T) {
 	}
 }
 
-// A classic load balancer has one ETag for everything it holds. A resource
-// changing three of its backend sets writes each once and is never refused
-// with 412 for its own writes: the first write goes out on the read that
-// planned it, each later one on a read after the write before it. Another
-// tool changing the load balancer between a read and its write costs a read
-// and a write again, not the reconcile, even beyond what Attempts would
-// allow.
+// A classic load balancer has one ETag for everything it contains. A
+// resource changing three of its backend sets writes each once and is
+// never refused with 412 for its own writes: the first write goes out on
+// the read that planned it, each later one on a read after the write
+// before it. Another tool changing the load balancer between a read and
+// its write costs a read and a write again, not the reconcile, even beyond
+// what Attempts would allow.
 func TestClassicLoadBalancerETagIsPerLoadBalancer(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	f.node(f.ns+"-a", "10.0.30.1")
@@ -293,7 +293,7 @@ func TestRejectedWriteIsNotRepeated(t *testing.T) {
 	f.expectBackends(classicLB, "admin", "10.0.35.1:31052/1", "10.0.35.2:31052/1")
 }
 
-// Additions OCI refuses for a limit never hold back removals: a node that
+// Additions OCI refuses for a limit never delay removals: a node that
 // left is removed though the nodes that joined do not fit, Ready says what
 // does not fit and lbregistrar_backends_withheld counts it, and they are
 // added once they fit.
@@ -488,8 +488,9 @@ func TestSourcePreservingBackendSetTakesNodesByInstance(t *testing.T) {
 // that keeps its instance while its address changes has its backend
 // replaced in one write, at once, without waiting out a drain: the old
 // address is no longer the instance's, and the new one would otherwise be
-// a duplicate OCI refuses. Where another writer holds the instance at
-// another address, the backend is not added and Degraded says why.
+// a duplicate OCI refuses. Where another writer has registered the
+// instance at another address, the backend is not added and Degraded says
+// why.
 func TestAnInstanceWhoseAddressChangesIsReaddressedInOneWrite(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	seedPreserved(f, false)
@@ -563,9 +564,9 @@ func (f *fixture) expectTarget(lb, set, ip, target string) {
 }
 
 // seedPreserved seeds networkLB with a backend set "preserved" that
-// preserves the client's source address and holds node-b by instance alone;
-// sourceDestination makes the load balancer preserve source and
-// destination, which takes backends by instance only.
+// preserves the client's source address and has node-b registered by
+// instance alone; sourceDestination makes the load balancer preserve
+// source and destination, which takes backends by instance only.
 func seedPreserved(f *fixture, sourceDestination bool) {
 	seed, err := ociemu.LoadSeedFile("testdata/seed.yaml")
 	f.must(err)
@@ -694,7 +695,7 @@ func TestAnotherWritersChangeIsPutBack(t *testing.T) {
 	f.expectBackends(networkLB, "tcp", want...)
 }
 
-// A backend set OCI lets hold fewer backends than are wanted (a
+// A backend set OCI lets have fewer backends than are wanted (a
 // non-preemptive NLB pair) is filled to its limit, in backend order, with
 // no write OCI would refuse; Degraded and the withheld gauge say what does
 // not fit, and a freed place is taken at once.
@@ -714,7 +715,7 @@ func TestBackendSetIsFilledToItsLimit(t *testing.T) {
 	f.expectBackends(networkLB, "pair", "10.0.47.1:31047/1", "10.0.47.2:31047/1")
 	f.eventually(20*time.Second, func() error {
 		o := f.get(obj)
-		if c := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to hold 3 backends; OCI lets it hold 2") {
+		if c := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionDegraded); c == nil || c.Reason != v1beta1.ReasonBackendLimit || !strings.Contains(c.Message, "wanted to have 3 backends; OCI lets it have 2") {
 			return fmt.Errorf("degraded: %+v", c)
 		}
 		if c := meta.FindStatusCondition(o.Status.Conditions, v1beta1.ConditionReady); c == nil || strings.Contains(c.Message, "LimitExceeded") {

@@ -22,9 +22,10 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
-// The metrics server shows, while a work request runs, which resource holds
-// the load balancer, the work request it waits for and who is parked; the
-// logs name the load balancer, backend set and work request, and never the key.
+// The metrics server shows, while a work request runs, which resource has
+// the load balancer's lane, the work request it waits for and who is
+// parked; the logs name the load balancer, backend set and work request,
+// and never the key.
 func TestLanesEndpointAndLogs(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: time.Hour}) // finished by hand
 	f.node(f.ns+"-a", "10.0.17.1")

@@ -93,13 +93,13 @@ type Options struct {
 	// ownership records or finalizers: each write it would make is
 	// reported instead (see holdWrites).
 	DryRun bool
-	// RecordKey is the Secret holding the key ownership records are signed
+	// RecordKey is the Secret with the key ownership records are signed
 	// with (package ownership); made on the first signature.
 	RecordKey types.NamespacedName
 }
 
 // DefaultRecordKeySecret is the Secret, in the controller's namespace,
-// that holds the key ownership records are signed with.
+// that contains the key ownership records are signed with.
 const DefaultRecordKeySecret = "lbregistrar-record-key"
 
 // DefaultNodeDrainPeriod outlasts an idle keep-alive connection: OCI's
@@ -139,12 +139,12 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
 		"Write nothing to OCI: report each planned write as an Event, in lbregistrar_pending_writes and /debug/lanes, and as Ready=False reason DryRun")
 	fs.StringVar(&o.RecordKey.Name, "record-key-secret", o.RecordKey.Name,
-		"Secret in --namespace holding the key ownership records are signed with; made on the first signature")
+		"Secret in --namespace with the key ownership records are signed with; made on the first signature")
 	fs.Var((*limitValue)(&o.OCI.RateLimit), "oci-rate-limit", "OCI API calls per second, across all load balancers")
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
 	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
-	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, and status writes in progress at once; waiting for OCI work requests holds no worker, so this does not bound how many load balancers are written at once")
+	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, and status writes in progress at once; waiting for OCI work requests occupies no worker, so this does not bound how many load balancers are written at once")
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
 		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")
@@ -259,7 +259,7 @@ func httpClientTrusting(caFile string) (*http.Client, error) {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pemData) {
-		return nil, fmt.Errorf("--oci-ca-file: %s holds no PEM certificate", caFile)
+		return nil, fmt.Errorf("--oci-ca-file: %s contains no PEM certificate", caFile)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}

@@ -115,7 +115,8 @@ func TestPodTargetsRegisterReadyEndpoints(t *testing.T) {
 	f.podSlice("web", podAt("10.1.50.11", node, false), podAt("10.1.50.12", node, true), podAt("10.1.50.14", node, true))
 	f.expectBackends(classicLB, "api", "10.1.50.11:8080/2,drain", "10.1.50.12:8080/2", "10.1.50.14:8080/2")
 
-	// No pod ready for a moment: the backend set keeps what it holds.
+	// No pod ready for a moment: the backend set keeps its registered
+	// backends.
 	writes := f.writesTo(classicLB, "api")
 	f.podSlice("web", podAt("10.1.50.12", node, false), podAt("10.1.50.14", node, false))
 	f.expectDegraded(obj, v1beta1.ReasonNoReadyEndpoints, "services[0]")
@@ -157,10 +158,10 @@ func TestGonePodsLeave(t *testing.T) {
 	f.expectBackends(classicLB, "api")
 }
 
-// During a migration one backend set holds a Service port's node port and
-// its pods, and the weight moves from one to the other, each step one
-// write of the whole set, the pods' backend in every one; then the
-// node-port target goes, and its backend with it.
+// During a migration one backend set has both a Service port's node port
+// and its pods registered, and the weight moves from one to the other,
+// each step one write of the whole set, the pods' backend in every one;
+// then the node-port target goes, and its backend with it.
 func TestNodePortToPodMigrationInOneBackendSet(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	node := f.ns + "-a"
@@ -230,7 +231,7 @@ func TestPodHealthInStatus(t *testing.T) {
 	})
 }
 
-// OCI's backend limit holds for pods as for nodes: pods that do not fit are
+// OCI's backend limit applies to pods as to nodes: pods that do not fit are
 // withheld (Ready says so) while removals go through, and are added once
 // the pods they replace are gone.
 func TestPodsThatDoNotFitWaitForThoseTheyReplace(t *testing.T) {
@@ -260,7 +261,7 @@ func TestPodsThatDoNotFitWaitForThoseTheyReplace(t *testing.T) {
 
 // serve --dry-run writes nothing, so a pod waiting for its readiness gate
 // would wait forever: the gate goes True at once instead.
-func TestDryRunHoldsNoRollout(t *testing.T) {
+func TestDryRunKeepsNoRolloutWaiting(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	f.clusterIPService("web")
 	o := f.options()
@@ -347,7 +348,7 @@ func TestSourcePreservingBackendSetTakesPodsByPrivateIP(t *testing.T) {
 
 	// A pod comes on a node whose instance the identity may not read (OCI
 	// answers 404 NotAuthorizedOrNotFound, as for one that does not
-	// exist): the backend set keeps what it holds.
+	// exist): the backend set keeps its registered backends.
 	f.node(f.ns+"-b", "10.0.51.2", func(n *corev1.Node) { n.Spec.ProviderID = "oci://ocid1.instance.oc1.iad." + f.ns + "-b" })
 	writes := f.writesTo(networkLB, "preserved")
 	f.podSlice("web", podAt("10.1.51.11", node, true), podAt("10.1.51.12", node, true), podAt("10.1.52.11", f.ns+"-b", true))

@@ -1,5 +1,5 @@
 // Package reconciler keeps the backend sets named by each LBRegistrar
-// holding exactly the backends the resource should own, and nothing else in
+// with exactly the backends the resource should own, and nothing else in
 // the load balancer changes. This file is the flow of one reconcile; each
 // step is a call into a package named by what it does (docs/reconciler.md
 // has the map):
@@ -9,7 +9,7 @@
 //  2. credentials (package credentials): an identity that cannot sign in is a
 //     condition, and nothing is written;
 //  3. take the load balancer's lane (package lanes), or park until it is
-//     free; the rest runs as a flight (fly, below), which holds the lane but
+//     free; the rest runs as a flight (fly, below), which has the lane but
 //     no reconcile worker while it waits for OCI;
 //  4. assess and decide (package decide), only then, so changes that
 //     arrived while waiting are folded into this write;
@@ -131,14 +131,14 @@ type scope struct {
 	obj      *v1beta1.LBRegistrar // st's object
 	oci      ociAPI
 	turn     *lanes.Turn
-	lb       string // the load balancer whose lane turn holds
+	lb       string // the load balancer whose lane turn has
 	deleting bool   // obj is being deleted: its writes add nothing
 	out      status.Outcome
 	logger   logr.Logger
 }
 
 // fly runs steps as the flight of st's resource on a turn of load
-// balancer lb's lane, which it holds instead of a reconcile worker, or
+// balancer lb's lane, which it has instead of a reconcile worker, or
 // parks the resource until the lane is free, when it is enqueued again.
 func (r *Reconciler) fly(ctx context.Context, st *status.Writer, ociClient ociAPI, lb string, steps func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
 	obj := st.Object()

@@ -521,7 +521,7 @@ func TestResyncRepairsDriftMadeOutside(t *testing.T) {
 	// The resync is due no sooner than Resync after the registering work
 	// request ended, so the drift is still there to see.
 	if got := f.backends(classicLB, "api"); len(got) != 0 {
-		t.Fatalf("right after the drift, %v after registering: backend set api holds %v, want it empty as seeded",
+		t.Fatalf("right after the drift, %v after registering: backend set api has %v, want it empty as seeded",
 			time.Since(registered[0].TimeFinished), got)
 	}
 
@@ -585,8 +585,8 @@ func TestDeletionGivesUpAfterCleanupTimeout(t *testing.T) {
 	f.expectBackends(classicLB, "api", "10.0.13.1:30400/1")
 }
 
-// Many resources on one busy load balancer park instead of holding workers,
-// so another load balancer is served meanwhile.
+// Many resources on one busy load balancer park instead of occupying
+// workers, so another load balancer is served meanwhile.
 func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 400 * time.Millisecond})
 	busy := f.seedBench(1, 5)[0]
@@ -602,16 +602,17 @@ func TestBusyLoadBalancerDoesNotStarveOthers(t *testing.T) {
 	if done := f.emu.Counters().Writes[busy]; done >= 5 {
 		t.Fatalf("the other load balancer was served only after all %d writes to the busy one", done)
 	}
-	f.waitHolds([]string{busy}, 5, "10.0.14.1", true)
+	f.waitRegistered([]string{busy}, 5, "10.0.14.1", true)
 	if c := f.emu.Counters(); c.Conflicts != 0 {
 		t.Fatalf("%d writes answered 409", c.Conflicts)
 	}
 }
 
-// A reconcile waiting for work requests holds no worker: with one worker,
-// two load balancers whose work requests OCI keeps in progress do not keep
-// a third from being written, and each is written once when they finish.
-func TestWaitingForWorkRequestsHoldsNoWorker(t *testing.T) {
+// A reconcile waiting for work requests occupies no worker: with one
+// worker, two load balancers whose work requests OCI keeps in progress do
+// not keep a third from being written, and each is written once when they
+// finish.
+func TestWaitingForWorkRequestsOccupiesNoWorker(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	lbs := f.seedBench(3, 1)
 	f.node(f.ns+"-a", "10.0.17.1")
@@ -632,14 +633,14 @@ func TestWaitingForWorkRequestsHoldsNoWorker(t *testing.T) {
 		return nil
 	})
 	f.registrar("free", lbs[2], []v1beta1.Target{fixedPort("bs-0", 30800)})
-	f.waitHolds(lbs[2:], 1, "10.0.17.1", true)
-	if f.holds(lbs[:2], 1, "10.0.17.1", true) {
+	f.waitRegistered(lbs[2:], 1, "10.0.17.1", true)
+	if f.registered(lbs[:2], 1, "10.0.17.1", true) {
 		t.Fatal("the stuck work requests finished before the fault was removed")
 	}
 	for _, id := range stuck {
 		f.emu.RemoveFault(id)
 	}
-	f.waitHolds(lbs, 1, "10.0.17.1", true)
+	f.waitRegistered(lbs, 1, "10.0.17.1", true)
 	if w, c := f.writes(lbs), f.emu.Counters().Conflicts; w != 3 || c != 0 {
 		t.Fatalf("%d writes, %d answered 409; want 3 and 0", w, c)
 	}

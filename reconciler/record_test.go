@@ -29,7 +29,7 @@ func TestEarlierRecordsAreNotActedOn(t *testing.T) {
 	obj := f.registrar("ungrouped", classicLB, []v1beta1.Target{fixedPort("admin", 31042)})
 	f.eventually(20*time.Second, func() error {
 		if got := f.backends(classicLB, "admin"); len(got) != 2 {
-			return fmt.Errorf("admin holds %v", got)
+			return fmt.Errorf("admin has %v", got)
 		}
 		return nil
 	})

@@ -64,9 +64,9 @@ const (
 //
 // "converge": K = 1 (baseline), 10 and 100 load balancers whose resources
 // exist when the controller starts, 10 nodes; the time until every backend
-// set holds every node (when the last work request finished), with OCI
-// calls paced at 50/s (burst 10), so that at K = 100 the shared rate limit,
-// not L, bounds it. The floor is max(3 x L, calls / 50/s), calls counting
+// set has every node registered (when the last work request finished),
+// with OCI calls paced at 50/s (burst 10), so that at K = 100 the shared
+// rate limit, not L, bounds it. The floor is max(3 x L, calls / 50/s), calls counting
 // every OCI call the emulator answered until then; x-floor is the time over
 // it, and x-baseline-floor x-floor over the baseline's in the same run
 // (goal: at most 1.3). lb-p50-x-all is when half of the load balancers were
@@ -77,13 +77,13 @@ const (
 // their own, in node pools of at most 148 (scale.NodePools); every
 // resource registers the nodes of one pool (a node selector), the same
 // pool for all of them, as OCI's limits allow: 512 backends in all in a
-// classic load balancer, 3 x 148 here. Every backend set already holds the
-// pool but one node (seeded; the controller, started first, adopts them
-// and writes that node as the resources are created a few at a time,
-// which is not timed, and so knows how long work requests take), then one
-// node joins the pool: the time from its creation until all 3 x K backend
-// sets hold it, K = 1 (baseline) and 100 (goal: within 1.3 x the
-// baseline); the writes (goal 1) and OCI calls per backend set; when the
+// classic load balancer, 3 x 148 here. Every backend set already lists
+// every node of the pool but one (seeded; the controller, started first,
+// adopts them and writes that node as the resources are created a few at
+// a time, which is not timed, and so knows how long work requests take),
+// then one node joins the pool: the time from its creation until all
+// 3 x K backend sets have it registered, K = 1 (baseline) and 100 (goal:
+// within 1.3 x the baseline); the writes (goal 1) and OCI calls per backend set; when the
 // first write was accepted (first-write-s), and the first write of the load
 // balancer written last (last-first-write-s: each waits for its resource's
 // intent record, and 100 of them queue at the API server, which bounds
@@ -103,7 +103,7 @@ const (
 // OCI calls are paced at 1000/s, so that L and the
 // machine bound it, not the rate limit (at serve's default 10/s, 300
 // backend sets take at least calls/backend-set x 300 / 10 s). It gives up
-// when the API server holds more than 5 GiB, or after 3 minutes: converged
+// when the API server uses more than 5 GiB, or after 3 minutes: converged
 // is 0 then, and the figures are those when it gave up.
 //
 // "watch-at-rest": 2 (baseline) and 100 load balancers whose resources
@@ -184,8 +184,8 @@ func benchConverge(b *testing.B, lbs int) float64 {
 		b.StopTimer()
 		f.must(err)
 		for _, ip := range ips {
-			if !f.holds(ids, scaleSets, ip, true) {
-				b.Fatalf("the work requests succeeded, yet not every backend set holds %s", ip)
+			if !f.registered(ids, scaleSets, ip, true) {
+				b.Fatalf("the work requests succeeded, yet not every backend set has %s registered", ip)
 			}
 		}
 		f.awaitQuiet()
@@ -213,8 +213,8 @@ func benchConverge(b *testing.B, lbs int) float64 {
 
 // benchNodeAdded runs "node-added" with lbs load balancers. It gives up
 // (converged 0, the time until then) when the scale API server grows past
-// scaleAPIServerMiB or the backend sets do not all hold the node within
-// scaleNodeAddedLimit.
+// scaleAPIServerMiB or the backend sets do not all have the node
+// registered within scaleNodeAddedLimit.
 func benchNodeAdded(b *testing.B, lbs int) {
 	var took time.Duration
 	var writes, calls, polls, converged int
@@ -241,10 +241,10 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		f.must(f.api.Create(f.ctx, added))
 		end, _, err := f.awaitWritten(ids, scaleSets, start, func() error {
 			if rss := api.PeakMiB(); rss > scaleAPIServerMiB {
-				return fmt.Errorf("the API server holds %.0f MiB, more than the %d MiB this benchmark allows it", rss, scaleAPIServerMiB)
+				return fmt.Errorf("the API server uses %.0f MiB, more than the %d MiB this benchmark allows it", rss, scaleAPIServerMiB)
 			}
 			if time.Since(start) > scaleNodeAddedLimit {
-				return fmt.Errorf("not every backend set holds the node after %s", scaleNodeAddedLimit)
+				return fmt.Errorf("not every backend set has the node registered after %s", scaleNodeAddedLimit)
 			}
 			return nil
 		})
@@ -252,8 +252,8 @@ func benchNodeAdded(b *testing.B, lbs int) {
 		cpu1, _ := scale.CPUSeconds(0)
 		byProcess.add(window.stop(b))
 		if err == nil {
-			if !f.holds(ids, scaleSets, ip, true) {
-				b.Fatalf("the work requests succeeded, yet not every backend set holds %s", ip)
+			if !f.registered(ids, scaleSets, ip, true) {
+				b.Fatalf("the work requests succeeded, yet not every backend set has %s registered", ip)
 			}
 			f.awaitQuiet() // a second write would come before
 			converged++

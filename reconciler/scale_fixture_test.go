@@ -45,7 +45,7 @@ func newScaleFixture(b *testing.B, cfg *rest.Config, api client.Client) *scaleFi
 	return f
 }
 
-// setUpScale seeds lbs load balancers whose backend sets hold every node of
+// setUpScale seeds lbs load balancers whose backend sets list every node of
 // the scale cluster, starts the controller (on the fixture's configuration,
 // which reaches the scale cluster), creates a resource for each, and waits
 // until it has adopted them all; stop stops the controller, and may fail
@@ -190,7 +190,7 @@ func (f *fixture) callLog() []ociemu.Call {
 	f.t.Helper()
 	calls := f.emu.Calls()
 	if n := f.emu.Counters().Requests; n >= 10000 {
-		f.t.Fatalf("%d calls since the call log was reset: it no longer holds them all", n)
+		f.t.Fatalf("%d calls since the call log was reset: it no longer has them all", n)
 	}
 	return calls
 }
@@ -219,7 +219,7 @@ func (f *fixture) discard() {
 var (
 	scaleClusterOnce  sync.Once
 	scaleCluster      *kube.Cluster // stopped by TestMain
-	scaleClusterNodes int           // the nodes it holds
+	scaleClusterNodes int           // the nodes it has
 	scaleClusterErr   error
 )
 

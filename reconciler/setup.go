@@ -37,7 +37,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/status"
 )
 
-// Finalizer holds a resource until its own backends are deregistered.
+// Finalizer keeps a resource until its own backends are deregistered.
 const Finalizer = "nodes.peppy-ratio.dev/deregister"
 
 // Reconciler reconciles LBRegistrar (v1beta1, the hub).

@@ -47,7 +47,7 @@ func (p *panickingAPI) UpdateBackendSet(context.Context, *oci.BackendSet, []plan
 	panic("write")
 }
 
-// A reconcile that panics while it holds a load balancer's lane, registering
+// A reconcile that panics while it has a load balancer's lane, registering
 // (in its flight) or deregistering (in the reconcile), releases it, and the
 // resource is retried: a lane kept would block that load balancer forever.
 func TestPanicInReconcileReleasesTheLane(t *testing.T) {
@@ -98,7 +98,7 @@ func signRecord(lbr *v1beta1.LBRegistrar) {
 	lbr.Status.RecordSignature = ownership.Sign(unitRecordKey, lbr)
 }
 
-// unitReconciler is a Reconciler over a fake client holding objs, writing
+// unitReconciler is a Reconciler over a fake client serving objs, writing
 // through api.
 func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reconciler {
 	t.Helper()
@@ -109,7 +109,7 @@ func unitReconciler(t *testing.T, ociClient ociAPI, objs ...client.Object) *Reco
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	// The records the objects hold are the controller's own.
+	// The records the objects carry are the controller's own.
 	recordKey := client.ObjectKey{Namespace: "lbregistrar-system", Name: DefaultRecordKeySecret}
 	for _, o := range objs {
 		if lbr, ok := o.(*v1beta1.LBRegistrar); ok && ownership.Recorded(lbr) {

@@ -25,7 +25,7 @@ import (
 type ending int
 
 const (
-	// inLine: the backend set holds what the record says. The record takes
+	// inLine: the backend set has what the record says. The record takes
 	// the plan's owned and draining backends, and the resource is revisited
 	// when the first drain is over.
 	inLine ending = iota

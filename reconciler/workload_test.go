@@ -221,7 +221,7 @@ func TestControllerIdentity(t *testing.T) {
 }
 
 // A sign-in that takes long (the SDK asking a slow metadata service) makes
-// the resource SigningIn rather than holding a worker until it ends; once
+// the resource SigningIn rather than occupying a worker until it ends; once
 // it has, the resource is written as the instance.
 func TestSlowSignInIsSigningIn(t *testing.T) {
 	const instance = "ocid1.instance.oc1.iad.slow"

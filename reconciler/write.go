@@ -43,14 +43,14 @@ type setWrite struct {
 	reserved int             // the load balancer's room kept for backend sets that wait before it
 }
 
-// input is the plan input of w's backend set holding current.
+// input is the plan input of w's backend set with current registered.
 func (w *setWrite) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
 	in := w.job.Input(obj, current, w.read.BackendLimit(w.reserved))
 	in.NoAdds = w.noAdds
 	return in
 }
 
-// write brings the backend sets of the load balancer whose lane is held in
+// write brings the backend sets of the load balancer whose lane is taken in
 // line, one write at a time, as OCI requires, sparing what decide found
 // other resources record there. The reads to plan and the intent record
 // come first, for all of them at once, so the writes follow each other
@@ -67,7 +67,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		s.out.Fail("*", err)
 		return
 	}
-	// Health is read for the backend sets that now hold what this resource
+	// Health is read for the backend sets that now have what this resource
 	// keeps registered: one whose write failed may lack backends the record
 	// names, which OCI's health, listing only the backends it has, would
 	// count as OK; and backends being drained or removed are on their way out.
@@ -165,7 +165,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 // refused for what it adds is sent again at once without the additions:
 // what it removes, re-weights or drains does not wait for them. current
 // says nothing was written since w's backend set was read. It reports
-// whether the backend set now holds what the record says.
+// whether the backend set now has what the record says.
 func (r *Reconciler) writeSet(ctx context.Context, s *scope, w *setWrite, current bool) bool {
 	for {
 		res, err := backendset.Sync(ctx, s.oci, r.opts.Backoff, r.syncRequest(ctx, s, w, current))

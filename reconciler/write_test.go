@@ -42,7 +42,7 @@ func TestWriteEndings(t *testing.T) {
 		name     string
 		mode     plan.Mode
 		deleting bool
-		owned    []plan.Backend // the record's, and what OCI holds
+		owned    []plan.Backend // the record's, and what OCI has registered
 		oci      backendsettest.API
 		// want: the calls to OCI; the record's owned backends after ("-"
 		// for no record); a failure reported, and whether it fails the
@@ -64,7 +64,7 @@ func TestWriteEndings(t *testing.T) {
 		oci:   backendsettest.API{WriteErrors: []error{refusal}},
 		calls: []string{get, update + "[10.0.0.1:30080/1]"},
 		// The departed node stays while its replacement waits (the set
-		// would hold none of this resource's otherwise); the refused one is
+		// would have none of this resource's otherwise); the refused one is
 		// not recorded.
 		record: "10.0.0.9:30080", failure: "OCI refused adding 1 backends", revisit: true,
 		events: []string{v1beta1.ReasonWriteRefused},

@@ -42,10 +42,10 @@ const firstCharge = 64 << 10
 // whatever their number and whatever they claim, and shares it so that no
 // caller can take it all:
 //   - a request with a Content-Length reserves its cost before its body is
-//     read (the body is then held to it); one without is charged as its
-//     body arrives, so a trickle holds little;
-//   - one source (address) holds at most half of the budget;
-//   - callers without a verified client certificate hold together at most
+//     read (the body is then limited to it); one without is charged as its
+//     body arrives, so a trickle occupies little;
+//   - one source (address) occupies at most half of the budget;
+//   - callers without a verified client certificate occupy together at most
 //     the budget less authenticatedReserve, when client certificates are
 //     checked at all, so the API server's admission requests find room
 //     whatever anonymous callers of /convert do;
@@ -70,7 +70,7 @@ func newBudget(total, maxBody, reserve int64) (*budget, error) {
 	b := &budget{total: total, maxBody: maxBody, perSource: total / 2, anonymous: total - reserve, wait: budgetWait,
 		bySource: map[string]int64{}, freed: make(chan struct{})}
 	if need := requestCost(maxBody); need > min(b.perSource, b.anonymous) {
-		return nil, fmt.Errorf("webhook: a memory budget of %d bytes cannot hold one request of the largest body (%d bytes), which needs %d, within what one caller may hold (half of the budget, and the budget less %d bytes kept for authenticated callers)",
+		return nil, fmt.Errorf("webhook: a memory budget of %d bytes cannot fit one request of the largest body (%d bytes), which needs %d, within what one caller may occupy (half of the budget, and the budget less %d bytes kept for authenticated callers)",
 			total, maxBody, need, reserve)
 	}
 	return b, nil
@@ -144,17 +144,17 @@ func (b *budget) limit(next http.Handler) http.Handler {
 			return
 		}
 		s := shareOf(r)
-		var held int64
-		defer func() { b.release(s, held) }()
+		var charged int64
+		defer func() { b.release(s, charged) }()
 		var err error
 		if n >= 0 {
 			cost := requestCost(n)
 			if err = b.acquireWithin(r.Context(), s, cost); err == nil {
-				held = cost
+				charged = cost
 			}
 		} else {
 			var body []byte
-			body, held, err = b.readCharged(r, s)
+			body, charged, err = b.readCharged(r, s)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
 		var tooLarge *http.MaxBytesError
@@ -177,24 +177,24 @@ func (b *budget) limit(next http.Handler) http.Handler {
 // which the caller releases.
 func (b *budget) readCharged(r *http.Request, s share) ([]byte, int64, error) {
 	var body bytes.Buffer
-	var covered, held int64
+	var covered, charged int64
 	chunk := make([]byte, 32<<10)
 	for {
 		k, err := r.Body.Read(chunk)
 		if need := int64(body.Len() + k); need > covered {
 			next := max(need, min(max(2*covered, firstCharge), b.maxBody))
 			if err := b.acquireWithin(r.Context(), s, requestCost(next)-requestCost(covered)); err != nil {
-				return nil, held, err
+				return nil, charged, err
 			}
-			held += requestCost(next) - requestCost(covered)
+			charged += requestCost(next) - requestCost(covered)
 			covered = next
 		}
 		body.Write(chunk[:k])
 		if errors.Is(err, io.EOF) {
-			return body.Bytes(), held, nil
+			return body.Bytes(), charged, nil
 		}
 		if err != nil {
-			return nil, held, err
+			return nil, charged, err
 		}
 	}
 }

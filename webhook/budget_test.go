@@ -14,8 +14,8 @@ import (
 
 // testBudget is a budget of total for bodies up to maxBody, keeping
 // reserve, whose requests wait 100 ms for room, serving a handler that reads
-// the whole body, says it entered, and holds a request with a Hold header
-// until release is called.
+// the whole body, says it entered, and keeps a request with a Linger header
+// in service until release is called.
 func testBudget(t *testing.T, total, maxBody, reserve int64) (b *budget, h http.Handler, entered chan struct{}, release func()) {
 	t.Helper()
 	b, err := newBudget(total, maxBody, reserve)
@@ -30,7 +30,7 @@ func testBudget(t *testing.T, total, maxBody, reserve int64) (b *budget, h http.
 	h = b.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		entered <- struct{}{}
-		if r.Header.Get("Hold") != "" {
+		if r.Header.Get("Linger") != "" {
 			<-released
 		}
 	}))
@@ -38,13 +38,14 @@ func testBudget(t *testing.T, total, maxBody, reserve int64) (b *budget, h http.
 }
 
 // request is a POST from source with a body of contentLength (-1: unknown,
-// sent as body), held when hold, from a verified client when authenticated.
-func request(source string, contentLength int64, body io.Reader, hold, authenticated bool) *http.Request {
+// sent as body), lingering when linger, from a verified client when
+// authenticated.
+func request(source string, contentLength int64, body io.Reader, linger, authenticated bool) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, "/", body)
 	req.RemoteAddr = source + ":40000"
 	req.ContentLength = contentLength
-	if hold {
-		req.Header.Set("Hold", "1")
+	if linger {
+		req.Header.Set("Linger", "1")
 	}
 	if authenticated {
 		req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{}}}
@@ -58,10 +59,10 @@ func code(h http.Handler, req *http.Request) int {
 	return rec.Code
 }
 
-// The budget holds requests in flight to what it can hold, whatever they
-// claim: a body larger than allowed is refused unread, one that does not fit
-// waits and is then answered 503 with Retry-After, and what a request
-// reserved is free again once it is answered.
+// The budget limits requests in flight to what it has room for, whatever
+// they claim: a body larger than allowed is refused unread, one that does
+// not fit waits and is then answered 503 with Retry-After, and what a
+// request reserved is free again once it is answered.
 func TestBudgetBoundsRequestsInFlight(t *testing.T) {
 	const maxBody = 1 << 20
 	_, h, entered, release := testBudget(t, 2*requestCost(maxBody), maxBody, 0)
@@ -70,9 +71,9 @@ func TestBudgetBoundsRequestsInFlight(t *testing.T) {
 	if got := code(h, request("10.0.0.1", maxBody+1, strings.NewReader("{}"), false, false)); got != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body past the limit: %d", got)
 	}
-	held := make(chan int, 2)
+	answers := make(chan int, 2)
 	for _, source := range []string{"10.0.0.1", "10.0.0.2"} {
-		go func() { held <- code(h, request(source, maxBody, strings.NewReader("{}"), true, false)) }()
+		go func() { answers <- code(h, request(source, maxBody, strings.NewReader("{}"), true, false)) }()
 		<-entered
 	}
 	rec := httptest.NewRecorder()
@@ -82,16 +83,16 @@ func TestBudgetBoundsRequestsInFlight(t *testing.T) {
 	}
 	release()
 	for range 2 {
-		if got := <-held; got != http.StatusOK {
-			t.Errorf("a held request: %d", got)
+		if got := <-answers; got != http.StatusOK {
+			t.Errorf("a lingering request: %d", got)
 		}
 	}
 	if got := small("10.0.0.3"); got != http.StatusOK {
-		t.Errorf("after the held requests: %d", got)
+		t.Errorf("after the lingering requests: %d", got)
 	}
 }
 
-// One source holds at most half of the budget, so another finds room
+// One source occupies at most half of the budget, so another finds room
 // whatever the first has in flight.
 func TestBudgetSharesAmongSources(t *testing.T) {
 	const maxBody = 1 << 20
@@ -102,12 +103,12 @@ func TestBudgetSharesAmongSources(t *testing.T) {
 		t.Errorf("a source past its half: %d, want 503", got)
 	}
 	if got := code(h, request("10.0.0.2", maxBody, strings.NewReader("{}"), false, false)); got != http.StatusOK {
-		t.Errorf("another source, while the first held its half: %d", got)
+		t.Errorf("another source, while the first occupied its half: %d", got)
 	}
 }
 
 // A body of unknown length is charged for what it has sent, not for the
-// largest allowed, so a trickle holds little: a chunked request that has
+// largest allowed, so a trickle occupies little: a chunked request that has
 // sent a few bytes leaves room for a request of the largest body from
 // another source, and its own body is charged as it grows.
 func TestBudgetChargesAnUnknownLengthAsItArrives(t *testing.T) {
@@ -120,20 +121,20 @@ func TestBudgetChargesAnUnknownLengthAsItArrives(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reserving the largest body, the trickle would leave room for one.
-	held := make(chan int, 2)
+	answers := make(chan int, 2)
 	for _, source := range []string{"10.0.0.2", "10.0.0.3"} {
-		go func() { held <- code(h, request(source, maxBody/4, strings.NewReader("{}"), true, false)) }()
+		go func() { answers <- code(h, request(source, maxBody/4, strings.NewReader("{}"), true, false)) }()
 	}
 	for range 2 {
 		select {
 		case <-entered:
-		case got := <-held:
+		case got := <-answers:
 			t.Fatalf("a request beside a trickling one: %d", got)
 		}
 	}
 	release()
 	for range 2 {
-		<-held
+		<-answers
 	}
 	if _, err := feed.Write(make([]byte, 3<<20)); err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestBudgetKeepsAReserveForAuthenticatedCallers(t *testing.T) {
 		t.Errorf("an anonymous request past the anonymous share: %d, want 503", got)
 	}
 	if got := code(h, request("10.0.0.5", maxBody, strings.NewReader("{}"), false, true)); got != http.StatusOK {
-		t.Errorf("an authenticated request while anonymous ones held their share: %d", got)
+		t.Errorf("an authenticated request while anonymous ones occupied their share: %d", got)
 	}
 }
 
@@ -183,7 +184,7 @@ func TestBudgetServesWhatFits(t *testing.T) {
 	}
 }
 
-// A budget that cannot hold one request of the largest body within one
+// A budget that cannot fit one request of the largest body within one
 // caller's share is refused when the server is made, not found out when
 // such a request waits forever.
 func TestBudgetMustHoldTheLargestRequest(t *testing.T) {
@@ -193,7 +194,7 @@ func TestBudgetMustHoldTheLargestRequest(t *testing.T) {
 		{total: 2*requestCost(32<<20) - 1},
 		{total: 2 * requestCost(32<<20), reserve: requestCost(32<<20) + 1},
 	} {
-		if _, err := newBudget(tc.total, 32<<20, tc.reserve); err == nil || !strings.Contains(err.Error(), "cannot hold one request") {
+		if _, err := newBudget(tc.total, 32<<20, tc.reserve); err == nil || !strings.Contains(err.Error(), "cannot fit one request") {
 			t.Errorf("budget %d, reserve %d: err = %v", tc.total, tc.reserve, err)
 		}
 	}

@@ -82,7 +82,7 @@ func (g *podGate) Handle(ctx context.Context, req admission.Request) admission.R
 
 // gateOps are the JSON patch operations that add the label and, with
 // gate, the readiness gate to pod, and nothing else: built from what the
-// request holds, never by writing the decoded pod back, so a field newer
+// request contains, never by writing the decoded pod back, so a field newer
 // than this webhook's Go types is left as it is.
 func gateOps(pod *corev1.Pod, gate bool) []jsonpatch.JsonPatchOperation {
 	var ops []jsonpatch.JsonPatchOperation

@@ -76,8 +76,8 @@ func TestPodGate(t *testing.T) {
 }
 
 // The webhook asks decide.Gates, as the gates controller does: a resource
-// being deleted gates nothing, a suspended one still does (its gate holds
-// until it resumes). A pod whose template lists the gate already is
+// being deleted gates nothing, a suspended one still does (its gate stays
+// blocked until it resumes). A pod whose template lists the gate already is
 // labelled, so the controller decides it. The patch adds the gate and the
 // label and nothing else: a field the webhook's Go types do not know stays.
 func TestPodGateAsksTheOneAnswer(t *testing.T) {

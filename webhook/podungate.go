@@ -45,7 +45,7 @@ func (podUngate) Handle(_ context.Context, req admission.Request) admission.Resp
 }
 
 // ungateOps are the JSON patch operations that remove lbregistrar's gate
-// and label from pod, last first so each index holds as it is applied.
+// and label from pod, last first so each index stays valid as it is applied.
 func ungateOps(pod *corev1.Pod) []jsonpatch.JsonPatchOperation {
 	var ops []jsonpatch.JsonPatchOperation
 	if _, labelled := pod.Labels[v1beta1.ReadinessGateLabel]; labelled {

@@ -51,7 +51,7 @@ type ServerOptions struct {
 
 	// MemoryBudget bounds the memory requests in flight may take together
 	// (see budget); requests past it wait, then are answered 503. It must
-	// hold one request of MaxRequestBytes.
+	// fit one request of MaxRequestBytes.
 	MemoryBudget int64
 
 	// MaxConnections bounds the connections open at once, and
@@ -175,7 +175,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		}
 		clientCAs = x509.NewCertPool()
 		if !clientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("webhook: client CA %s holds no PEM certificate", opts.ClientCAFile)
+			return nil, fmt.Errorf("webhook: client CA %s contains no PEM certificate", opts.ClientCAFile)
 		}
 	}
 	budget, err := newBudget(opts.MemoryBudget, opts.MaxRequestBytes, reserve)

@@ -101,7 +101,7 @@ func filledCache(b *testing.B, scheme *runtime.Scheme, n int) cache.Cache {
 	}
 	var synced v1beta1.LBRegistrarList
 	if err := c.List(ctx, &synced); err != nil || len(synced.Items) != n {
-		b.Fatalf("cache holds %d LBRegistrars (%v), want %d", len(synced.Items), err, n)
+		b.Fatalf("cache has %d LBRegistrars (%v), want %d", len(synced.Items), err, n)
 	}
 	return c
 }

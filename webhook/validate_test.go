@@ -76,7 +76,7 @@ func alphaObject(name, backendSet string) *v1alpha1.LBRegistrar {
 	}
 }
 
-// handlers serves both validating webhooks with a fake client holding
+// handlers serves both validating webhooks using a fake client with
 // existing as the cache, and every writer allowed to get every Secret.
 func handlers(t testing.TB, existing ...client.Object) http.Handler {
 	t.Helper()

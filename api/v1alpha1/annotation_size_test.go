@@ -49,7 +49,7 @@ func recordedHub(sets, nodes int) *v1beta1.LBRegistrar {
 }
 
 // At 5,000 nodes the status v1alpha1 keeps in its annotation is compressed,
-// so that the API server, which holds all annotations to 256 KiB, can
+// so that the API server, which limits all annotations to 256 KiB, can
 // return a resource of many backend sets as v1alpha1; it reads back exact.
 func TestLargeStatusFitsTheAnnotationLimit(t *testing.T) {
 	for _, sets := range []int{1, 4, 10} {
@@ -132,12 +132,12 @@ func gzipped(value []byte, declared int64) string {
 	return compressedPrefix + base64.StdEncoding.EncodeToString(packed)
 }
 
-// What a compressed value costs to read is known before it is read: the
-// size its gzip trailer declares. A value declaring more than any object
-// holds is not expanded at all, and one that expands past what it declares
+// What a compressed value costs to read is known before it is read: the size
+// its gzip trailer declares. A value declaring more than any object can
+// contain is not expanded at all, and one that expands past what it declares
 // (a forged trailer, or a size past 4 GiB, which the trailer keeps modulo
-// 4 GiB) is unreadable after at
-// most its declared size: expansion never exceeds the declaration.
+// 4 GiB) is unreadable after at most its declared size: expansion never
+// exceeds the declaration.
 func TestCompressedAnnotationCostsWhatItDeclares(t *testing.T) {
 	zeros := make([]byte, 64<<20)
 	hub := recordedHub(3, 5000)

@@ -18,7 +18,8 @@ import (
 const (
 	// AlphaSpecAnnotation is the annotation that, on a v1beta1 object, keeps a v1alpha1 spec whose
 	// exact shape (single service, port beside nodePort, ignored fields) the
-	// v1beta1 form cannot hold, so that it reads back exactly as it was written.
+	// v1beta1 form cannot represent, so that it reads back exactly as it was
+	// written.
 	AlphaSpecAnnotation = "nodes.peppy-ratio.dev/v1alpha1-spec"
 
 	// HubDataAnnotation is the annotation that, on a v1alpha1 object, keeps the v1beta1 spec and
@@ -90,7 +91,7 @@ func ToHub(src *LBRegistrar, dst *v1beta1.LBRegistrar) {
 
 // FromHub converts a v1beta1 object to v1alpha1: the v1alpha1 spec kept by
 // ToHub while it still means the same, else the v1beta1 spec in v1alpha1's
-// words, and what v1alpha1 cannot hold kept in HubDataAnnotation, so
+// words, and what v1alpha1 cannot represent kept in HubDataAnnotation, so
 // that ToHub restores it.
 func FromHub(src *v1beta1.LBRegistrar, dst *LBRegistrar) {
 	alphaSpec := decodeAnnotation[LBRegistrarSpec](src.Annotations, AlphaSpecAnnotation)
@@ -136,7 +137,7 @@ const (
 	compressedPrefix = "gzip:"
 	compressAbove    = 16 << 10
 	// maxAnnotationJSON bounds what a compressed value may expand to: more
-	// than an object may hold in etcd, so no value conversion wrote, and a
+	// than an object may contain in etcd, so no value conversion wrote, and a
 	// limit on what a forged one costs to read.
 	maxAnnotationJSON = 4 << 20
 )

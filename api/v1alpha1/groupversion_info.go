@@ -1,4 +1,4 @@
-// Package v1alpha1 holds the original, single-service shape of LBRegistrar.
+// Package v1alpha1 contains the original, single-service shape of LBRegistrar.
 // It is served for existing users and converted to v1beta1, the stored hub.
 // +kubebuilder:object:generate=true
 // +groupName=nodes.peppy-ratio.dev

@@ -209,7 +209,7 @@ type SecretKeyRef struct {
 
 // Condition types.
 const (
-	// ConditionReady is True when every backend set holds what this resource should own.
+	// ConditionReady is True when every backend set has what this resource should own.
 	ConditionReady = "Ready"
 	// ConditionDegraded is True when some of the desired state cannot be computed
 	// or applied and what is registered was kept as it was, or when OCI
@@ -370,7 +370,7 @@ type LBRegistrarStatus struct {
 	// +optional
 	Targets int32 `json:"targets,omitempty"`
 
-	// Conditions: Ready (every backend set holds what this resource should
+	// Conditions: Ready (every backend set has what this resource should
 	// own), Reconciling (the controller moves it on by itself), Stalled (a
 	// person must act), Degraded (a target could not be resolved, or OCI
 	// reports own backends unhealthy), Conflict (another LBRegistrar keeps
@@ -396,7 +396,7 @@ type LBRegistrarStatus struct {
 
 	// RecordSignature is the controller's signature of the ownership
 	// record (loadBalancerId and the backends of backendSets) under a key
-	// only it holds. A record whose signature does not verify is not acted
+	// only it has. A record whose signature does not verify is not acted
 	// on: nothing it lists is removed. Written by the controller only.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128

@@ -7,9 +7,9 @@ const (
 	// ReadinessGate is the condition type of the readiness gate the
 	// admission webhook adds to such pods, in namespaces that opt in; the
 	// controller sets it True once each backend set registering the pod
-	// holds its backend (the pod's, or its node's) serving and OCI reports
+	// has its backend (the pod's, or its node's) serving and OCI reports
 	// it OK, or, for a node whose health check needs this very pod ready,
-	// once it holds the node serving.
+	// once it has the node serving.
 	ReadinessGate = "nodes.peppy-ratio.dev/load-balancer-ready"
 	// ReadinessGateLabel marks the pods given the gate, so the controller
 	// watches those pods only.
@@ -20,8 +20,8 @@ const (
 	ReadinessGatesEnabled        = "enabled"
 	// ReleaseGatesAnnotation set to "true" on an LBRegistrar lets every
 	// pod whose gate waits for it through at once, whatever the load
-	// balancer holds: the way out, for whoever may change the resource,
+	// balancer has: the way out, for whoever may change the resource,
 	// when it cannot write (a Conflict, an identity it may not use, OCI
-	// refusing) and the rollouts it holds must go on.
+	// refusing) and the rollouts it keeps waiting must go on.
 	ReleaseGatesAnnotation = "nodes.peppy-ratio.dev/release-readiness-gates"
 )

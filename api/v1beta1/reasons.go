@@ -16,7 +16,7 @@ const (
 	// ReasonWriteFailed: a write failed after its retries (409, 429, 5xx,
 	// a failed work request, no answer); also the Warning event of each.
 	ReasonWriteFailed = "WriteFailed"
-	// ReasonWriteRefused: OCI refused a write for what it holds (400, a
+	// ReasonWriteRefused: OCI refused a write for what it contains (400, a
 	// limit), which sending it again cannot help; also its Warning event.
 	ReasonWriteRefused = "WriteRefused"
 	// ReasonNotAuthorized: OCI answered 401 or 403: the identity is not
@@ -36,8 +36,8 @@ const (
 	ReasonMoving = "Moving"
 	// ReasonSuspended: the Suspended condition's, while spec.suspend is true.
 	ReasonSuspended = "Suspended"
-	// ReasonDryRun: serve --dry-run holds back writes; also the Event of
-	// each write held back.
+	// ReasonDryRun: serve --dry-run plans writes without making them; also
+	// the Event of each write not made.
 	ReasonDryRun = "DryRun"
 )
 
@@ -114,8 +114,8 @@ const (
 	ReasonNoReadyNodes       = "NoReadyNodes"
 	ReasonNodeWithoutAddress = "NodeWithoutAddress"
 	ReasonDuplicateBackend   = "DuplicateBackend"
-	// ReasonBackendLimit: a backend set holds, or is wanted to hold, nine
-	// tenths or more of the backends OCI lets it hold.
+	// ReasonBackendLimit: a backend set has, or is wanted to have, nine
+	// tenths or more of the backends OCI lets it have.
 	ReasonBackendLimit = "BackendLimit"
 	// ReasonInstanceRegistered: a wanted backend is left out because
 	// another writer registered its instance, at another address, on the
@@ -129,7 +129,7 @@ const (
 // Reasons of the readiness gate's pod condition (ReadinessGate).
 const (
 	// ReasonLoadBalancerReady (True): every backend set that registers the
-	// pod holds it serving, and OCI reports it OK where that is awaited.
+	// pod has it serving, and OCI reports it OK where that is awaited.
 	ReasonLoadBalancerReady = "LoadBalancerReady"
 	// ReasonNotRegistered (True): the controller writes no backend for the
 	// pod (its node not selected, excluded or leaving, its address not of

@@ -34,7 +34,7 @@ func (s *BackendSetStatus) OwnedCount() int {
 	return n
 }
 
-// addresses are the group's addresses, in whichever form it holds them.
+// addresses are the group's addresses, in whichever form it stores them.
 func (g *BackendGroup) addresses() []string {
 	out := slices.Concat(strings.Fields(g.Addresses), g.IPs)
 	if g.IP != "" {

@@ -34,7 +34,7 @@ import (
 // deleted, whoever creates a resource of its name gains nothing by it.
 const ReplacesAnnotation = "nodes.peppy-ratio.dev/replaces"
 
-// Replaces lists the names annotations' ReplacesAnnotation holds.
+// Replaces returns the names annotations' ReplacesAnnotation lists.
 func Replaces(annotations map[string]string) []string {
 	var names []string
 	for n := range strings.SplitSeq(annotations[ReplacesAnnotation], ",") {
@@ -65,7 +65,7 @@ func ClaimKeys(spec *v1beta1.LBRegistrarSpec) []string {
 	return keys
 }
 
-// Precedes reports whether a keeps a claim that a and b both hold: between
+// Precedes reports whether a keeps a claim that a and b both make: between
 // a resource naming the other in ReplacesAnnotation and the one it names,
 // the newcomer wins when both sign in as the same identity, and gives way
 // otherwise; else the older one wins, then the one whose name sorts first.
@@ -134,7 +134,7 @@ func ValidateV1alpha1Claims(a *Alpha, claimants []v1beta1.LBRegistrar) field.Err
 
 func validateClaims(obj *v1beta1.LBRegistrar, claimants []v1beta1.LBRegistrar, paths specPaths) field.ErrorList {
 	// owner maps each contested claim key to the first other resource, by
-	// name, holding it, so the result does not depend on cache order.
+	// name, claiming it, so the result does not depend on cache order.
 	var owner map[string]string
 	for i := range claimants {
 		c := &claimants[i]

@@ -19,7 +19,7 @@ func TestClaimKeys(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("ClaimKeys = %q, want %q", got, want)
 	}
-	// The encoding is unambiguous even for values no valid object holds.
+	// The encoding is unambiguous even for values no valid object has.
 	if ClaimKey("a/b", "c") == ClaimKey("a", "b/c") || ClaimKey(`a"`, "b") == ClaimKey("a", `"b`) {
 		t.Error("two different claims share a key")
 	}

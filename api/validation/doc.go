@@ -1,4 +1,4 @@
-// Package validation holds every rule an LBRegistrar must satisfy, as pure
+// Package validation contains every rule an LBRegistrar must satisfy, as pure
 // functions: the admission webhooks, the reconciler and the lbregistrar CLI
 // all call these, so a rule lives in one place.
 //

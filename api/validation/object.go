@@ -116,7 +116,7 @@ func NewAlpha(obj *v1alpha1.LBRegistrar) *Alpha {
 	return &Alpha{Object: obj, Visible: visible, Stored: hub.Spec}
 }
 
-// hidden reports whether the stored spec holds values the v1alpha1 fields do
+// hidden reports whether the stored spec has values the v1alpha1 fields do
 // not show (from the conversion annotation).
 func (a *Alpha) hidden() bool { return !equality.Semantic.DeepEqual(&a.Visible, &a.Stored) }
 
@@ -157,7 +157,7 @@ func ValidateV1alpha1Update(a, old *Alpha) (field.ErrorList, []string) {
 // validateAlphaSpec runs the v1beta1 rules over the stored form of the
 // spec, plus the range checks that normalization would hide (a negative
 // weight becomes a fallback, an ignored one is never read). Values that only
-// the conversion annotation holds are reported on it.
+// the conversion annotation contains are reported on it.
 func validateAlphaSpec(a *Alpha) field.ErrorList {
 	spec := &a.Object.Spec
 	errs := validateSpec(&a.Visible, specPath, alphaPaths(spec))

@@ -270,7 +270,7 @@ func validateBackendSetName(name string, fldPath func() *field.Path) field.Error
 	case len(name) > maxBackendSetNameLength:
 		return field.ErrorList{field.TooLong(fldPath(), name, maxBackendSetNameLength).WithOrigin(RuleBackendSetName)}
 	case !isBackendSetName(name):
-		return field.ErrorList{field.Invalid(fldPath(), name, "OCI backend set names hold only letters, digits, '-' and '_'").WithOrigin(RuleBackendSetName)}
+		return field.ErrorList{field.Invalid(fldPath(), name, "OCI backend set names contain only letters, digits, '-' and '_'").WithOrigin(RuleBackendSetName)}
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// isBackendSetName reports whether s holds only letters, digits, '-' and '_'.
+// isBackendSetName reports whether s has only letters, digits, '-' and '_'.
 func isBackendSetName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -13,8 +13,8 @@ import (
 
 // Against a real API server with the webhooks installed: kubectl apply of a
 // bad resource fails at once with every cause, validate --kubeconfig finds
-// claims held in the cluster and checks edits as updates, and migrate
-// --kubeconfig merges what the cluster holds.
+// claims made in the cluster and checks edits as updates, and migrate
+// --kubeconfig merges what the cluster has.
 func TestAgainstACluster(t *testing.T) {
 	c := kube.Start(t, kube.Options{})
 	ctx := context.Background()

@@ -30,7 +30,7 @@ func TestConvertSingleServiceToV1beta1(t *testing.T) {
 	}
 	for _, absent := range []string{"creationTimestamp", "status"} {
 		if strings.Contains(out, absent) {
-			t.Errorf("output holds %s:\n%s", absent, out)
+			t.Errorf("output contains %s:\n%s", absent, out)
 		}
 	}
 }

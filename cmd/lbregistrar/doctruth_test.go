@@ -129,7 +129,7 @@ var (
 
 // truth is what exists, for a doc to name.
 type truth struct {
-	flags    map[string][]string // by command path ("lbregistrar plan"); "" holds every command's
+	flags    map[string][]string // by command path ("lbregistrar plan"); "" has every command's
 	names    map[string]bool     // identifiers declared or used in the module's code, its identifier-like strings, CRD fields, alerts
 	literals map[string]bool     // field paths the code spells in strings (field indexes)
 	packages map[string]map[string]bool
@@ -201,7 +201,7 @@ func repoFile(t *testing.T, name string) []byte {
 	return b
 }
 
-// registered says whether serve's metrics registry holds metric (a
+// registered says whether serve's metrics registry has metric (a
 // histogram's series by their family): registering a collector of that
 // name fails when one is there. The registry lists no family until a
 // series of it is observed, so asking it is the only way to know.
@@ -321,7 +321,7 @@ func receiverType(expr ast.Expr) string {
 }
 
 // addFields counts typ's JSON and Go field names, and those of the types
-// it holds, as existing.
+// it contains, as existing.
 func (tr *truth) addFields(typ reflect.Type, seen map[reflect.Type]bool) {
 	for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
 		typ = typ.Elem()
@@ -394,7 +394,7 @@ func (tr *truth) addPropertyNames(schema map[string]any) {
 }
 
 // hasPath says whether schema has the dotted path ("services[].port");
-// root holds the definitions its $refs name.
+// root has the definitions its $refs name.
 func hasPath(root, schema map[string]any, path []string) bool {
 	if ref, ok := schema["$ref"].(string); ok {
 		defs, _ := root["definitions"].(map[string]any)

@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 )
 
 // listenerAddresses are the addresses serve's listeners got, as
-// --addresses-file holds them; a disabled listener has none.
+// --addresses-file lists them; a disabled listener has none.
 type listenerAddresses struct {
 	Webhook string `json:"webhook"`
 	Health  string `json:"health,omitempty"`

@@ -82,7 +82,7 @@ type parseError struct {
 
 func (e *parseError) Error() string { return e.where() + ": " + e.err.Error() }
 
-// manifestSet is what a set of -f arguments holds: the LBRegistrars, the
+// manifestSet is what a set of -f arguments contains: the LBRegistrars, the
 // documents that could not be read, and how many other kinds were skipped.
 type manifestSet struct {
 	manifests []manifest
@@ -99,7 +99,7 @@ const maxFileBytes = 4 << 20
 
 // readManifests reads every -f argument: a regular file, a directory (its
 // .yaml, .yml and .json files, recursively, in name order) or "-" for stdin.
-// Each file may hold several YAML documents, and Lists are expanded. A
+// Each file may contain several YAML documents, and Lists are expanded. A
 // document that cannot be read is recorded with its file and line and the
 // rest is still read; only a file or directory that cannot be read, is not a
 // regular file, or is larger than maxFileBytes is an error.
@@ -138,14 +138,14 @@ func readFile(name string) ([]byte, error) {
 	return readCapped(f, name)
 }
 
-// readCapped reads r to its end, or fails once it holds more than maxFileBytes.
+// readCapped reads r to its end, or fails once it reads more than maxFileBytes.
 func readCapped(r io.Reader, name string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if len(data) > maxFileBytes {
-		return nil, fmt.Errorf("%s: more than %d MiB, the most one file may hold: split it", name, maxFileBytes>>20)
+		return nil, fmt.Errorf("%s: more than %d MiB, the most one file may contain: split it", name, maxFileBytes>>20)
 	}
 	return data, nil
 }

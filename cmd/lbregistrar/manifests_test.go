@@ -166,7 +166,7 @@ func (e *endless) Read(p []byte) (int, error) {
 func TestReadManifestsCapsEachFile(t *testing.T) {
 	stdin := &endless{}
 	_, err := readManifests([]string{"-"}, stdin)
-	if err == nil || err.Error() != "standard input: more than 4 MiB, the most one file may hold: split it" {
+	if err == nil || err.Error() != "standard input: more than 4 MiB, the most one file may contain: split it" {
 		t.Errorf("endless standard input: err = %v", err)
 	}
 	if stdin.read > maxFileBytes+1 {

@@ -26,7 +26,7 @@ func newMigrateCommand() *cobra.Command {
 		Use:   "migrate (-f FILE|DIR|- ... | --kubeconfig FILE)",
 		Short: "Merge LBRegistrars into one v1beta1 resource per load balancer",
 		Long: `Reads LBRegistrars (any version) from files or from a cluster, groups them by
-load balancer, and prints one v1beta1 LBRegistrar per load balancer holding all
+load balancer, and prints one v1beta1 LBRegistrar per load balancer with all
 their targets. A merged resource names the ones it replaces in the
 ` + validation.ReplacesAnnotation + ` annotation, so it can be applied while they
 still exist and takes their backends over without deregistering them; delete the

@@ -266,7 +266,7 @@ func (r *planReport) writeText(w io.Writer) error {
 		}
 	}
 	if r.PendingWrites == 0 {
-		ew.printf("No changes: %d backend set(s) already hold what lbregistrar would register.\n", unchanged)
+		ew.printf("No changes: %d backend set(s) already have what lbregistrar would register.\n", unchanged)
 	} else {
 		ew.printf("Plan: %d backend set(s) to write, %d unchanged.\n", r.PendingWrites, unchanged)
 	}
@@ -315,7 +315,7 @@ func writeBackendSet(ew *errWriter, c *preview.BackendSetChange, deletion bool) 
 		ew.printf("      ~ %s weight %d: %s (node gone) until %s, then removed\n", b.Backend, b.Weight, verb, b.Until.UTC().Format(time.RFC3339))
 	}
 	for _, b := range c.Withheld {
-		ew.printf("      ! %s withheld: OCI lets the backend set hold %d backends; added once others leave\n", b, c.Limit)
+		ew.printf("      ! %s withheld: OCI lets the backend set have %d backends; added once others leave\n", b, c.Limit)
 	}
 	for _, b := range c.Kept {
 		if b.Foreign {

@@ -70,7 +70,7 @@ key_file=`+keyFile+`
 func TestPlanReportText(t *testing.T) {
 	const lb = "ocid1.loadbalancer.oc1.iad.a"
 	calm := []metav1.Condition{
-		{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonRegistered, Message: "every backend set holds the backends this resource should own"},
+		{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1beta1.ReasonRegistered, Message: "every backend set has the backends this resource should own"},
 		{Type: v1beta1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1beta1.ReasonAsExpected, Message: "every target resolved"},
 	}
 	held := []metav1.Condition{
@@ -105,7 +105,7 @@ func TestPlanReportText(t *testing.T) {
       + 10.0.0.3:30080 weight 2
       ~ 10.0.0.1:30080 weight 1 -> 2
     backend set gone: not found in the load balancer
-    Ready=True Registered: every backend set holds the backends this resource should own
+    Ready=True Registered: every backend set has the backends this resource should own
   LBRegistrar web
     backend set edge, held (what is registered stays): no change
         10.0.0.1:30443 weight 1

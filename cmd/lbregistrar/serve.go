@@ -128,7 +128,7 @@ See docs/certificates.md.`,
 	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "lbregistrar-system"), "namespace of the webhook Service and certificate Secret")
 	f.StringVar(&o.serviceName, "service-name", "lbregistrar-webhook", "webhook Service; its DNS names go into the built-in serving certificate")
 	f.StringSliceVar(&o.extraHosts, "webhook-host", nil, "more DNS names or IP addresses for the built-in serving certificate")
-	f.StringVar(&o.certSecret, "cert-secret", "lbregistrar-webhook-tls", "Secret holding the serving certificate")
+	f.StringVar(&o.certSecret, "cert-secret", "lbregistrar-webhook-tls", "Secret containing the serving certificate")
 	f.StringVar(&o.certificate, "certificate", "lbregistrar-webhook", "cert-manager Certificate of the webhook (cert-manager mode)")
 	f.StringVar(&o.validatingName, "validating-webhook-configuration", "lbregistrar-validating", "ValidatingWebhookConfiguration whose caBundle the built-in mode keeps current")
 	f.StringVar(&o.mutatingName, "mutating-webhook-configuration", "lbregistrar-mutating", "MutatingWebhookConfiguration (readiness gates) whose caBundle the built-in mode keeps current")

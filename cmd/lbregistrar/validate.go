@@ -147,7 +147,7 @@ type problem struct {
 // ruleParse marks documents that could not be read.
 const ruleParse = "parse"
 
-// validateManifests checks each manifest as a create, or, when live holds a
+// validateManifests checks each manifest as a create, or, when live has a
 // resource of the same name, as an update of it. Claims are checked against
 // live resources only when checkClaims is set.
 func validateManifests(set *manifestSet, live []v1beta1.LBRegistrar, checkClaims bool) *validationReport {

@@ -9,7 +9,7 @@ import (
 
 // buildVersion and buildCommit are set by the image build (the Dockerfile's
 // VERSION and COMMIT, which make image passes from git): the build context
-// holds no .git, so the toolchain has no VCS information to embed there.
+// has no .git, so the toolchain has no VCS information to embed there.
 var buildVersion, buildCommit string
 
 // version describes the running binary from the build information the Go

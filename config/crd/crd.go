@@ -1,4 +1,4 @@
-// Package crd holds the generated CustomResourceDefinition of LBRegistrar
+// Package crd contains the generated CustomResourceDefinition of LBRegistrar
 // (bases/, made by controller-gen from api/), for the command-line tools to
 // default manifests exactly as the API server does (package
 // api/defaulting).

@@ -7,7 +7,7 @@ import (
 )
 
 // Refusals remembers the backend set writes OCI refused for what they
-// hold (oci.IsRefused: bad input, a limit), per resource: the additions
+// contain (oci.IsRefused: bad input, a limit), per resource: the additions
 // such a write carried are not sent again, unchanged, until their retry is
 // due, which backs off with each refusal (Backoff.Max, doubling, at most
 // the resync period). Meanwhile the backend set is written without them,

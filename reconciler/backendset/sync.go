@@ -4,7 +4,7 @@
 // If-Match and wait for the work request, retrying on 409, 412, 429, 5xx,
 // network errors and failed work requests. A write OCI accepted is waited
 // for even through shutdown, so its outcome is recorded, not lost or
-// repeated. Refusals remembers the writes OCI refused for what they hold,
+// repeated. Refusals remembers the writes OCI refused for what they contain,
 // so that their additions back off while the rest of the backend set is
 // written.
 //
@@ -78,7 +78,7 @@ type Backoff struct {
 }
 
 // delay is exponential backoff with full jitter, never shorter than the
-// server's Retry-After nor longer than Max: the wait holds the load
+// server's Retry-After nor longer than Max: the wait keeps the load
 // balancer's lane, so a server asking for more than Max gets Max here, and
 // a failing write then hands over to the workqueue's own backoff.
 func (b Backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
@@ -108,7 +108,7 @@ type Request struct {
 	// Prefetched, when set, decides whether anything must be written. A
 	// write follows a read of its own, because a classic load balancer's
 	// ETag changes with every write to any of its backend sets, unless
-	// Current says Prefetched's ETag still holds as far as this process
+	// Current says Prefetched's ETag is still current as far as this process
 	// knows (read on this turn of the lane with no write since that moves
 	// it): a writer outside this process meanwhile gets a 412 and a fresh
 	// read.
@@ -158,7 +158,7 @@ func Sync(ctx context.Context, ociClient API, b Backoff, req Request) (Result, e
 		if res.Plan = plan.Compute(in); res.Plan.Changed() {
 			return in, true
 		}
-		logger.V(1).Info("backend set already holds what this resource owns; nothing to write", "mode", in.Mode)
+		logger.V(1).Info("backend set already lists what this resource owns; nothing to write", "mode", in.Mode)
 		return in, false
 	}
 	// current is a read still current, planned already into res.Plan from in.

@@ -179,7 +179,7 @@ func TestBackoffHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// A Retry-After past the backoff maximum is cut to it: the wait holds the
+// A Retry-After past the backoff maximum is cut to it: the wait keeps the
 // load balancer's lane, deletions included.
 func TestBackoffCapsRetryAfter(t *testing.T) {
 	b := Backoff{Base: time.Millisecond, Max: 50 * time.Millisecond, Attempts: 5}
@@ -190,7 +190,7 @@ func TestBackoffCapsRetryAfter(t *testing.T) {
 	}
 }
 
-// A server asking to wait a day holds the load balancer's lane for at most
+// A server asking to wait a day keeps the load balancer's lane for at most
 // the backoff maximum, and shutdown ends even that wait at once.
 func TestThrottledWriteWaitsBoundedAndInterruptibly(t *testing.T) {
 	throttled := &oci.Error{Op: "UpdateBackendSet", Status: 429, Code: "TooManyRequests", Class: "throttled", RetryAfter: 24 * time.Hour, Err: errors.New("slow down")}

@@ -1,10 +1,10 @@
 // Package credentials gives each resource the identity its OCI calls are
-// signed with: the API key its Secrets hold, the OKE workload identity of a
+// signed with: the API key its Secrets contain, the OKE workload identity of a
 // ServiceAccount (whose tokens it requests), or the controller's own
 // (its ServiceAccount's, or its instance principal). Key material and
 // tokens are read from the API server, never from an informer, kept only
 // while used, and never logged or put in a condition: a problem a user can
-// fix is an *Error, whose message names the field and never holds a key.
+// fix is an *Error, whose message names the field and never contains a key.
 //
 // It reads Secrets and creates ServiceAccount tokens; it writes nothing else.
 package credentials

@@ -1,6 +1,6 @@
 // Package decide says what one reconcile of a resource should do, from the
 // cluster as a reader shows it, the claims other resources make on its
-// backend sets, and its backend sets as OCI holds them: the desired state
+// backend sets, and its backend sets as OCI has them: the desired state
 // and what is wrong with it, the backend sets that belong to another resource, and
 // which backend sets to bring in line in which mode, a Job each. The
 // controller, serve --dry-run and lbregistrar plan decide here, so a plan
@@ -136,8 +136,8 @@ type Job struct {
 	Err error
 }
 
-// Input is the plan input of the job's backend set holding current, which
-// OCI lets hold at most limit backends.
+// Input is the plan input of the job's backend set, which has current and
+// which OCI lets have at most limit backends.
 func (j *Job) Input(obj *v1beta1.LBRegistrar, current []plan.Backend, limit int) plan.Input {
 	var owned []v1beta1.Backend
 	draining := map[string]time.Time{}

@@ -86,7 +86,7 @@ func readNodes(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistr
 }
 
 // EndpointSlicesOf are the EndpointSlices of a Service, read in place (as
-// the cache holds them: never to be changed).
+// the cache stores them: never to be changed).
 func EndpointSlicesOf(ctx context.Context, reader client.Reader, service types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
 	var list discoveryv1.EndpointSliceList
 	if err := reader.List(ctx, &list, client.InNamespace(service.Namespace),
@@ -101,12 +101,12 @@ func EndpointSlicesOf(ctx context.Context, reader client.Reader, service types.N
 }
 
 // readGated adds to c.Gated the pods of slice's endpoints that a readiness
-// gate may be holding (desired.WaitingPod): only the pods that carry
+// gate may be keeping waiting (desired.WaitingPod): only the pods that carry
 // lbregistrar's are cached, so the others are not found.
 func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, c *desired.Cluster) error {
 	for k := range slice.Endpoints {
-		key, held := desired.WaitingPod(&slice.Endpoints[k])
-		if _, done := c.Gated[key]; !held || done {
+		key, waiting := desired.WaitingPod(&slice.Endpoints[k])
+		if _, done := c.Gated[key]; !waiting || done {
 			continue
 		}
 		var pod corev1.Pod

@@ -12,7 +12,7 @@ import (
 )
 
 // TestViewHoldsOnlySelectedNodes: the view of a resource with a node
-// selector holds the nodes it matches, read so from the cache; with an
+// selector has the nodes it matches, read so from the cache; with an
 // invalid one, every node, for desired.Compute to report the selector.
 func TestViewHoldsOnlySelectedNodes(t *testing.T) {
 	node := func(name, pool string) *corev1.Node {

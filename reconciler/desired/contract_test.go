@@ -14,8 +14,8 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 )
 
-// outcome is what one backend set holds after a pass: the backends written,
-// or, when kept, whatever it held before (nothing was written).
+// outcome is what one backend set has after a pass: the backends written,
+// or, when kept, whatever it had before (nothing was written).
 type outcome struct {
 	kept     bool
 	backends []Backend

@@ -1,5 +1,5 @@
 // Package desired computes, as a pure function of an LBRegistrar spec and a
-// view of the cluster, which backends each of its backend sets should hold.
+// view of the cluster, which backends each of its backend sets should contain.
 //
 // Each rule is stated once, beside its code: which nodes (Eligible,
 // IsReady and Options.RequireReady), by which address and instance
@@ -101,13 +101,13 @@ func (f Family) String() string {
 type Cluster struct {
 	Nodes    []*corev1.Node
 	Services map[types.NamespacedName]*corev1.Service
-	// EndpointSlices holds each Service's slices, keyed by the Service.
+	// EndpointSlices has each Service's slices, keyed by the Service.
 	EndpointSlices map[types.NamespacedName][]*discoveryv1.EndpointSlice
-	// NodesByName holds every node, by name, for Pod targets (nil when
+	// NodesByName has every node, by name, for Pod targets (nil when
 	// the spec has none): an endpoint's node tells whether its address is
 	// one the load balancer can reach (podEndpoints).
 	NodesByName map[string]*corev1.Node
-	// Gated holds the pods of the EndpointSlices' not-ready endpoints that
+	// Gated has the pods of the EndpointSlices' not-ready endpoints that
 	// carry lbregistrar's readiness gate: one that is ready but for it
 	// counts as ready.
 	Gated GatedPods

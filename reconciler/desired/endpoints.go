@@ -30,7 +30,7 @@ import (
 //
 // And only slices that serve port: kube-proxy keys endpoints by the name
 // and protocol of the ports a slice lists, ignoring a port with no name or
-// no number (pkg/proxy/endpointslicecache.go), and slices hold endpoints
+// no number (pkg/proxy/endpointslicecache.go), and slices list endpoints
 // that share one set of ports, so a pod without the port is in a slice
 // without it, and its node does not serve that port.
 //

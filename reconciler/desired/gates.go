@@ -51,7 +51,7 @@ func (g GatedPods) awaitingPod(ep *discoveryv1.Endpoint) *corev1.Pod {
 	return nil
 }
 
-// podOf is the gated pod ep names, when a gate may be holding it.
+// podOf is the gated pod ep names, when a gate may be keeping it waiting.
 func (g GatedPods) podOf(ep *discoveryv1.Endpoint) *corev1.Pod {
 	key, ok := WaitingPod(ep)
 	if !ok {
@@ -142,14 +142,14 @@ type Gate struct {
 	Released bool
 }
 
-// Gating is the one answer to "which targets gate pod": those of
-// registrars that register a Service of services selecting pod, for its
-// pods (GatesPods). A resource being deleted gates nothing: it is taking
-// its backends out. A suspended one still gates (and holds: Gate.Suspended),
-// so that a rollout during a suspension does not end with the load
-// balancer holding only gone pods. The admission webhook gives a pod the
-// gate when this is not empty, the gates controller waits for each target,
-// and the watches wake their resources.
+// Gating is the one answer to "which targets gate pod": those of registrars
+// that register a Service of services selecting pod, for its pods
+// (GatesPods). A resource being deleted gates nothing: it is taking its
+// backends out. A suspended one still gates (and is blocked: Gate.Suspended),
+// so that a rollout during a suspension does not end with the load balancer
+// having only gone pods. The admission webhook gives a pod the gate when this
+// is not empty, the gates controller waits for each target, and the watches
+// wake their resources.
 func Gating(pod *corev1.Pod, services []*corev1.Service, registrars []*v1beta1.LBRegistrar) []Gate {
 	var out []Gate
 	for _, svc := range services {

@@ -42,8 +42,8 @@ func endpointOf(p *corev1.Pod, ip, node string, terminating bool) discoveryv1.En
 
 // A pod whose node the node lifecycle controller cannot reach is marked
 // not Ready by its status alone: no longer ready but for the gate, though
-// its containers were ready and its gate True. One the kubelet holds for
-// the gate (ReadinessGatesNotReady) still is.
+// its containers were ready and its gate True. One the kubelet keeps not
+// Ready for the gate (ReadinessGatesNotReady) still is.
 func TestReadyButForGate(t *testing.T) {
 	withReady := func(p *corev1.Pod, status corev1.ConditionStatus, reason string) *corev1.Pod {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: status, Reason: reason})
@@ -53,7 +53,7 @@ func TestReadyButForGate(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{
-		{gatedPod("held-by-the-gate", true, corev1.ConditionFalse), true},
+		{gatedPod("waiting-for-the-gate", true, corev1.ConditionFalse), true},
 		{withReady(gatedPod("kubelet-lagging", true, corev1.ConditionTrue), corev1.ConditionFalse, kubeletGatesNotReady), true},
 		{withReady(gatedPod("ready", true, corev1.ConditionTrue), corev1.ConditionTrue, ""), true},
 		{withReady(gatedPod("node-unreachable", true, corev1.ConditionTrue), corev1.ConditionFalse, ""), false},

@@ -110,7 +110,7 @@ func (ns *nodeSet) candidates(sel labels.Selector, all []*corev1.Node, explain b
 
 // addressed are the candidates registered (Ready ones only, with
 // filterReady), by address, and the names of those without an address;
-// with explain, ns holds the registered ones and why each other was left.
+// with explain, ns records the registered ones and why each other was left.
 func (ns *nodeSet) addressed(candidates []*corev1.Node, filterReady, explain bool) (out []node, noAddress []string) {
 	out = make([]node, 0, len(candidates))
 	for _, n := range candidates {

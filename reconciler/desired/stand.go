@@ -26,7 +26,7 @@ type Stand struct {
 	// address at the node port for a node target.
 	Backends []string
 	// Healthy: the gate waits for OCI to report the backend OK, not only
-	// to hold it serving (see healthWaits).
+	// to have it serving (see healthWaits).
 	Healthy bool
 	// Skip says why no backend is written for the pod here; its gate does
 	// not wait for this target.

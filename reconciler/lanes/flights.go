@@ -17,13 +17,13 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
-// Flights runs the part of a reconcile that holds a load balancer's lane
+// Flights runs the part of a reconcile that has a load balancer's lane
 // (reading its backend sets, writing them, waiting for each work request,
 // recording the outcome) in a goroutine of its own, so the reconcile worker
 // is free as soon as the lane is taken. OCI work requests take tens of
-// seconds; a worker held through them would make --reconcile-workers, not
+// seconds; a worker occupied through them would make --reconcile-workers, not
 // the OCI rate limit, the bound on how many load balancers converge at once.
-// A flight holds one lane, so there are never more flights than load
+// A flight has one lane, so there are never more flights than load
 // balancers being written.
 //
 // A resource has at most one flight: a reconcile of a resource whose flight
@@ -175,7 +175,7 @@ func (f *Flights) land(logger logr.Logger, name string, fl *flight, res ctrl.Res
 }
 
 // showOldest sets metrics.OldestFlightStart from the flights in the air;
-// f.mu is held.
+// f.mu is locked.
 func (f *Flights) showOldest() {
 	var oldest time.Time
 	for _, fl := range f.airborne {

@@ -29,7 +29,7 @@ import (
 // colliding there. Different load balancers have different lanes and
 // proceed in parallel, bounded by the number of reconcile workers.
 //
-// A reconcile that finds its lane busy does not hold a worker while it
+// A reconcile that finds its lane busy does not occupy a worker while it
 // waits: it parks and returns, and is woken (enqueued again) when the lane
 // is released, so many resources on one load balancer cannot starve the
 // others. Whatever changed meanwhile is computed when it runs, so it is
@@ -132,7 +132,7 @@ func (h *Turn) Release() {
 
 // Wakeups enqueues the resources parked on a lane when it is released. It is
 // a source of the controller, which starts it before any reconcile runs:
-// Add on the work queue never blocks and holds a resource once however often
+// Add on the work queue never blocks and queues a resource once however often
 // it is woken, so a release delivers every wake at once and leaves nothing
 // behind; once the manager stops, the shut-down queue drops them.
 type Wakeups struct {

@@ -14,7 +14,7 @@ import (
 )
 
 // Releasing a lane wakes every parked resource at once, however many, with
-// nothing left running to deliver the wakes: the controller's queue holds
+// nothing left running to deliver the wakes: the controller's queue has
 // each resource once however often it is woken, and drops wakes once the
 // manager has shut it down.
 func TestWakeupsAreDeliveredAtOnceAndCoalesced(t *testing.T) {
@@ -110,11 +110,11 @@ func TestLanesSerializePerLoadBalancer(t *testing.T) {
 	}
 	wg.Wait()
 	if maxA.Load() != 1 {
-		t.Fatalf("%d writers held lane a at once", maxA.Load())
+		t.Fatalf("%d writers had lane a at once", maxA.Load())
 	}
 
 	// A busy lane parks the resource once and wakes it on release;
-	// another load balancer is not held up.
+	// another load balancer is not delayed.
 	laneA, ok := l.TryAcquire("a", "x", nil)
 	if !ok {
 		t.Fatal("free lane not taken")

@@ -1,4 +1,4 @@
-// Package metrics holds the reconciler's Prometheus metrics, registered with
+// Package metrics contains the reconciler's Prometheus metrics, registered with
 // controller-runtime's registry so the manager's metrics endpoint serves them.
 package metrics
 
@@ -31,7 +31,8 @@ var (
 		Help: "Backend-set writes retried, by retry class (conflict, precondition, throttled, server, network, workrequest).",
 	}, []string{"class"})
 
-	// Conflicts counts reconciles in which another LBRegistrar held a claimed backend set.
+	// Conflicts counts reconciles in which another LBRegistrar was the holder
+	// of a claimed backend set.
 	Conflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lbregistrar_claim_conflicts_total",
 		Help: "Backend sets skipped because an earlier LBRegistrar claims them.",
@@ -51,11 +52,11 @@ var (
 	})
 
 	// Flights is the number of load balancers being written: reconciles
-	// that hold a lane and go on without a worker (reads, writes, waits for
+	// that have a lane and go on without a worker (reads, writes, waits for
 	// work requests).
 	Flights = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lbregistrar_flights",
-		Help: "Load balancers whose backend sets are being read, written and waited for, each by one resource holding its lane, without holding a reconcile worker.",
+		Help: "Load balancers whose backend sets are being read, written and waited for, each by one resource that has its lane, without occupying a reconcile worker.",
 	})
 
 	// FlightDuration observes each flight by result (FlightSuccess,
@@ -73,17 +74,17 @@ var (
 	// OldestFlightStart is when the oldest flight in the air was launched,
 	// 0 with none: a flight stuck on a work request shows here before it
 	// lands, as workqueue_longest_running_processor_seconds showed a
-	// reconcile that held its worker.
+	// reconcile that occupied its worker.
 	OldestFlightStart = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lbregistrar_oldest_flight_start_time_seconds",
 		Help: "Unix time the oldest flight in the air was launched, 0 when none is; time() minus it is how long that flight has been reading, writing and waiting.",
 	})
 
-	// PendingWrites counts, under serve --dry-run, the writes held back per
+	// PendingWrites counts, under serve --dry-run, the writes not made per
 	// load balancer and backend set: 0 once a reconcile finds nothing to write.
 	PendingWrites = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "lbregistrar_pending_writes",
-		Help: "Backend-set writes serve --dry-run held back (planned, not made), per load balancer and backend set.",
+		Help: "Backend-set writes serve --dry-run planned and did not make, per load balancer and backend set.",
 	}, []string{"load_balancer", "backend_set"})
 
 	// BackendsRegistered is the number of backends each resource owns per backend set.
@@ -109,11 +110,11 @@ var (
 	}, []string{"lbregistrar", "backend_set"})
 
 	// BackendLimitUsed is the part of OCI's backend limit a backend set
-	// uses with what it is wanted to hold, so a set near it is seen before
+	// uses with what it is wanted to have, so a set near it is seen before
 	// additions are refused.
 	BackendLimitUsed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "lbregistrar_backend_limit_used_ratio",
-		Help: "Backends a backend set holds or is wanted to hold (refused ones included), as a part of the most OCI lets it hold (512, or 2 in a non-preemptive NLB backend set), per LBRegistrar and backend set.",
+		Help: "Backends a backend set has or is wanted to have (refused ones included), as a part of the most OCI lets it have (512, or 2 in a non-preemptive NLB backend set), per LBRegistrar and backend set.",
 	}, []string{"lbregistrar", "backend_set"})
 
 	// NodeDrains counts departing nodes' backends by what became of their
@@ -138,7 +139,7 @@ var (
 	// for its gate has waited, 0 when none waits.
 	OldestGateWaitStart = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lbregistrar_readiness_gate_oldest_wait_start_time_seconds",
-		Help: "Unix time since which the pod waiting longest for its lbregistrar readiness gate has waited, 0 when none waits; time() minus it is how long a rollout has been held.",
+		Help: "Unix time since which the pod waiting longest for its lbregistrar readiness gate has waited, 0 when none waits; time() minus it is how long a rollout has been kept waiting.",
 	})
 
 	// ResourceCondition is each resource's conditions as its status has

@@ -44,7 +44,7 @@ func New(c client.Client) *Views {
 
 // Changed makes every view stale. The node watch calls it for each event
 // its predicate passes (a node added or deleted, or changed in what a
-// desired state reads), after the informer's store holds the change and
+// desired state reads), after the informer's store has the change and
 // before the reconciles it causes are queued, so they list afresh. Other
 // updates, such as kubelets' status reports, leave the views standing:
 // what differs is read by nothing the views serve.

@@ -38,7 +38,7 @@ type BackendSet struct {
 	// The backend set itself was read.
 	ProtocolsUnread error
 	// Others are the backends the load balancer's other backend sets
-	// held at its last read (at most loadBalancerTTL old), which count
+	// had at its last read (at most loadBalancerTTL old), which count
 	// against its limit in all; -1 when not known.
 	Others int
 
@@ -122,7 +122,7 @@ func (bs *BackendSet) HealthSchedule() HealthSchedule {
 	return HealthSchedule{Interval: time.Duration(interval) * time.Millisecond, Timeout: time.Duration(timeout) * time.Millisecond, Retries: retries}
 }
 
-// BackendLimit is the most backends OCI lets the backend set hold: its own
+// BackendLimit is the most backends OCI lets the backend set have: its own
 // limit, or the room its load balancer's limit in all leaves it beside
 // the others' backends (as last read) and the room reserved for others,
 // whichever is less; for one not read (nil), the limit of every backend

@@ -172,7 +172,7 @@ func (f *Factory) cached(d string, build func() (*Client, error)) (*Client, erro
 }
 
 // store caches cl under d, unless another build stored one first, and
-// returns the one cached. f.mu is held.
+// returns the one cached. f.mu is locked.
 func (f *Factory) store(d string, cl *Client) *Client {
 	if stored := f.clients[d]; stored != nil {
 		return stored
@@ -390,8 +390,8 @@ func Yielding(ctx context.Context) context.Context {
 	return context.WithValue(ctx, yieldKey{}, true)
 }
 
-// yield holds a yielding call until the rate limit's bucket holds half its
-// burst, so that it takes no token a call of the write path is waiting
+// yield keeps a yielding call waiting until the rate limit's bucket has
+// half its burst, so that it takes no token a call of the write path is waiting
 // for; but no longer than the bucket takes to fill, so that it never
 // starves behind a write path that keeps the bucket low.
 func (d *dispatcher) yield(ctx context.Context) error {

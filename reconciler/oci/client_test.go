@@ -92,8 +92,8 @@ func TestFactoryCachesOneClientPerCredential(t *testing.T) {
 	}
 }
 
-// A slow sign-in (the SDK asking an unreachable metadata service) holds
-// none of its callers past SignInWait and runs once however many ask; its
+// A slow sign-in (the SDK asking an unreachable metadata service) keeps none
+// of its callers waiting past SignInWait and runs once however many ask; its
 // failure reaches the next caller, and the one after signs in afresh.
 func TestSessionSignInHoldsNoCaller(t *testing.T) {
 	_, keyPEM := oci.NewKey(t)

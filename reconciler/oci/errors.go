@@ -98,7 +98,7 @@ func IsNotAuthorized(err error) bool {
 }
 
 // IsRefused reports whether OCI refused a backend set write for what it
-// holds: its work request failed for bad input or a limit (no retry
+// contains: its work request failed for bad input or a limit (no retry
 // class), or the write itself was answered 400 (InvalidParameter,
 // LimitExceeded, QuotaExceeded: OCI API errors page). Sending it again
 // unchanged cannot help; a write without the additions may.

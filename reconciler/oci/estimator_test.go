@@ -60,7 +60,7 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 			if step := tc.to / 16; tc.pollMin > step {
 				// Polls bracket the end a step before and after it (the
 				// second, not PollMin, after the first), and the estimate
-				// may sit anywhere the bracket holds the end.
+				// may sit anywhere the bracket contains the end.
 				bound = 2*step + 2*rtt
 				meanBound = bound
 			}
@@ -83,7 +83,7 @@ func TestPollsEndCloseToTheWorkRequest(t *testing.T) {
 			if mean := total / 20; mean > meanBound {
 				t.Errorf("seen finished %v after the end on average, want at most %v", mean, meanBound)
 			}
-			// Where the duration holds, one poll a sixteenth after the
+			// Where the duration stays the same, one poll a sixteenth after the
 			// expected end finds most finished; every probeEvery-th wait
 			// probes before it as well.
 			want := 1 + 1.5/probeEvery

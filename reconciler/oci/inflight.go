@@ -19,7 +19,8 @@ const (
 type WorkRequest struct {
 	ID string
 	// Ended: SUCCEEDED, FAILED or (NLB) CANCELED; one that has not ended
-	// holds the load balancer, and OCI answers other writes 409 meanwhile.
+	// keeps the load balancer busy, and OCI answers other writes 409
+	// meanwhile.
 	Ended bool
 }
 
@@ -36,8 +37,8 @@ func InFlight(wrs []WorkRequest) []string {
 
 // Listing work requests is paged as Oracle's cloud controller manager pages
 // it (100 a page, every page): OCI promises no order, so the first page may
-// hold neither the newest nor those in flight. At most workRequestPages are
-// read, a bound on one listing's work; a compartment holding more NLB work
+// contain neither the newest nor those in flight. At most workRequestPages are
+// read, a bound on one listing's work; a compartment with more NLB work
 // requests than that is listed in part.
 const (
 	workRequestPageSize = 100

@@ -98,7 +98,7 @@ func (c *Client) readNLB(ctx context.Context, loadBalancerID string) (nlbRead, e
 }
 
 // classicCache keeps, for each classic load balancer, how many backends
-// each of its backend sets held at its last read (GetLoadBalancer, at most
+// each of its backend sets had at its last read (GetLoadBalancer, at most
 // once per nlbTTL), for its limit in all.
 type classicCache struct {
 	mu   sync.Mutex

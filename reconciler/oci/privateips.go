@@ -26,7 +26,7 @@ const (
 	privateIPsRelist = 15 * time.Second
 )
 
-// privateIPCache holds each instance's compartment (which never changes)
+// privateIPCache keeps each instance's compartment (which never changes)
 // and its last listing.
 type privateIPCache struct {
 	mu sync.Mutex
@@ -44,7 +44,7 @@ type instanceIPs struct {
 // (GetInstance for its compartment, ListVnicAttachments of the instance,
 // then ListPrivateIps of each VNIC: pkg/oci/client compute.go
 // GetSecondaryVNICsForInstance, networking.go ListPrivateIps). A listing
-// is reused while it is fresh and holds every address of want; the
+// is reused while it is fresh and has every address of want; the
 // identity needs to read instances, vnic-attachments and private-ips.
 func (c *Client) PrivateIPs(ctx context.Context, instanceID string, want []netip.Addr) (PrivateIPs, error) {
 	now := time.Now()

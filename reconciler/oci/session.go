@@ -30,9 +30,9 @@ var ErrSigningIn = errors.New("the sign-in to OCI is still under way")
 // A sign-in can take long (off OCI, the SDK asks the instance metadata
 // service for about two minutes), so it runs in the background, one at a
 // time per identity and region: a caller waits for it at most
-// Options.SignInWait and then gets ErrSigningIn, so no reconcile is held
-// by it. Its failure is kept for the next caller, and the one after that
-// signs in afresh.
+// Options.SignInWait and then gets ErrSigningIn, so no reconcile is kept
+// waiting by it. Its failure is kept for the next caller, and the one after
+// that signs in afresh.
 func (f *Factory) SessionClient(identity, region string, newProvider func() (common.ConfigurationProvider, error)) (*Client, error) {
 	d := digest([]byte("session"), []byte(identity), []byte(region))
 	f.mu.Lock()
@@ -125,7 +125,7 @@ func (d forgetOnUnauthorized) Do(req *http.Request) (*http.Response, error) {
 // under its own lock, and a session renewed in between (due by then, or
 // renewed by another request) pairs the old key's signature with the new
 // token, which OCI answers 401. So requests are signed one at a time, over
-// a pair read until it holds still.
+// a pair read until it stops changing.
 type pairedSigner struct {
 	provider common.KeyProvider
 	inner    common.HTTPRequestSigner // signs with pinned

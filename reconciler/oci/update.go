@@ -79,7 +79,7 @@ func setBackends(req *http.Request, backends any) error {
 
 // encodeBackends encodes a slice of the SDK's backend details as the SDK
 // would: its fields by their json names, a nil one left out where it is
-// tagged mandatory:"false", null where it is mandatory. Those types hold
+// tagged mandatory:"false", null where it is mandatory. Those types contain
 // only pointers to strings, numbers and booleans; any other field is an
 // error, not a guess.
 func encodeBackends(backends any) (json.RawMessage, error) {

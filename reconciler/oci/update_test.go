@@ -35,7 +35,7 @@ func TestUpdateBodyIsTheSDKs(t *testing.T) {
 	policy := "ROUND_ROBIN"
 	for _, tc := range []struct {
 		name string
-		// request returns the typed request holding backends.
+		// request returns the typed request containing backends.
 		request  func(backends any) common.OCIRequest
 		backends any
 		empty    any

@@ -235,7 +235,7 @@ func (e *estimator) delay(elapsed time.Duration, w *wait) (_ time.Duration, lear
 // so that polls bracket the end by a step on both sides (at serve's
 // PollMin of 500 ms, a 1 s work request found running at 15/16 s was
 // otherwise seen done at 1.44 s, not 1.06 s); later ones every sixteenth,
-// within the bounds. Callers hold e.mu.
+// within the bounds. Callers have e.mu locked.
 func (e *estimator) afterExpected(elapsed time.Duration) time.Duration {
 	step := e.clamp(e.avg / 16)
 	if elapsed < e.avg { // the poll before the end found it running
@@ -253,7 +253,8 @@ func (e *estimator) woken(elapsed time.Duration) time.Duration {
 }
 
 // until is the time from elapsed until point (just before or after the
-// expected end), within the bounds; past it, after. Callers hold e.mu.
+// expected end), within the bounds; past it, after. Callers have e.mu
+// locked.
 func (e *estimator) until(point, elapsed, after time.Duration) time.Duration {
 	if due := point - elapsed; due > 0 {
 		return e.clamp(due)

@@ -94,7 +94,7 @@ func (s *KeyStore) read(ctx context.Context) ([]byte, error) {
 	}
 	key := secret.Data[KeyField]
 	if len(key) < keyBytes {
-		return nil, fmt.Errorf("the ownership record key Secret %s holds no key of %d bytes in %q", s.Secret, keyBytes, KeyField)
+		return nil, fmt.Errorf("the ownership record key Secret %s has no key of %d bytes in %q", s.Secret, keyBytes, KeyField)
 	}
 	s.key = key
 	return key, nil

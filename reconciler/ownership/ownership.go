@@ -45,7 +45,7 @@ func Sign(key []byte, obj *v1beta1.LBRegistrar) string {
 	return signaturePrefix + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// Recorded reports whether obj's status holds an ownership record at all:
+// Recorded reports whether obj's status has an ownership record at all:
 // a load balancer or a backend set.
 func Recorded(obj *v1beta1.LBRegistrar) bool {
 	return obj.Status.LoadBalancerID != "" || len(obj.Status.BackendSets) > 0
@@ -98,7 +98,7 @@ func Drop(obj *v1beta1.LBRegistrar) {
 
 // writeRecord writes what a signature covers: the object's UID, the load
 // balancer, and each backend set's name and backends as stored (every form
-// a record may hold them in), each field length-prefixed so that no two
+// a record may store them in), each field length-prefixed so that no two
 // records write the same bytes; with draining, each backend set's drain
 // record too (v2). Work requests and health are not covered:
 // the controller rewrites them alone after a conflict, and neither names a

@@ -55,7 +55,7 @@ const (
 type Departure struct {
 	Why Leaving
 	// Because is the reason as docs/reconciler.md's table "When a backend
-	// leaves" words it: the table and these rows are held equal.
+	// leaves" words it: the table and these rows are kept equal.
 	Because string
 	Fate    Fate
 	For     Period

@@ -1,5 +1,5 @@
 // Package plan computes, as a pure function, the backend list to write into
-// one backend set so that it holds what one LBRegistrar should own, while
+// one backend set so that it has what one LBRegistrar should own, while
 // every backend the resource does not own stays exactly as it is.
 //
 // Ownership is the resource's status record: only backends recorded there are
@@ -81,7 +81,7 @@ func Key(ip string, port int32) string {
 	return string(strconv.AppendInt(append(buf, ':'), int64(port), 10))
 }
 
-// Mode says what the backend set should end up holding of this resource.
+// Mode says what of this resource the backend set should end up with.
 type Mode int
 
 const (
@@ -127,10 +127,10 @@ func (m Mode) String() string {
 // Input is everything one backend set's plan depends on.
 type Input struct {
 	Mode    Mode
-	Current []Backend         // what the backend set holds now
+	Current []Backend         // what the backend set has now
 	Owned   []v1beta1.Backend // this resource's record for the backend set
 	Desired []desired.Backend // for Apply
-	// Protected holds keys another live resource records as its own; they
+	// Protected has the keys another live resource records as its own; they
 	// are dropped from this record but never removed from the backend set.
 	Protected map[string]bool
 	// Draining is the drain record: when each owned backend (by Key) that
@@ -147,7 +147,7 @@ type Input struct {
 	// that none of the wanted would be left (starves): then the backends
 	// leaving stay as they are. So too when Limit withholds them.
 	NoAdds bool
-	// Limit, when set, is the most backends the backend set may hold:
+	// Limit, when set, is the most backends the backend set may have:
 	// additions past it are left out (Withheld names them), so no write is
 	// sent that OCI would refuse for its limit.
 	Limit int
@@ -180,7 +180,7 @@ type Plan struct {
 	// Withheld names the wanted backends NoAdds or Limit left out.
 	Withheld []string
 	// InstanceTaken names the wanted backends left out because another
-	// writer's backend holds their instance and port: OCI takes an
+	// writer's backend has their instance and port: OCI takes an
 	// instance once per port in a backend set.
 	InstanceTaken []string
 	// Readdressed names this resource's backends replaced, in the same
@@ -196,7 +196,7 @@ func (p *Plan) Changed() bool {
 	return len(p.Added)+len(p.Removed)+len(p.Updated) > 0
 }
 
-// Compute plans one backend set: the fate of each backend it holds
+// Compute plans one backend set: the fate of each backend it has
 // (fate), then the wanted ones it lacks, as far as OCI's limits let them
 // in (add).
 func Compute(in Input) Plan {
@@ -272,7 +272,7 @@ func (in *Input) plan(w worked, keepLeaving bool) Plan {
 	return p
 }
 
-// fate decides what becomes of cur, a backend the set holds, under key k,
+// fate decides what becomes of cur, a backend the set has, under key k,
 // recording it in p: whether it stays in the set, and as what. The
 // reasons this resource's own backends leave, and how long each is
 // drained first, are Policy's.
@@ -339,7 +339,7 @@ func (p *Plan) markDrain(b *Backend, k string) {
 // in. A node registered by instance alone, by someone else or long ago,
 // is there already: another backend of that instance and port would be a
 // duplicate OCI refuses. One registered by another writer at another
-// address holds the instance: reported, not added. NoAdds and Limit
+// address has the instance: reported, not added. NoAdds and Limit
 // withhold the rest.
 func (in *Input) add(p *Plan, want map[string]desired.Backend, present map[string]bool) {
 	instances := map[string]string{} // instance:port -> the address it is registered at

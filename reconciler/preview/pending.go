@@ -8,7 +8,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
-// Pending are the writes --dry-run held back, as the last reconcile
+// Pending are the writes --dry-run did not make, as the last reconcile
 // of each resource planned them for each load balancer, and the
 // lbregistrar_pending_writes gauge they add up to.
 type Pending struct {

@@ -1,7 +1,7 @@
 // Package preview says what a write would do to a backend set, in the terms
 // lbregistrar plan prints, serve --dry-run reports instead of writing, and
 // the debug view lists: added, removed, re-weighted, drained and kept
-// backends. It also keeps the writes a dry run held back.
+// backends. It also keeps the writes a dry run did not make.
 //
 // It only describes: it reads nothing and writes nothing.
 package preview
@@ -39,8 +39,8 @@ type BackendSetChange struct {
 	Kept []KeptBackend `json:"kept,omitempty"`
 	// Withheld are wanted backends (ip:port) the write leaves out because
 	// OCI's backend limit for the set (Limit) has no room for them: added
-	// once others leave. A migration from node ports to pods, which holds
-	// both for a while, shows here before it starts.
+	// once others leave. A migration from node ports to pods, which has
+	// both registered for a while, shows here before it starts.
 	Withheld []string `json:"withheld,omitempty"`
 	Limit    int      `json:"limit,omitempty"`
 	// NotFound is set when the load balancer or backend set does not exist.
@@ -145,8 +145,8 @@ func (c *BackendSetChange) Details() string {
 	return strings.Join(parts, "; ")
 }
 
-// Describe fills c with what p does to the backend set holding current,
-// drains lasting drainFor, OCI letting it hold limit backends.
+// Describe fills c with what p does to the backend set that has current,
+// drains lasting drainFor, OCI letting it have limit backends.
 func Describe(c BackendSetChange, current []plan.Backend, p *plan.Plan, drainFor time.Duration, limit int) BackendSetChange {
 	drainUntil := map[string]time.Time{}
 	for _, b := range p.Draining {

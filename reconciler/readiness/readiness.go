@@ -2,7 +2,7 @@
 // (v1beta1.ReadinessGate), as a pure function of the targets that gate it
 // (desired.Gating) and what the last reconcile of each of their resources
 // found (Record: the desired state's desired.Stand for the pod, the
-// backend sets as OCI holds them, and what keeps the controller from
+// backend sets as OCI has them, and what keeps the controller from
 // writing). When a gate turns True is this file and desired/stand.go.
 package readiness
 
@@ -43,10 +43,10 @@ type Verdict struct {
 }
 
 // Decide is the gate of the pod uid, which gates gate: True once, for each
-// gate, the backend set holds a backend standing for the pod serving and,
+// gate, the backend set has a backend standing for the pod serving and,
 // where health is read and awaited, OCI reports it OK; or once no gate
 // has a backend to wait for (its resource released the gates, or writes
-// no backend for the pod). Otherwise False: held, naming the first gate
+// no backend for the pod). Otherwise False: blocked, naming the first gate
 // the controller cannot write for, whatever else waits, since a person
 // must act; or waiting, naming the first gate that waits and why. get is
 // the last Record of each resource.
@@ -127,16 +127,16 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 	}
 	switch {
 	case backend == "" && set.Blocked != "":
-		return blocked(fmt.Sprintf("%s does not hold %s: %s", where, strings.Join(stand.Backends, " or "), set.Blocked))
+		return blocked(fmt.Sprintf("%s does not have %s: %s", where, strings.Join(stand.Backends, " or "), set.Blocked))
 	case backend == "":
-		return pending(WaitRegistering, fmt.Sprintf("%s does not hold %s serving yet", where, strings.Join(stand.Backends, " or ")))
+		return pending(WaitRegistering, fmt.Sprintf("%s does not have %s serving yet", where, strings.Join(stand.Backends, " or ")))
 	case !stand.Healthy || !health:
 	case set.Reused[uid] && set.ReadAt.Before(set.Since[uid].Add(set.Schedule.Settle())):
-		return healthPending(set.Since[uid].Add(set.Schedule.Settle()), fmt.Sprintf("%s holds %s, which stood for another pod before this one; OCI's health of it is that pod's until its checks have found this one (%s after it appeared)", where, backend, set.Schedule.Settle()))
+		return healthPending(set.Since[uid].Add(set.Schedule.Settle()), fmt.Sprintf("%s has %s, which stood for another pod before this one; OCI's health of it is that pod's until its checks have found this one (%s after it appeared)", where, backend, set.Schedule.Settle()))
 	case set.Health[backend] == "":
-		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s holds %s; its health has not been read yet", where, backend))
+		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s has %s; its health has not been read yet", where, backend))
 	case set.Health[backend] != "OK":
-		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s holds %s; OCI reports it %s", where, backend, set.Health[backend]))
+		return healthPending(nextCheck(set, uid), fmt.Sprintf("%s has %s; OCI reports it %s", where, backend, set.Health[backend]))
 	}
 	return judgement{met: backend + " in " + g.BackendSet}
 }

@@ -28,7 +28,7 @@ func TestDecide(t *testing.T) {
 		}
 		return s
 	}
-	// reused marks the pod as standing for a backend the set held before
+	// reused marks the pod as standing for a backend the set had before
 	// it, its health read after; OCI's checks settle in one second.
 	reused := func(s *Set, after time.Duration) *Set {
 		t0 := time.Unix(1000, 0)
@@ -54,7 +54,7 @@ func TestDecide(t *testing.T) {
 		{"reconciled at an older generation", []desired.Gate{podGate}, map[string]Record{"web": {Generation: 1}}, true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "generation 2"},
 		{"not written yet", []desired.Gate{podGate}, record(nil), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "has not been written"},
 		{"not in the slices yet", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(nil, "10.1.0.9:8080", "OK", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "not in the EndpointSlices"},
-		{"not held serving", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "does not hold 10.1.0.7:8080 serving"},
+		{"not there serving", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitRegistering, "does not have 10.1.0.7:8080 serving"},
 		{"health unread", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "not been read"},
 		{"OCI reports it CRITICAL", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "CRITICAL", "")}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "CRITICAL"},
 		{"no health reads: registration suffices", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "", "")}), false, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
@@ -65,7 +65,7 @@ func TestDecide(t *testing.T) {
 		{"the identity cannot be used", []desired.Gate{podGate}, map[string]Record{"web": {Generation: 2, Blocked: "SecretNotFound: no key"}}, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "LBRegistrar web cannot write"},
 		{"the set is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(nil, "", "", "its desired state is held: no port")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "no port"},
 		{"OCI refused its addition", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "", "", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "OCI refused"},
-		{"a block does not matter once it is held", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "OK", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
+		{"a block does not matter once the set has it", []desired.Gate{podGate}, record(map[string]*Set{"pods": set(podStand, "10.1.0.7:8080", "OK", "OCI refused adding 1 backends")}), true, v1beta1.ReasonLoadBalancerReady, "", "10.1.0.7:8080"},
 		{"suspended", []desired.Gate{{LBRegistrar: "web", Suspended: true}}, nil, true, v1beta1.ReasonLoadBalancerBlocked, WaitBlocked, "suspended"},
 		{"released", []desired.Gate{{LBRegistrar: "web", Released: true, Suspended: true}}, nil, true, v1beta1.ReasonGatesReleased, "", v1beta1.ReleaseGatesAnnotation},
 		{"at a gone pod's address, OK read too soon", []desired.Gate{podGate}, record(map[string]*Set{"pods": reused(set(podStand, "10.1.0.7:8080", "OK", ""), 500*time.Millisecond)}), true, v1beta1.ReasonLoadBalancerPending, WaitHealth, "stood for another pod"},
@@ -102,7 +102,7 @@ func TestUnconditional(t *testing.T) {
 	}
 }
 
-// A gate the controller cannot write for holds the pod, and says so,
+// A gate the controller cannot write for is blocked, and says so,
 // whatever another gate waits for: a person must act on it.
 func TestDecideBlockedOutranksWaiting(t *testing.T) {
 	const uid = types.UID("pod")
@@ -114,7 +114,7 @@ func TestDecideBlockedOutranksWaiting(t *testing.T) {
 	gates := []desired.Gate{{LBRegistrar: "holder", Generation: 1, BackendSet: "pods"}, {LBRegistrar: "late", Generation: 1, BackendSet: "pods"}}
 	v := Decide(gates, uid, func(name string) (Record, bool) { r, ok := records[name]; return r, ok }, true)
 	if v.Wait != WaitBlocked || !strings.Contains(v.Message, "Conflict") {
-		t.Errorf("Decide = %+v, want held by the Conflict", v)
+		t.Errorf("Decide = %+v, want blocked by the Conflict", v)
 	}
 }
 

@@ -28,7 +28,7 @@ type Record struct {
 
 // Set is what the reconcile saw of one backend set.
 type Set struct {
-	// Serving are the backends it holds serving (neither drained nor
+	// Serving are the backends it has serving (neither drained nor
 	// offline), and Health the state OCI last reported of each (OK,
 	// WARNING, CRITICAL, UNKNOWN; none before its health was read since
 	// it was added), read at ReadAt.
@@ -41,24 +41,24 @@ type Set struct {
 	// (desired.Stand).
 	Stands desired.Stands
 	// Since is when each pod of Stands first stood here, and Reused
-	// whether the set held a backend standing for it already then (a pod
+	// whether the set had a backend standing for it already then (a pod
 	// at a gone pod's address): OCI's health of that backend is the gone
 	// pod's until Schedule.Settle has passed since.
 	Since  map[types.UID]time.Time
 	Reused map[types.UID]bool
-	// Blocked says why a wanted backend it does not hold is not written
+	// Blocked says why a wanted backend it does not have is not written
 	// (the set held, claimed by another resource, OCI refusing the write
 	// or withholding at its limit); "" when nothing stands in the way.
 	Blocked string
-	held    map[string]bool // every backend it holds, drained ones too
+	present map[string]bool // every backend it has, drained ones too
 }
 
-// NewSet is a backend set as it holds backends (after its write, or as
+// NewSet is a backend set with the backends it has (after its write, or as
 // read when nothing was written; nil when it was not read), with health as
 // read at readAt (nil: not read this time), OCI's health check schedule,
 // stands and why wanted backends are not written.
 func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.Time, schedule oci.HealthSchedule, stands desired.Stands, blocked string) *Set {
-	s := &Set{Serving: make(map[string]bool, len(backends)), Stands: stands, Blocked: blocked, Schedule: schedule, held: make(map[string]bool, len(backends))}
+	s := &Set{Serving: make(map[string]bool, len(backends)), Stands: stands, Blocked: blocked, Schedule: schedule, present: make(map[string]bool, len(backends))}
 	if health != nil {
 		s.Health, s.ReadAt = make(map[string]string, len(backends)), readAt
 	}
@@ -69,7 +69,7 @@ func NewSet(backends []plan.Backend, health *oci.BackendSetHealth, readAt time.T
 	}
 	for _, b := range backends {
 		k := b.Key()
-		s.held[k] = true
+		s.present[k] = true
 		if b.Drain || b.Offline {
 			continue
 		}
@@ -96,7 +96,7 @@ type Store struct {
 // Put records what a reconcile of resource found, at now. A set whose
 // health was not read this time keeps the state last read of each backend
 // still serving, and when it was read. A pod that stands in a set for the
-// first time is stamped now, and marked Reused when the set held one of
+// first time is stamped now, and marked Reused when the set had one of
 // its backends before (or nothing is known of the set before: a
 // restarted controller assumes the worse).
 func (s *Store) Put(resource string, r Record, now time.Time) {
@@ -127,7 +127,7 @@ func (s *Store) Put(resource string, r Record, now time.Time) {
 			}
 			set.Since[uid] = now
 			set.Reused[uid] = was == nil || slices.ContainsFunc(stands, func(st desired.Stand) bool {
-				return slices.ContainsFunc(st.Backends, func(b string) bool { return was.held[b] })
+				return slices.ContainsFunc(st.Backends, func(b string) bool { return was.present[b] })
 			})
 		}
 	}

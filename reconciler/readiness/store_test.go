@@ -52,7 +52,7 @@ func TestStoreKeepsHealthAcrossAnUnreadPass(t *testing.T) {
 	}
 }
 
-// A pod standing for a backend the set held already (a pod at a gone pod's
+// A pod standing for a backend the set had already (a pod at a gone pod's
 // address, or a drained backend called back) is Reused, stamped when it
 // first stood; one whose backend is added for it is not; after a restart
 // nothing is known, and every pod is taken as Reused.

@@ -20,7 +20,7 @@ import (
 type Outcome struct {
 	Issues  []desired.Issue
 	Held    []string
-	Pending []string          // writes DryRun held back
+	Pending []string          // writes DryRun did not make
 	Lost    map[string]string // backend set -> its holder
 	// Unusable says why the resource's credentials cannot be used.
 	Unusable *Failure
@@ -96,7 +96,7 @@ func (o *Outcome) fail(reason, message string, err error) {
 }
 
 // failureReason is the reason of a write or read that failed with err:
-// refused for what it holds, refused for who sent it, or a fault the
+// refused for what it contains, refused for who sent it, or a fault the
 // controller retries.
 func failureReason(err error) string {
 	switch {
@@ -161,7 +161,7 @@ func (o *Outcome) blockers() []Failure {
 // whatever else is wrong, and the message lists everything.
 func setReady(obj *v1beta1.LBRegistrar, blockers []Failure) {
 	if len(blockers) == 0 {
-		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set holds the backends this resource should own")
+		setCondition(obj, v1beta1.ConditionReady, metav1.ConditionTrue, v1beta1.ReasonRegistered, "every backend set has the backends this resource should own")
 		return
 	}
 	slices.SortStableFunc(blockers, func(a, b Failure) int {

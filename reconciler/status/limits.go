@@ -9,16 +9,16 @@ import (
 )
 
 // NearLimit says why a backend set whose write leaves it wanting n
-// backends (those it holds and those OCI refused) is near or past its
+// backends (those it has and those OCI refused) is near or past its
 // limit, so it is raised before additions are refused; nil when it is
 // not. A small limit (a non-preemptive pair's 2) is the set's purpose, so
 // it is reported only past it.
 func NearLimit(name string, n, limit int) *desired.Issue {
 	switch {
 	case n > limit:
-		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to hold %d backends; OCI lets it hold %d", name, n, limit)}
+		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q is wanted to have %d backends; OCI lets it have %d", name, n, limit)}
 	case limit >= 10 && n*10 >= limit*9:
-		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q holds %d of the %d backends OCI lets it hold", name, n, limit)}
+		return &desired.Issue{Reason: v1beta1.ReasonBackendLimit, Message: fmt.Sprintf("backend set %q has %d of the %d backends OCI lets it have", name, n, limit)}
 	}
 	return nil
 }

@@ -13,11 +13,11 @@ func TestNearLimit(t *testing.T) {
 	}{
 		{0, 512, ""},
 		{460, 512, ""},
-		{461, 512, `backend set "s" holds 461 of the 512 backends OCI lets it hold`},
-		{512, 512, `backend set "s" holds 512 of the 512 backends OCI lets it hold`},
-		{600, 512, `backend set "s" is wanted to hold 600 backends; OCI lets it hold 512`},
+		{461, 512, `backend set "s" has 461 of the 512 backends OCI lets it have`},
+		{512, 512, `backend set "s" has 512 of the 512 backends OCI lets it have`},
+		{600, 512, `backend set "s" is wanted to have 600 backends; OCI lets it have 512`},
 		{2, 2, ""},
-		{3, 2, `backend set "s" is wanted to hold 3 backends; OCI lets it hold 2`},
+		{3, 2, `backend set "s" is wanted to have 3 backends; OCI lets it have 2`},
 	}
 	for _, tc := range tests {
 		got := ""

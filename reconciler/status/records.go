@@ -28,7 +28,7 @@ func (r *Writers) WarnLargeRecord(obj *v1beta1.LBRegistrar) {
 		backends += rec.OwnedCount()
 	}
 	r.events.Eventf(obj, nil, corev1.EventTypeWarning, v1beta1.ReasonRecordLarge, "RecordOwnership",
-		"the ownership record holds %d backends in %d backend sets, about %d KiB; past about 1.5 MiB (etcd's default request limit) the API server cannot store it, and this resource registers nothing more: split its services among more LBRegistrars",
+		"the ownership record lists %d backends in %d backend sets, about %d KiB; past about 1.5 MiB (etcd's default request limit) the API server cannot store it, and this resource registers nothing more: split its services among more LBRegistrars",
 		backends, len(obj.Status.BackendSets), size>>10)
 }
 

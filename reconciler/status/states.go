@@ -30,7 +30,7 @@ const (
 // States is the state each reason of the Ready, Conflict and Degraded
 // conditions stands for: the one table the conditions are computed from,
 // which docs/operations.md ("Conditions") repeats; TestStatesAreDocumented
-// holds the two to each other.
+// keeps the two equal.
 var States = map[string]State{
 	v1beta1.ReasonRegistered: Ready,
 

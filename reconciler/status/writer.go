@@ -6,7 +6,7 @@
 //
 // A reconcile opens one Writer and flushes it on the way out. The one
 // other flush is the intent record before a write that adds backends: the
-// record must name a backend before OCI holds it, so that a crash between
+// record must name a backend before OCI registers it, so that a crash between
 // the two never leaves a backend no record owns.
 package status
 
@@ -105,7 +105,7 @@ func (r *Writers) Behind(obj *v1beta1.LBRegistrar) bool { return r.written.behin
 func (r *Writers) Forget(name string) { r.written.forget(name) }
 
 // slots bounds the status writes in progress at once. Flights record
-// ownership without holding a reconcile worker, so a node joining a cluster
+// ownership without occupying a reconcile worker, so a node joining a cluster
 // with 100 load balancers would send 100 records of thousands of backends at
 // once, more than an API server finishes within writeTimeout; a write that
 // timed out was still paid for by the API server, and is sent again. The
@@ -260,7 +260,7 @@ func sameCondition(a, b *metav1.Condition) bool {
 }
 
 // mergeWorkRequests sets the last work request of obj's records to the ones
-// seen, unless a record holds a later one. A backend set obj has no record
+// seen, unless a record has a later one. A backend set obj has no record
 // for gets none: whoever dropped it owns nothing there. It reports whether
 // anything changed.
 func mergeWorkRequests(obj *v1beta1.LBRegistrar, seen map[string]*v1beta1.WorkRequest) bool {

@@ -59,11 +59,11 @@ var (
 
 // BenchmarkCacheMemory starts a controller-runtime cache with the informers
 // the controller watches (nodes, Services, EndpointSlices, pods) against
-// an API server holding 5,000 nodes, 10,000 EndpointSlices of 1,000
+// an API server with 5,000 nodes, 10,000 EndpointSlices of 1,000
 // Services and 10,000 pods, half of them with the readiness gate, and
 // 10,000 pods of a tenant's namespace with the largest labels, waits
-// for it to sync, collects garbage and reports the heap it holds
-// (heap-MiB), the pods it holds (pods-cached) and the test process's
+// for it to sync, collects garbage and reports the heap it uses
+// (heap-MiB), the pods it has (pods-cached) and the test process's
 // resident memory (rss-MiB, the whole process, after returning free memory
 // to the system). The baseline caches whole objects; trimmed is the
 // controller's cache (reconciler.CacheOptions: only the gated pods), with
@@ -119,7 +119,7 @@ func measureCache(b *testing.B, cfg *rest.Config, opts cache.Options) float64 {
 	}
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil || len(nodes.Items) != memoryNodes {
-		b.Fatalf("the cache holds %d nodes (%v), want %d", len(nodes.Items), err, memoryNodes)
+		b.Fatalf("the cache has %d nodes (%v), want %d", len(nodes.Items), err, memoryNodes)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods); err != nil {
@@ -143,7 +143,7 @@ func liveHeap() uint64 {
 	return m.HeapInuse
 }
 
-// populatedCluster is an API server of its own holding the objects, filled
+// populatedCluster is an API server of its own with the objects, filled
 // once per test binary, since that takes a while.
 func populatedCluster(b *testing.B) *kube.Cluster {
 	b.Helper()

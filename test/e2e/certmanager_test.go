@@ -47,7 +47,7 @@ func TestCertManagerMode(t *testing.T) {
 	// become ready cannot be waited for; instead readiness is checked after
 	// each of the process's first two reads of the Certificate (at start and
 	// at its first retry) found it not Ready, which bounds the check by what
-	// the process did rather than by a time, and shows the refusal holding.
+	// the process did rather than by a time, and shows the refusal lasting.
 	eventually.Passes(t, 30*time.Second, 100*time.Millisecond, func() error {
 		if serve.Readyz() == 0 {
 			return errors.New("the health endpoint does not answer")

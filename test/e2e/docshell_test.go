@@ -28,7 +28,7 @@ import (
 )
 
 // docShell runs the shell blocks of the docs as a user types them: bash, in
-// a directory of the user's own that holds the repository's config/ and
+// a directory of the user's own that contains the repository's config/ and
 // charts/, and bin/lbregistrar as make build leaves it, with bin/'s kubectl
 // and helm and lbregistrar on PATH, and the cluster's admin kubeconfig as
 // ~/.kube/config.

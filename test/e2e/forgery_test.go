@@ -15,7 +15,7 @@ import (
 )
 
 // classicIngress is the classic load balancer of cmd/localrun/seed.yaml;
-// its backend set "ingress" holds 10.0.0.99:30443, registered by someone else.
+// its backend set "ingress" has 10.0.0.99:30443, registered by someone else.
 const classicIngress = "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaw3qjxjtp6pcc5a2sf6vwhrr7eoxqvsmbm3tcfpgpqbazdexample"
 
 // classicIngressRegistrar registers NodePort 30443 of every node in the
@@ -104,7 +104,7 @@ func TestForgedConversionAnnotationIsRefused(t *testing.T) {
 	waitAllReady(t, c, 1, 2*time.Minute)
 	registered := backendsOf(t, emu, classicIngress, "ingress")
 	if want := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443"}; !slices.Equal(registered, want) {
-		t.Errorf("backend set ingress holds %v, want %v", registered, want)
+		t.Errorf("backend set ingress has %v, want %v", registered, want)
 	}
 
 	// The round trip through v1alpha1 carries the stored annotation as read.

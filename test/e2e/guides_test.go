@@ -108,7 +108,7 @@ func TestMigrationGuideAsWritten(t *testing.T) {
 		t.Errorf("the API key's Secret after the migration: %v", err)
 	}
 	if out, _ := kubectl(t, c, "", "get", "lbregistrars", "-o", "name"); strings.Count(out, "\n") != len(replacedBy(t, string(merged))) {
-		t.Errorf("after the migration the cluster holds %q, want only the merged resources", out)
+		t.Errorf("after the migration the cluster has %q, want only the merged resources", out)
 	}
 	for name, gone := range map[string]client.Object{
 		"oci-lb-controller-system":              &corev1.Namespace{},
@@ -206,7 +206,7 @@ func TestHelmGuideAsWritten(t *testing.T) {
 	addNode(t, c, "node-joined", "10.0.0.99")
 	eventually.Passes(t, time.Minute, 250*time.Millisecond, func() error {
 		if got := backendsOf(t, emu, "ocid1.networkloadbalancer.oc1.ap-tokyo-1.aaaaaaaaold2", "fixed"); !slices.Contains(got, "10.0.0.99:30443") {
-			return fmt.Errorf("old2's fixed holds %q, without the node joined", got)
+			return fmt.Errorf("old2's fixed has %q, without the node joined", got)
 		}
 		return nil
 	})
@@ -215,7 +215,7 @@ func TestHelmGuideAsWritten(t *testing.T) {
 	}
 	sh.run(t, "docs/operations.md", "resume", "NAME", "old-port-alias")
 	if got := backendsOf(t, emu, aliasLB, "alias"); !slices.ContainsFunc(got, func(b string) bool { return strings.HasPrefix(b, "10.0.0.99:") }) {
-		t.Errorf("resumed and Ready, old3's alias holds %q, without the node joined while paused", got)
+		t.Errorf("resumed and Ready, old3's alias has %q, without the node joined while paused", got)
 	}
 
 	// old-single-service registers in old1's ingress; the block returns
@@ -241,6 +241,6 @@ func TestHelmGuideAsWritten(t *testing.T) {
 		t.Errorf("helm uninstall changed OCI (-before +after):\n%s", diff)
 	}
 	if out, _ := kubectl(t, c, "", "get", "lbregistrars", "-o", "name"); strings.Count(out, "\n") != 3 {
-		t.Errorf("after helm uninstall the cluster holds %q, want the 3 resources not deleted on purpose", out)
+		t.Errorf("after helm uninstall the cluster has %q, want the 3 resources not deleted on purpose", out)
 	}
 }

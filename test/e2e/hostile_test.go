@@ -32,7 +32,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 )
 
-// peakRSSBound is the most memory serve may hold resident under the hostile
+// peakRSSBound is the most memory serve may have resident under the hostile
 // traffic below, run with the GOMEMLIMIT the Deployment sets;
 // docs/operations.md states both beside the Deployment's memory limit.
 const (
@@ -75,7 +75,7 @@ func TestHostileTraffic(t *testing.T) {
 	tinyHeaders := func(size int) string { return strings.TrimSuffix(strings.Repeat("a:\r\n", size/4), "\r\n") }
 
 	// Each attack comes from an address of its own but the heavy ones,
-	// which share one: what one caller may hold of the memory budget is
+	// which share one: what one caller may occupy of the memory budget is
 	// half, so the others and the API server find room beside them.
 	attacks := []struct {
 		name  string
@@ -169,7 +169,7 @@ func TestHostileTraffic(t *testing.T) {
 				a.metrics.refuses(get("/metrics", header)))
 		}},
 		{name: "small headers just within the limit, the body never sent", run: func(a attacker) error {
-			return a.webhook.holdRequests(200, post("/convert", "", tinyHeaders(7<<10)+"\r\nContent-Length: 16"), 10*time.Second)
+			return a.webhook.keepRequestsOpen(200, post("/convert", "", tinyHeaders(7<<10)+"\r\nContent-Length: 16"), 10*time.Second)
 		}},
 		{name: "a terabyte to the probes", run: func(a attacker) error {
 			return a.health.send(post("/readyz", "{}", "Content-Length: 1099511627776"), 0)
@@ -403,7 +403,7 @@ func tokenReviews(t *testing.T, c *kube.Cluster) int {
 	return total
 }
 
-// The bound the harness holds serve to is the one docs/operations.md
+// The bound the harness keeps serve to is the one docs/operations.md
 // states, with the GOMEMLIMIT the Deployment sets.
 func TestStatedMemoryBound(t *testing.T) {
 	root, err := kube.FindRoot()
@@ -627,7 +627,7 @@ func (tg target) answers(request string, status int, text string) (connected tim
 	return got.connected, got.is(status, text)
 }
 
-// is tells how a differs from status (any, when 0) and a body holding one
+// is tells how a differs from status (any, when 0) and a body containing one
 // of texts (any, when none).
 func (a answer) is(status int, texts ...string) error {
 	shown := a.body
@@ -752,9 +752,9 @@ func (tg target) unsentBodies(n int, path string, d time.Duration) error {
 	})
 }
 
-// holdRequests opens n connections that each send request and hold the
-// connection for d, reading nothing.
-func (tg target) holdRequests(n int, request string, d time.Duration) error {
+// keepRequestsOpen opens n connections that each send request and keep the
+// connection open for d, reading nothing.
+func (tg target) keepRequestsOpen(n int, request string, d time.Duration) error {
 	return tg.each(n, d, false, func(c net.Conn, until time.Time) {
 		if _, err := io.WriteString(c, request); err == nil {
 			time.Sleep(time.Until(until))

@@ -104,7 +104,7 @@ func TestInstallOverTheOriginalOperator(t *testing.T) {
 
 // clusterWithWorkload is an API server of the test's own with lbregistrar's
 // namespace and the nodes and gateway Service of createWorkload, and an
-// emulator holding the load balancers of make run (cmd/localrun/seed.yaml),
+// emulator with the load balancers of make run (cmd/localrun/seed.yaml),
 // whose work requests take latency.
 func clusterWithWorkload(t *testing.T, latency time.Duration) (*kube.Cluster, *ociemu.Emulator) {
 	t.Helper()
@@ -115,7 +115,7 @@ func clusterWithWorkload(t *testing.T, latency time.Duration) (*kube.Cluster, *o
 	return c, emu
 }
 
-// seededEmulator is an emulator holding the load balancers of a seed file,
+// seededEmulator is an emulator with the load balancers of a seed file,
 // whose work requests take latency, in ap-tokyo-1: the region the seed
 // files' and manifests' OCIDs name.
 func seededEmulator(t *testing.T, seedFile string, latency time.Duration) *ociemu.Emulator {

@@ -10,7 +10,7 @@ import (
 
 // Deleting the CRD, as an uninstall does (kubectl delete -k config/default,
 // helm uninstall with crd.keep=false, or the original operator's install
-// manifest, which holds the same CRD), deletes every LBRegistrar; serve,
+// manifest, which contains the same CRD), deletes every LBRegistrar; serve,
 // under the shipped RBAC, lets each go without a single write to OCI, and
 // says so.
 func TestDeletingTheCRDDeregistersNothing(t *testing.T) {

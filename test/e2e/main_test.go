@@ -57,7 +57,7 @@ type program struct {
 	name, module, pkg string
 
 	once sync.Once
-	dir  string // holds the binary; removed by TestMain
+	dir  string // contains the binary; removed by TestMain
 	err  error
 }
 

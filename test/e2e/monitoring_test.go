@@ -46,7 +46,7 @@ func TestMonitoringSelectsExportedSeries(t *testing.T) {
 	serve.startInstalled(t, c, kubeconfig, nil, "--leader-elect", "--webhook-host=127.0.0.1", "--secret-namespaces="+kube.Namespace,
 		"--oci-loadbalancer-endpoint="+emu.URL(), "--oci-networkloadbalancer-endpoint="+emu.URL(), "--oci-core-endpoint="+emu.URL())
 	serve.waitReady(t)
-	waitLeaseHeld(t, ctx, c)
+	waitLeaseTaken(t, ctx, c)
 
 	kubectl(t, c, manifest, "apply", "-f", "-")
 	waitAllReady(t, c, 1, 2*time.Minute)

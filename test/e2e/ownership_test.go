@@ -33,7 +33,7 @@ func TestStatusWritersCannotChangeTheRecord(t *testing.T) {
 	waitAllReady(t, c, 1, 2*time.Minute)
 	want := []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443"}
 	if got := backendsOf(t, emu, classicIngress, "ingress"); !slices.Equal(got, want) {
-		t.Fatalf("backend set ingress holds %v, want %v", got, want)
+		t.Fatalf("backend set ingress has %v, want %v", got, want)
 	}
 	recorded := func() v1beta1.LBRegistrarStatus {
 		var obj v1beta1.LBRegistrar
@@ -104,7 +104,7 @@ func TestStatusWritersCannotChangeTheRecord(t *testing.T) {
 
 	kubectl(t, c, "", "delete", "lbregistrar", "legit", "--timeout=60s")
 	if got := backendsOf(t, emu, classicIngress, "ingress"); !slices.Equal(got, []string{"10.0.0.99:30443"}) {
-		t.Errorf("after deletion the backend set holds %v, want only the foreign 10.0.0.99:30443", got)
+		t.Errorf("after deletion the backend set has %v, want only the foreign 10.0.0.99:30443", got)
 	}
 }
 
@@ -153,11 +153,11 @@ func TestRecordPlantedBeforeInstallIsIgnored(t *testing.T) {
 		return nil
 	})
 	if got, want := backendsOf(t, emu, classicIngress, "ingress"), []string{"10.0.0.1:30443", "10.0.0.2:30443", "10.0.0.99:30443"}; !slices.Equal(got, want) {
-		t.Errorf("after the takeover the backend set holds %v, want %v (was %v)", got, want, before)
+		t.Errorf("after the takeover the backend set has %v, want %v (was %v)", got, want, before)
 	}
 	kubectl(t, c, "", "delete", "lbregistrar", "legit", "--timeout=60s")
 	if got := backendsOf(t, emu, classicIngress, "ingress"); !slices.Equal(got, []string{"10.0.0.99:30443"}) {
-		t.Errorf("after deletion the backend set holds %v, want only the foreign 10.0.0.99:30443", got)
+		t.Errorf("after deletion the backend set has %v, want only the foreign 10.0.0.99:30443", got)
 	}
 }
 
@@ -235,7 +235,7 @@ spec:
 		}
 	}
 	if got := backendsOf(t, emu, classicIngress, "ingress"); !slices.Equal(got, before) {
-		t.Fatalf("the backend set holds %v, was %v", got, before)
+		t.Fatalf("the backend set has %v, was %v", got, before)
 	}
 
 	kubectl(t, c, "", append([]string{"--kubeconfig", alice}, unmark...)...)
@@ -265,7 +265,7 @@ func equalRecords(a, b []v1beta1.BackendSetStatus) bool {
 }
 
 // installOldOperatorCRD installs the original operator's CRD, as a cluster
-// holds it before lbregistrar is installed.
+// has it before lbregistrar is installed.
 func installOldOperatorCRD(t *testing.T, c *kube.Cluster) {
 	t.Helper()
 	kubectl(t, c, testdata(t, "old-operator-crd.yaml"), "apply", "-f", "-")

@@ -32,7 +32,7 @@ import (
 )
 
 // What old-operator-objects.yaml asks for once node-c (10.0.0.3) joins,
-// beyond what old-operator-backends.yaml holds: a backend in each backend
+// beyond what old-operator-backends.yaml lists: a backend in each backend
 // set that registers every node, at the weight the others have there.
 var nodeCJoined = []preview.BackendSetChange{
 	{LBRegistrar: "old-multi-service", LoadBalancerID: "ocid1.loadbalancer.oc1.ap-tokyo-1.aaaaaaaaold4", BackendSet: "ingress", Mode: "apply",
@@ -65,7 +65,7 @@ func TestPlanBeforeTheSwitch(t *testing.T) {
 	emu.ResetCalls()
 
 	out, status := plan("--detailed-exitcode")
-	if status != 0 || !strings.HasSuffix(out, "No changes: 5 backend set(s) already hold what lbregistrar would register.\n") {
+	if status != 0 || !strings.HasSuffix(out, "No changes: 5 backend set(s) already have what lbregistrar would register.\n") {
 		t.Errorf("plan of the load balancers as the original operator left them: exit %d, want 0 and no changes:\n%s", status, out)
 	}
 
@@ -79,7 +79,7 @@ func TestPlanBeforeTheSwitch(t *testing.T) {
         10.0.0.2:30443 weight 1
     backend set ingress-http: no change
         10.0.0.1:30080 weight 3
-    Ready=True Registered: every backend set holds the backends this resource should own
+    Ready=True Registered: every backend set has the backends this resource should own
 Plan: 1 backend set(s) to write, 1 unchanged.
 `
 	if diff := gocmp.Diff(want, out); status != 2 || diff != "" {
@@ -152,7 +152,7 @@ func TestPlanReadsKeysWhereServeDoes(t *testing.T) {
 // lbregistrar plan shows, reports each in /debug/lanes, as an Event, in
 // lbregistrar_pending_writes and as Ready=False reason DryRun, and makes
 // none: OCI sees reads only.
-func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
+func TestShadowModeDoesNotWriteWhatPlanShows(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
 	ctx := testContext(t)
@@ -202,13 +202,13 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 		if err := c.Client.List(ctx, &events); err != nil {
 			return err
 		}
-		held := map[string]bool{}
+		withEvent := map[string]bool{}
 		for _, e := range events.Items {
 			if e.Reason == v1beta1.ReasonDryRun {
-				held[e.Regarding.Name] = true
+				withEvent[e.Regarding.Name] = true
 			}
 		}
-		if diff := gocmp.Diff(pendingOn, held); diff != "" {
+		if diff := gocmp.Diff(pendingOn, withEvent); diff != "" {
 			return fmt.Errorf("resources with a DryRun Event (-want +got):\n%s", diff)
 		}
 		return nil
@@ -223,7 +223,7 @@ func TestShadowModeHoldsBackWhatPlanShows(t *testing.T) {
 // leftByTheOriginalOperator makes c and an emulator what the original
 // operator leaves behind: its CRD and old-operator-objects.yaml stored,
 // their API key's Secret, the workload, and the load balancers as it
-// registered them (old-operator-backends.yaml), which the emulator holds.
+// registered them (old-operator-backends.yaml), which the emulator has.
 func leftByTheOriginalOperator(t *testing.T, c *kube.Cluster) *ociemu.Emulator {
 	t.Helper()
 	emu := seededEmulator(t, c.Root+"/test/testdata/old-operator-backends.yaml", 0)

@@ -63,7 +63,7 @@ func TestServeUnderTheShippedRBAC(t *testing.T) {
 }
 
 // registerLegit applies classicIngressRegistrar through the API server and
-// waits until its backend set holds the 3 backends it registers there.
+// waits until its backend set has the 3 backends it registers there.
 func registerLegit(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator) {
 	t.Helper()
 	kubectl(t, c, apiKeyFor(t, c, emu, classicIngressRegistrar), "apply", "-f", "-")

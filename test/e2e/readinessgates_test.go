@@ -40,13 +40,13 @@ spec:
 
 // Pods of a Service an LBRegistrar registers, created in a namespace that
 // opted in, are given the readiness gate by the admission webhook; the
-// controller registers such a pod once its containers are ready (it is
-// not Ready yet, the gate holding it) and sets the gate True once OCI's
-// health check of its backend passes: a pod whose port answers goes
-// through, one whose port does not stays held. Pods elsewhere are left
-// alone. The documented release lets a held pod through; a pod at a gone
-// pod's address waits for its own health read; and the documented
-// uninstall leaves no pod unready and gates no new one.
+// controller registers such a pod once its containers are ready (it is not
+// Ready yet, the gate keeping it waiting) and sets the gate True once OCI's
+// health check of its backend passes: a pod whose port answers goes through,
+// one whose port does not keeps waiting. Pods elsewhere are left alone. The
+// documented release lets a waiting pod through; a pod at a gone pod's
+// address waits for its own health read; and the documented uninstall leaves
+// no pod unready and gates no new one.
 func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 	t.Parallel()
 	// The pods answer at loopback stand-ins of their addresses; only
@@ -214,7 +214,7 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 
 	// The documented release lets web-2 through; taken back, a pod that
 	// comes at web-2's address (web-2 gone) waits for a health read of
-	// its own, and is held: its port does not answer either.
+	// its own, and is kept waiting: its port does not answer either.
 	sh.run(t, "docs/operations.md", "release-gates", "NAME", "shop-web")
 	eventually.Passes(t, 30*time.Second, 250*time.Millisecond, func() error {
 		if g := gate("web-2"); g.Status != corev1.ConditionTrue || g.Reason != v1beta1.ReasonGatesReleased {
@@ -236,7 +236,7 @@ func TestReadinessGateWaitsForTheLoadBalancer(t *testing.T) {
 		return nil
 	})
 
-	// docs/operations.md's uninstall, with web-3 held: no pod is left
+	// docs/operations.md's uninstall, with web-3 waiting: no pod is left
 	// unready, and pods created afterwards get no gate.
 	sh.run(t, "docs/operations.md", "uninstall-release-gates")
 	finalizingNamespaces(t, c)

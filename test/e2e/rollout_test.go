@@ -181,9 +181,9 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
 }
 
 // setPodCondition sets a condition's status, reporting whether it changed.
-func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, holds bool) bool {
+func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, isTrue bool) bool {
 	status := corev1.ConditionFalse
-	if holds {
+	if isTrue {
 		status = corev1.ConditionTrue
 	}
 	for i := range p.Status.Conditions {
@@ -204,7 +204,7 @@ func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, holds bool) boo
 // (kube-controller-manager), a new pod whose port does not answer is
 // registered but never found healthy, so its gate stays False, the old
 // pods keep serving and the rollout does not move on; once it answers,
-// the gate goes True and the rollout completes, the load balancer holding
+// the gate goes True and the rollout completes, the load balancer having
 // the new pods. Scaled to zero, the pods' backends leave.
 func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 	t.Parallel()
@@ -282,7 +282,7 @@ func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 		t.Fatal("the rollout completed with a new pod the load balancer finds unhealthy")
 	}
 	if now := servingPods(t, c); !slices.Equal(now, first) {
-		t.Errorf("serving pods during the held rollout: %v, want the old ones %v", now, first)
+		t.Errorf("serving pods while the rollout waited: %v, want the old ones %v", now, first)
 	}
 
 	k.startAnswering(t)

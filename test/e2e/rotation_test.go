@@ -117,7 +117,7 @@ func TestRotationUnderLoad(t *testing.T) {
 }
 
 // servedCertificate is the certificate the webhook server presents, verified
-// against the CA bundle the webhook configuration holds.
+// against the CA bundle the webhook configuration has.
 func servedCertificate(t *testing.T, c *kube.Cluster) *x509.Certificate {
 	t.Helper()
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -126,7 +126,7 @@ func servedCertificate(t *testing.T, c *kube.Cluster) *x509.Certificate {
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle) {
-		t.Fatal("the webhook configuration holds no CA bundle")
+		t.Fatal("the webhook configuration has no CA bundle")
 	}
 	conn, err := tls.Dial("tcp", c.Webhooks.Server.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 	if err != nil {
@@ -171,7 +171,7 @@ func parseBundle(t *testing.T, bundle []byte) []*x509.Certificate {
 	return certs
 }
 
-// assertPublished checks that the webhook configuration and the CRD hold
+// assertPublished checks that the webhook configuration and the CRD have
 // bundle.
 func assertPublished(t *testing.T, c *kube.Cluster, bundle []byte) {
 	t.Helper()
@@ -187,11 +187,11 @@ func assertPublished(t *testing.T, c *kube.Cluster, bundle []byte) {
 		}
 		for _, w := range vwc.Webhooks {
 			if string(w.ClientConfig.CABundle) != string(bundle) {
-				return fmt.Errorf("webhook %s does not hold the CA bundle", w.Name)
+				return fmt.Errorf("webhook %s does not have the CA bundle", w.Name)
 			}
 		}
 		if string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) != string(bundle) {
-			return errors.New("the CRD's conversion webhook does not hold the CA bundle")
+			return errors.New("the CRD's conversion webhook does not have the CA bundle")
 		}
 		return nil
 	})

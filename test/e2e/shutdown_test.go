@@ -38,7 +38,7 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	leader.start(t, c, args...)
 	service.AddBackend(leader.WebhookAddr)
 	leader.waitReady(t)
-	waitLeaseHeld(t, ctx, c)
+	waitLeaseTaken(t, ctx, c)
 	standby.start(t, c, args...)
 	service.AddBackend(standby.WebhookAddr)
 	standby.waitReady(t)
@@ -98,13 +98,13 @@ func TestShutdownWaitsForTheWriteInFlight(t *testing.T) {
 	}
 }
 
-// waitLeaseHeld waits until some serve --leader-elect holds the lease.
-func waitLeaseHeld(t *testing.T, ctx context.Context, c *kube.Cluster) {
+// waitLeaseTaken waits until some serve --leader-elect has the lease.
+func waitLeaseTaken(t *testing.T, ctx context.Context, c *kube.Cluster) {
 	t.Helper()
 	eventually.Passes(t, 2*time.Minute, 100*time.Millisecond, func() error {
 		out, stderr, err := c.Kubectl(ctx, "", "-n", kube.Namespace, "get", "lease", "lbregistrar.nodes.peppy-ratio.dev", "-o", "jsonpath={.spec.holderIdentity}")
 		if err != nil || out == "" {
-			return fmt.Errorf("no leader holds the lease: %w %s", err, stderr)
+			return fmt.Errorf("no leader has the lease: %w %s", err, stderr)
 		}
 		return nil
 	})

@@ -24,8 +24,8 @@ import (
 // policy names (OCI answers it 404 NotAuthorizedOrNotFound for the load
 // balancer that exists). Each ends Stalled, with a reason and a message
 // that name the fix, and LBRegistrarIdentityUnusable fires on the series
-// serve exposes (Prometheus' query engine over the scrape, held for the
-// alerts' "for"). Beside them, a backend set that does not exist fires
+// serve exposes (Prometheus' query engine over the scrape, kept steady for
+// the alerts' "for"). Beside them, a backend set that does not exist fires
 // LBRegistrarStalled, and a Service that does not exist LBRegistrarDegraded
 // and, its backend set held, LBRegistrarNotReady. Fixing the region clears
 // its resource: Stalled is not "never retried".
@@ -135,7 +135,7 @@ func waitCondition(t *testing.T, c *kube.Cluster, name, typ string, status metav
 }
 
 // expectAlerts fails unless each alert of want fires, as `manifests
-// fire-alerts` prints it, if the scrape holds.
+// fire-alerts` prints it, if the scrape stays as it is.
 func expectAlerts(t *testing.T, scrape string, want ...string) {
 	t.Helper()
 	firing := runManifests(t, scrape, "fire-alerts")

@@ -171,7 +171,7 @@ func sortedWith(backends []string, ip, like string) []string {
 	return out
 }
 
-// waitRegistered waits until every backend set holds what want says.
+// waitRegistered waits until every backend set has what want says.
 func waitRegistered(t *testing.T, emu *ociemu.Emulator, want map[string][]string) {
 	t.Helper()
 	eventually.Passes(t, time.Minute, 100*time.Millisecond, func() error {
@@ -208,7 +208,7 @@ func assertNoBackendSetUpdates(t *testing.T, emu *ociemu.Emulator, while string)
 }
 
 // assertOwns checks that the resource records exactly the backend sets
-// given, each with the backends OCI holds there.
+// given, each with the backends OCI has there.
 func assertOwns(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, name string, sets []string) {
 	t.Helper()
 	var r v1beta1.LBRegistrar

@@ -169,7 +169,7 @@ func (u *untruth) watch(t *testing.T, emu *ociemu.Emulator, green *kube.Cluster,
 }
 
 // waitBackends waits until backend set set of the classic load balancer
-// holds exactly want (ip:port, ",drain" when drained) within the time given.
+// has exactly want (ip:port, ",drain" when drained) within the time given.
 func waitBackends(t *testing.T, emu *ociemu.Emulator, set string, within time.Duration, want ...string) {
 	t.Helper()
 	slices.Sort(want)
@@ -188,7 +188,7 @@ func waitBackends(t *testing.T, emu *ociemu.Emulator, set string, within time.Du
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
-			return fmt.Errorf("%s holds %v, want %v", set, got, want)
+			return fmt.Errorf("%s has %v, want %v", set, got, want)
 		}
 		return nil
 	})

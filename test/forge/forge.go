@@ -1,5 +1,5 @@
 // Package forge makes what a caller without credentials might send, for
-// the tests that hold lbregistrar to refusing or bounding it.
+// the tests that check that lbregistrar refuses or bounds it.
 package forge
 
 import (

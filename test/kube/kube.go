@@ -292,9 +292,9 @@ func (c *Cluster) waitEstablished(ctx context.Context) error {
 	})
 }
 
-// Stored returns the bytes etcd holds for key (e.g.
+// Stored returns the bytes etcd has for key (e.g.
 // /registry/nodes.peppy-ratio.dev/lbregistrars/NAME), read through etcd's
-// JSON gateway rather than the API server, whose watch cache may hold an
+// JSON gateway rather than the API server, whose watch cache may have an
 // object already converted.
 func (c *Cluster) Stored(ctx context.Context, key string) ([]byte, error) {
 	body, err := json.Marshal(map[string][]byte{"key": []byte(key)})
@@ -322,7 +322,7 @@ func (c *Cluster) Stored(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	if len(result.KVs) == 0 {
-		return nil, fmt.Errorf("etcd holds no %s", key)
+		return nil, fmt.Errorf("etcd has no %s", key)
 	}
 	return result.KVs[0].Value, nil
 }

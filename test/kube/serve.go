@@ -36,7 +36,7 @@ type ServeProcess struct {
 	// Env is added to the process's environment.
 	Env []string `json:"-"`
 
-	dir  string // holds the addresses file while the process runs
+	dir  string // has the addresses file while the process runs
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // how the process exited, once done is closed
@@ -105,7 +105,7 @@ func (p *ServeProcess) WaitListening(ctx context.Context) error {
 	}
 }
 
-// PeakRSS is the most memory the running process has held resident
+// PeakRSS is the most memory the running process has had resident
 // (VmHWM of /proc/<pid>/status), in bytes.
 func (p *ServeProcess) PeakRSS() (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))

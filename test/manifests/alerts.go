@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/prometheus/common/model"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -20,14 +21,14 @@ import (
 )
 
 // firingAlertsCommand is `manifests fire-alerts`: it reads a scrape of
-// lbregistrar serve's /metrics on stdin, holds every series at its scraped
-// value for hold, scraped every step as Prometheus would, evaluates each
+// lbregistrar serve's /metrics on stdin, keeps every series at its scraped
+// value for duration, scraped every step as Prometheus would, evaluates each
 // alert's expression with Prometheus' own query engine at each step, and
 // prints the alerts firing at the end (active at every step for at least
 // their "for", as Prometheus' rule evaluation has it), one per line with
 // their labels and the rule's. So a test shows that an alert fires on the series a
 // running controller really exposes.
-func firingAlertsCommand(root string, scrape io.Reader, hold, step time.Duration) error {
+func firingAlertsCommand(root string, scrape io.Reader, duration, step time.Duration) error {
 	groups, err := alertRules(root)
 	if err != nil {
 		return err
@@ -37,27 +38,27 @@ func firingAlertsCommand(root string, scrape io.Reader, hold, step time.Duration
 		return fmt.Errorf("reading the scrape: %w", err)
 	}
 	start := time.Now()
-	end := start.Add(hold)
-	held := heldSeries(scraped, start, end, step)
+	end := start.Add(duration)
+	steady := steadySeries(scraped, start, end, step)
 	engine := promql.NewEngine(promql.EngineOpts{Logger: slog.New(slog.DiscardHandler), MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	ctx := context.Background()
 	type alert struct {
-		name, expr string
-		labels     map[string]string
-		hold       time.Duration
-		activeAt   map[string]time.Time // by labels, since when it has been active
+		name, expr  string
+		labels      map[string]string
+		forDuration time.Duration
+		activeAt    map[string]time.Time // by labels, since when it has been active
 	}
 	var alerts []*alert
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != "" {
-				alerts = append(alerts, &alert{name: r.Alert, expr: r.Expr, labels: r.Labels, hold: time.Duration(r.For), activeAt: map[string]time.Time{}})
+				alerts = append(alerts, &alert{name: r.Alert, expr: r.Expr, labels: r.Labels, forDuration: time.Duration(r.For), activeAt: map[string]time.Time{}})
 			}
 		}
 	}
 	for at := start; !at.After(end); at = at.Add(step) {
 		for _, a := range alerts {
-			q, err := engine.NewInstantQuery(ctx, held, nil, a.expr, at)
+			q, err := engine.NewInstantQuery(ctx, steady, nil, a.expr, at)
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.name, err)
 			}
@@ -86,7 +87,7 @@ func firingAlertsCommand(root string, scrape io.Reader, hold, step time.Duration
 	var firing []string
 	for _, a := range alerts {
 		for key, since := range a.activeAt {
-			if end.Sub(since) >= a.hold {
+			if end.Sub(since) >= a.forDuration {
 				firing = append(firing, key)
 			}
 		}
@@ -96,9 +97,9 @@ func firingAlertsCommand(root string, scrape io.Reader, hold, step time.Duration
 	return nil
 }
 
-// heldSeries is a store of the scraped series, each sampled at its scraped
+// steadySeries is a store of the scraped series, each sampled at its scraped
 // value every step from start to end.
-func heldSeries(scraped []series, start, end time.Time, step time.Duration) storage.Queryable {
+func steadySeries(scraped []series, start, end time.Time, step time.Duration) storage.Queryable {
 	var all []storage.Series
 	for _, s := range scraped {
 		var samples chunks.SampleSlice
@@ -142,7 +143,7 @@ func (l *seriesList) At() storage.Series                { return l.list[l.at] }
 func (l *seriesList) Err() error                        { return nil }
 func (l *seriesList) Warnings() annotations.Annotations { return nil }
 
-// floatSample is one float sample of a held series.
+// floatSample is one float sample of a steady series.
 type floatSample struct {
 	t int64
 	f float64

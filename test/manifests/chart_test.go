@@ -106,7 +106,7 @@ func TestChartValues(t *testing.T) {
 			"--secret-namespaces=lbregistrar-system,team-a", --v=2, --webhook-client-ca-file=/etc/lbregistrar/client-ca/bundle.pem,
 			--resync-period=5m, --oci-rate-limit=5]`},
 		{deployment, container + "env", `[{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}, {name: GOMEMLIMIT, value: 384MiB}, {name: OCI_RESOURCE_PRINCIPAL_REGION, value: ap-tokyo-1}]`},
-		// The release namespace holds the certificate's Secret, so it is
+		// The release namespace has the certificate's Secret, so it is
 		// bound once whether secretNamespaces names it or not.
 		{"RoleBinding team-a/lbregistrar-api-key-reader", "roleRef.name", "lbregistrar-api-key-reader"},
 		{"RoleBinding lbregistrar-system/lbregistrar-api-key-reader", "subjects", "[{kind: ServiceAccount, name: lbregistrar, namespace: lbregistrar-system}]"},

@@ -8,9 +8,9 @@
 // a module of its own so that Helm and Prometheus never enter the main
 // module's dependencies.
 //
-//	manifests [-root DIR] render-chart [-f values.yaml]   the chart's manifest
-//	manifests [-root DIR] check-scrape < scrape             fails naming what the scrape lacks
-//	manifests [-root DIR] fire-alerts [-hold 2h] < scrape   the alerts that fire if the scrape holds
+//	manifests [-root DIR] render-chart [-f values.yaml]           the chart's manifest
+//	manifests [-root DIR] check-scrape < scrape                   fails naming what the scrape lacks
+//	manifests [-root DIR] fire-alerts [-duration 2h] < scrape     the alerts that fire if the scrape stays as it is
 package main
 
 import (
@@ -50,12 +50,12 @@ func run(args []string) error {
 		}
 		return checkScrapeCommand(*root, os.Stdin)
 	case "fire-alerts":
-		hold := command.Duration("hold", 2*time.Hour, "how long the scraped values hold")
+		duration := command.Duration("duration", 2*time.Hour, "how long the scraped values stay as scraped")
 		step := command.Duration("step", 30*time.Second, "the scrape and evaluation interval")
 		if err := command.Parse(global.Args()[1:]); err != nil {
 			return err
 		}
-		return firingAlertsCommand(*root, os.Stdin, *hold, *step)
+		return firingAlertsCommand(*root, os.Stdin, *duration, *step)
 	default:
 		return fmt.Errorf("unknown command %q: want render-chart, check-scrape or fire-alerts", global.Arg(0))
 	}

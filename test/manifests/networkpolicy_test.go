@@ -28,7 +28,7 @@ func TestNetworkPoliciesFitTheDeployment(t *testing.T) {
 	allowed := map[string]any{} // port name: peers allowed, nil for anyone
 	for _, policy := range kustomize(t, "network-policy") {
 		if policy["kind"] != "NetworkPolicy" {
-			t.Errorf("config/network-policy holds a %s", policy["kind"])
+			t.Errorf("config/network-policy contains a %s", policy["kind"])
 			continue
 		}
 		selector := field(policy, "spec.podSelector.matchLabels").(map[string]any)

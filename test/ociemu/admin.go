@@ -140,10 +140,10 @@ type WorkRequest struct {
 	Status         string    `json:"status"`
 	TimeAccepted   time.Time `json:"timeAccepted"`
 	TimeFinished   time.Time `json:"timeFinished,omitzero"`
-	// Held is set once the work request was due to finish (its latency
+	// Stuck is set once the work request was due to finish (its latency
 	// passed, or FinishWorkRequests ran) but a StuckUpdating fault kept it
 	// in flight.
-	Held bool `json:"held,omitempty"`
+	Stuck bool `json:"stuck,omitempty"`
 }
 
 // WorkRequests lists every work request, newest first.
@@ -153,7 +153,7 @@ func (e *Emulator) WorkRequests() []WorkRequest {
 	out := []WorkRequest{}
 	for _, w := range slices.Backward(e.workOrder) {
 		out = append(out, WorkRequest{ID: w.id, LoadBalancerID: w.balancer.id(), Operation: w.operation,
-			BackendSet: w.backendSet, Status: w.status, TimeAccepted: w.accepted, TimeFinished: w.finished, Held: w.held})
+			BackendSet: w.backendSet, Status: w.status, TimeAccepted: w.accepted, TimeFinished: w.finished, Stuck: w.stuck})
 	}
 	return out
 }

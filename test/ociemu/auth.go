@@ -71,7 +71,7 @@ func (e *Emulator) registerKey(tenancy, user string, key *rsa.PublicKey) (User, 
 }
 
 // APIKey is a registered API signing key with its private half, in the
-// forms an OCI config file or a Kubernetes Secret holds.
+// forms an OCI config file or a Kubernetes Secret contains.
 type APIKey struct {
 	User
 	Region        string

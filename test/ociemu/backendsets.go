@@ -22,7 +22,7 @@ type family[S, B any] struct {
 	// If-Match on their writes is checked against.
 	etag func(b *balancer, set string) string
 	// setRules are the rules on a backend set as a whole; perSet is the
-	// most backends it may hold, and perBalancer the most all of a load
+	// most backends it may have, and perBalancer the most all of a load
 	// balancer's may (rules.go).
 	setRules    func(*balancer, *S) *apiError
 	perSet      func(S) int
@@ -74,7 +74,7 @@ var networkFamily = family[networkloadbalancer.BackendSet, networkloadbalancer.B
 	perBalancer: networkBackendsPerBalancer,
 }
 
-// balancer finds a load balancer of this family; callers hold e.mu.
+// balancer finds a load balancer of this family; callers have e.mu locked.
 func (f family[S, B]) balancer(e *Emulator, id string) (*balancer, *apiError) {
 	b := e.balancers[id]
 	if b == nil {
@@ -86,7 +86,7 @@ func (f family[S, B]) balancer(e *Emulator, id string) (*balancer, *apiError) {
 	return b, nil
 }
 
-// backendSet finds a backend set; callers hold e.mu.
+// backendSet finds a backend set; callers have e.mu locked.
 func (f family[S, B]) backendSet(e *Emulator, id, name string) (*balancer, S, *apiError) {
 	var zero S
 	b, err := f.balancer(e, id)
@@ -116,7 +116,7 @@ func (f family[S, B]) backendIndex(set S, backend string) int {
 
 // submitChange checks the request's If-Match against the backend set's
 // etag and submits a write that, when its work request succeeds, applies
-// change to the stored set and bumps the etags. Callers hold e.mu.
+// change to the stored set and bumps the etags. Callers have e.mu locked.
 func (f family[S, B]) submitChange(e *Emulator, rc *requestContext, b *balancer, operation, name string, change func(*S)) (*response, error) {
 	if err := checkIfMatch(rc, f.etag(b, name)); err != nil {
 		return nil, err

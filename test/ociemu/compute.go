@@ -45,7 +45,7 @@ type privateIPRecord struct {
 }
 
 // compute is the emulator's Core Services state; its own lock, taken
-// after e.mu where both are held, lets the backend rules (under e.mu) look
+// after e.mu where both are locked, lets the backend rules (under e.mu) look
 // private IPs up.
 type compute struct {
 	instances  map[string]*Instance        // by OCID

@@ -40,7 +40,7 @@ type Options struct {
 	ClassicConflictCode string
 
 	// BackendsPerBackendSet, when set, lowers the most backends a backend
-	// set may hold below OCI's documented limit (rules.go): a write that
+	// set may have below OCI's documented limit (rules.go): a write that
 	// would leave more is answered 400 LimitExceeded, and changes nothing.
 	BackendsPerBackendSet int
 
@@ -109,7 +109,7 @@ type Emulator struct {
 	tlsServer     *http.Server
 	ca            *certAuthority
 
-	// logMu is held (read) by each call from the moment it may change
+	// logMu is locked (read) by each call from the moment it may change
 	// state until it is logged, and taken by Calls.
 	logMu sync.RWMutex
 	mu    sync.Mutex

@@ -100,7 +100,7 @@ func (e *Emulator) AddFault(f Fault) int {
 	return e.nextFaultID
 }
 
-// RemoveFault removes one fault; work requests it held stuck then finish.
+// RemoveFault removes one fault; work requests it kept stuck then finish.
 func (e *Emulator) RemoveFault(id int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -197,7 +197,7 @@ func (e *Emulator) matchFaults(rc *requestContext, isWrite bool) faultEffect {
 			f.used++
 		}
 		// A used-up stuck fault stays installed: removing it releases
-		// the work requests it holds.
+		// the work requests it keeps in flight.
 		if ff.Times > 0 && f.used >= ff.Times && !ff.StuckUpdating {
 			f.removed = true
 			continue

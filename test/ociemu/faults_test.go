@@ -20,7 +20,7 @@ func (f *fixture) emptyNetworkUpdate() networkloadbalancer.UpdateBackendSetReque
 }
 
 // With real timers a work request goes ACCEPTED -> IN_PROGRESS -> SUCCEEDED;
-// a stuck-UPDATING fault holds it IN_PROGRESS, and the NLB UPDATING, until
+// a stuck-UPDATING fault keeps it IN_PROGRESS, and the NLB UPDATING, until
 // the fault is removed.
 func TestStuckUpdating(t *testing.T) {
 	transports(t, ociemu.Options{WorkRequestLatency: 50 * time.Millisecond}, func(t *testing.T, f *fixture) {
@@ -53,12 +53,13 @@ func TestStuckUpdating(t *testing.T) {
 			t.Errorf("released NLB is %s", state)
 		}
 
-		// A classic load balancer has no UPDATING state; its work request is held.
+		// A classic load balancer has no UPDATING state; its work request is
+		// kept in flight.
 		f.emu.AddFault(ociemu.Fault{LoadBalancerID: classicID, StuckUpdating: true})
 		lbUpdate, err := f.lb.UpdateBackendSet(f.context, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: common.String(classicID),
 			BackendSetName: common.String("web"), UpdateBackendSetDetails: classicDetails(f.classicSet(t).BackendSet)})
 		must(t, err)
-		f.waitHeld(t, *lbUpdate.OpcWorkRequestId) // past the latency, when it would have finished
+		f.waitStuck(t, *lbUpdate.OpcWorkRequestId) // past the latency, when it would have finished
 		f.emu.FinishWorkRequests()
 		wr, err := f.lb.GetWorkRequest(f.context, loadbalancer.GetWorkRequestRequest{WorkRequestId: lbUpdate.OpcWorkRequestId})
 		must(t, err)

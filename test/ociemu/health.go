@@ -134,7 +134,7 @@ type backendHealth struct {
 }
 
 // setProbeTargets lists the backends of one backend set of b that the
-// prober checks, each with the set's checker; callers hold e.mu.
+// prober checks, each with the set's checker; callers have e.mu locked.
 func setProbeTargets(b *balancer, name string, standIns map[string]string) []probeTarget {
 	var out []probeTarget
 	add := func(c checker, backendName, ip *string, port *int) {
@@ -190,7 +190,7 @@ type listedSet struct {
 	tick       uint64 // the last tick the backend set existed
 }
 
-// targets returns the backends to check; callers hold e.mu.
+// targets returns the backends to check; callers have e.mu locked.
 func (p *probeList) targets(e *Emulator) []probeTarget {
 	if p.sets == nil {
 		p.sets = map[probeSet]*listedSet{}
@@ -364,7 +364,7 @@ type setHealth struct {
 }
 
 // backendSetHealth summarizes the named backend set's backends, by their
-// address (or instance) and port; callers hold e.mu.
+// address (or instance) and port; callers have e.mu locked.
 func (e *Emulator) backendSetHealth(id, set string, backends []healthEntry) setHealth {
 	out := setHealth{total: len(backends), critical: []string{}, unknown: []string{}}
 	ok := 0
@@ -457,7 +457,8 @@ func (e *Emulator) networkGetBackendSetHealth(rc *requestContext) (*response, er
 	}}, nil
 }
 
-// backendHealthOf is one backend's status and last check; callers hold e.mu.
+// backendHealthOf is one backend's status and last check; callers have
+// e.mu locked.
 func (e *Emulator) backendHealthOf(id, set, backend string) (status, result string, checked time.Time) {
 	h := e.health[healthKey{id, set, backend}]
 	if h == nil {

@@ -150,17 +150,17 @@ func waitWorkRequest[W any](t *testing.T, id string, get func() (w W, state stri
 	return last
 }
 
-// waitHeld waits until a work request was due to finish and a StuckUpdating
-// fault held it.
-func (f *fixture) waitHeld(t *testing.T, id string) {
+// waitStuck waits until a work request was due to finish and a
+// StuckUpdating fault kept it in flight.
+func (f *fixture) waitStuck(t *testing.T, id string) {
 	t.Helper()
 	eventually.Passes(t, 10*time.Second, 5*time.Millisecond, func() error {
 		for _, w := range f.emu.WorkRequests() {
 			if w.ID != id {
 				continue
 			}
-			if !w.Held {
-				return fmt.Errorf("work request %s %s, not yet held", id, w.Status)
+			if !w.Stuck {
+				return fmt.Errorf("work request %s %s, not stuck yet", id, w.Status)
 			}
 			return nil
 		}

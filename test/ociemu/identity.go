@@ -26,7 +26,7 @@ import (
 // POSTs {"podKey": "<PEM public key>"} to
 // https://<Kubernetes service host>:12250/resourcePrincipalSessionTokens
 // with its service account token as a Bearer token. The answer is a JSON
-// string holding the base64 of {"token": "ST$<jwt>"}; the SDK reads the
+// string containing the base64 of {"token": "ST$<jwt>"}; the SDK reads the
 // jwt's iat and exp (renewing at half its life) and signs requests with
 // keyId "ST$<jwt>" and the private half of podKey.
 

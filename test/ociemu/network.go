@@ -282,7 +282,7 @@ func (e *Emulator) admissible(b *balancer, set *networkloadbalancer.BackendSet, 
 }
 
 // privateIPTarget checks a targetId naming a private IP: it must be one
-// the emulator holds (Instances), IPv4 (a privateIp is "an IPv4 private
+// the emulator has (Instances), IPv4 (a privateIp is "an IPv4 private
 // IP address": SDK core.PrivateIp) in an IPv4 backend set, and the
 // backend's address, when it gives one, must be that private IP's. The
 // sources say nothing of a mismatch or an unknown OCID: the stricter

@@ -12,7 +12,7 @@ import (
 
 // OCI's documented rules on the values a client writes to backend sets,
 // each with its source; docs/oci-emulator.md lists them. Where a source
-// speaks of one service only, the other is held to it too, so that a
+// speaks of one service only, the other is checked against it too, so that a
 // client the emulator accepts is right under either reading.
 const (
 	// OCI docs, Overview of Load Balancer, "Limits on Load Balancing
@@ -45,7 +45,7 @@ func backendSetNameRule(name string) error {
 	if name == "" || strings.TrimFunc(name, func(r rune) bool {
 		return r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 	}) != "" {
-		return fmt.Errorf("backend set name %q holds other than letters, digits, '-' and '_'", name)
+		return fmt.Errorf("backend set name %q contains other than letters, digits, '-' and '_'", name)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (f family[S, B]) admits(b *balancer, name string, set S, lower int) *apiErr
 		limit = lower
 	}
 	if n > limit {
-		return limitExceeded("backend set " + name + " would hold " + strconv.Itoa(n) + " backends; the limit is " + strconv.Itoa(limit))
+		return limitExceeded("backend set " + name + " would have " + strconv.Itoa(n) + " backends; the limit is " + strconv.Itoa(limit))
 	}
 	sets, _ := f.sets(b)
 	total := n
@@ -147,13 +147,13 @@ func (f family[S, B]) admits(b *balancer, name string, set S, lower int) *apiErr
 		}
 	}
 	if total > f.perBalancer {
-		return limitExceeded("the " + f.kind + " would hold " + strconv.Itoa(total) + " backends; the limit is " + strconv.Itoa(f.perBalancer))
+		return limitExceeded("the " + f.kind + " would have " + strconv.Itoa(total) + " backends; the limit is " + strconv.Itoa(f.perBalancer))
 	}
 	return nil
 }
 
 // seeded checks every backend set of a seeded load balancer as admits
-// checks a write, so no seed holds what OCI would refuse.
+// checks a write, so no seed contains what OCI would refuse.
 func (f family[S, B]) seeded(b *balancer, field string) error {
 	sets, _ := f.sets(b)
 	for _, name := range sortedKeys(sets) {

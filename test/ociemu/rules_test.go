@@ -159,7 +159,7 @@ func TestFailedLoadBalancerTakesNoWrite(t *testing.T) {
 	}
 }
 
-// A seed holds only what OCI would accept: the same rules refuse it.
+// A seed contains only what OCI would accept: the same rules refuse it.
 func TestSeedsFollowTheRules(t *testing.T) {
 	emu, err := ociemu.Start(ociemu.Options{})
 	must(t, err)
@@ -237,7 +237,7 @@ func TestDocumentedBackendLimits(t *testing.T) {
 		return err
 	}
 
-	// Classic: 512 in all, so a holds at most 12 beside b's 500.
+	// Classic: 512 in all, so a may have at most 12 beside b's 500.
 	serviceError(t, classicWrite("a", 13), 400, "LimitExceeded")
 	must(t, classicWrite("a", 12))
 	must(t, classicWrite("b", 0))
@@ -247,7 +247,7 @@ func TestDocumentedBackendLimits(t *testing.T) {
 		CreateBackendDetails: loadbalancer.CreateBackendDetails{IpAddress: common.String("10.1.0.1"), Port: common.Int(80)}})
 	serviceError(t, err, 400, "LimitExceeded")
 
-	// NLB: 512 per set, 1024 in all (b 512, c 500, pair 2: a holds 10).
+	// NLB: 512 per set, 1024 in all (b 512, c 500, pair 2: a may have 10).
 	serviceError(t, networkWrite("b", 513, false), 400, "LimitExceeded")
 	serviceError(t, networkWrite("a", 11, false), 400, "LimitExceeded")
 	must(t, networkWrite("a", 10, false))

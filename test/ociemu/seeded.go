@@ -9,7 +9,7 @@ type TB interface {
 	Cleanup(func())
 }
 
-// StartSeeded starts an emulator with opts, holding the load balancers of
+// StartSeeded starts an emulator with opts, with the load balancers of
 // the seed file at path, and closes it when the test ends. It fails the
 // test if either cannot be done.
 func StartSeeded(t TB, path string, opts Options) *Emulator {

@@ -54,7 +54,7 @@ type response struct {
 // requestContext is one API request on its way through the emulator.
 type requestContext struct {
 	r              *http.Request
-	logHeld        bool // holds logMu (read) until the call is logged
+	logLocked      bool // has logMu locked (read) until the call is logged
 	body           []byte
 	operation      string
 	loadBalancerID string
@@ -105,7 +105,7 @@ func (e *Emulator) route(mux *http.ServeMux, pattern, operation string, isWrite 
 			rc.loadBalancerID = e.workRequestBalancer(id)
 		}
 		defer func() {
-			if rc.logHeld {
+			if rc.logLocked {
 				e.logMu.RUnlock()
 			}
 		}()
@@ -170,10 +170,10 @@ func (e *Emulator) serve(rc *requestContext, h opHandler, isWrite bool, now time
 	}
 	rc.failure, rc.stuckBy, rc.foreignChange = eff.failure, eff.stuckBy, eff.foreignChange
 	rc.lose, rc.lostAs = eff.lose, eff.lostAs
-	// From here the call may change what the emulator holds: Calls waits
+	// From here the call may change what the emulator stores: Calls waits
 	// until it is logged, so a test that saw its change also finds its call.
 	e.logMu.RLock()
-	rc.logHeld = true
+	rc.logLocked = true
 	if !isWrite {
 		return h(rc)
 	}
@@ -296,8 +296,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // encoded is a response body encoded already.
 type encoded []byte
 
-// answer is a read's answer: body, encoded at once, while the caller holds
-// e.mu, so that the state it shows needs no copy (a backend set of 5,000
+// answer is a read's answer: body, encoded at once, while the caller has
+// e.mu locked, so that the state it shows needs no copy (a backend set of 5,000
 // backends is read often).
 func answer(body any, etag string) (*response, error) {
 	data, err := marshalWithoutNulls(body)

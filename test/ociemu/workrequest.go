@@ -34,8 +34,8 @@ type workRequest struct {
 	finished   time.Time
 	apply      func()
 	failure    *failure    // end FAILED for this, without applying
-	stuckBy    *faultEntry // held IN_PROGRESS while this fault is active
-	held       bool        // due to finish, but stuckBy held it
+	stuckBy    *faultEntry // kept IN_PROGRESS while this fault is active
+	stuck      bool        // due to finish, but stuckBy kept it in flight
 }
 
 // failure is why a work request failed: a code and a message, as
@@ -159,7 +159,7 @@ func (e *Emulator) afterLocked(d time.Duration, f func()) {
 }
 
 // finishLocked completes an in-flight work request unless a stuck-UPDATING
-// fault holds it; removing that fault finishes it.
+// fault keeps it in flight; removing that fault finishes it.
 func (e *Emulator) finishLocked(w *workRequest) {
 	if !w.inFlight() {
 		return
@@ -169,7 +169,7 @@ func (e *Emulator) finishLocked(w *workRequest) {
 			w.status = StateInProgress
 			w.started = time.Now().UTC()
 		}
-		w.held = true
+		w.stuck = true
 		return
 	}
 	w.finished = time.Now().UTC()
@@ -189,7 +189,8 @@ func (e *Emulator) finishLocked(w *workRequest) {
 }
 
 // FinishWorkRequests completes every in-flight work request now, as if its
-// latency had passed, except those a StuckUpdating fault holds. Tests use
+// latency had passed, except those a StuckUpdating fault keeps in
+// flight. Tests use
 // it with a long WorkRequestLatency to step through a write deterministically.
 func (e *Emulator) FinishWorkRequests() {
 	e.mu.Lock()
@@ -199,10 +200,11 @@ func (e *Emulator) FinishWorkRequests() {
 	}
 }
 
-// releaseStuckLocked finishes the work requests a removed fault was holding.
+// releaseStuckLocked finishes the work requests a removed fault was keeping
+// in flight.
 func (e *Emulator) releaseStuckLocked(f *faultEntry) {
 	for _, w := range e.workOrder {
-		if w.stuckBy == f && w.held {
+		if w.stuckBy == f && w.stuck {
 			e.finishLocked(w)
 		}
 	}

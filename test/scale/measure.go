@@ -168,7 +168,7 @@ func Median(times map[string]time.Time) time.Time {
 	return sorted[len(sorted)/2]
 }
 
-// GuardAPIServer kills the kube-apiserver pid once it holds more than
+// GuardAPIServer kills the kube-apiserver pid once it uses more than
 // killMiB, so that a controller swamping it cannot take the
 // machine down too; the benchmark then fails on its connection.
 func GuardAPIServer(pid int, killMiB float64) {
@@ -179,7 +179,7 @@ func GuardAPIServer(pid int, killMiB float64) {
 			return // stopped
 		}
 		if rss > killMiB {
-			fmt.Fprintf(os.Stderr, "the scale API server holds %.0f MiB, more than %.0f MiB: killed\n", rss, killMiB)
+			fmt.Fprintf(os.Stderr, "the scale API server uses %.0f MiB, more than %.0f MiB: killed\n", rss, killMiB)
 			if p, err := os.FindProcess(pid); err == nil {
 				_ = p.Kill()
 			}

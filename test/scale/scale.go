@@ -41,7 +41,7 @@ func NodeInstance(i int) string {
 // PoolLabel names a node's OKE node pool, and NodePools is how many pools
 // the nodes are in, every NodePools-th node in one: 5,000 nodes make pools
 // of at most 148, so that one pool registered into 3 backend sets of a
-// classic load balancer stays within the 512 backends OCI lets it hold
+// classic load balancer stays within the 512 backends OCI lets it have
 // in all, below the nine tenths the controller warns at.
 const (
 	PoolLabel = "oke.oraclecloud.com/pool.name"
@@ -218,7 +218,7 @@ func CPUSeconds(pid int) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	// Fields after the command, which is in parentheses and may hold spaces.
+	// Fields after the command, which is in parentheses and may contain spaces.
 	_, rest, ok := bytes.Cut(stat, []byte(") "))
 	fields := strings.Fields(string(rest))
 	if !ok || len(fields) < 13 {

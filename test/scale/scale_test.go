@@ -51,7 +51,7 @@ func TestProcessCosts(t *testing.T) {
 func TestCPUWindowTellsLabelsApart(t *testing.T) {
 	w, err := scale.StartCPUWindow("process", "github.com/peppy-ratio/lbregistrar/test/scale_test.spin")
 	if err != nil {
-		t.Skip(err) // go test -cpuprofile holds the profiler
+		t.Skip(err) // go test -cpuprofile already uses the profiler
 	}
 	// The same work on each side, not the same time: on a busy machine
 	// (go test runs packages side by side) a spin for a given time gets
@@ -67,7 +67,7 @@ func TestCPUWindowTellsLabelsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Unlabeled holds the second side and whatever else ran (the runtime,
+	// Unlabeled contains the second side and whatever else ran (the runtime,
 	// the test itself): the labeled side is about half, and each is seen.
 	busy, none := cpu["busy"], cpu[""]
 	if total := busy.All + none.All; busy.All < 0.05 || none.All < 0.05 || busy.All < total/4 || busy.All > total*3/4 {

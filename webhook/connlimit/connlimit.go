@@ -1,11 +1,11 @@
-// Package connlimit bounds the connections a server holds so that callers
+// Package connlimit bounds the connections a server has open so that callers
 // who open connections and then do nothing with them cannot keep out the
 // callers who use theirs.
 //
 // A connection is waiting while no request on it is being served: during its
 // TLS handshake, while its request headers arrive, and while it idles between
-// requests. Holding a waiting connection costs the caller nothing, so when
-// the listener is full a waiting connection is closed to make room: the
+// requests. Keeping a waiting connection open costs the caller nothing, so
+// when the listener is full a waiting connection is closed to make room: the
 // longest waiting of the source that has the most waiting, so that callers
 // who flood the listener from a few addresses lose their own connections and
 // not those of a caller with one connection in its handshake; a source at

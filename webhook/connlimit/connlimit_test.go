@@ -11,15 +11,15 @@ import (
 	"time"
 )
 
-// server serves l with a handler that answers at once, except on /hold,
-// which holds its request until release is closed.
-// testServer is an HTTP server behind a Listen listener: /hold requests
-// say they are being served on holding, and are answered once release is
+// server serves l with a handler that answers at once, except on /linger,
+// which keeps its request in service until release is closed.
+// testServer is an HTTP server behind a Listen listener: /linger requests
+// say they are being served on lingering, and are answered once release is
 // closed; /read reads the request's body; any other path answers at once,
 // its body unread.
 type testServer struct {
-	addr             string
-	release, holding chan struct{}
+	addr               string
+	release, lingering chan struct{}
 }
 
 func server(t *testing.T, limits Limits) testServer {
@@ -29,11 +29,11 @@ func server(t *testing.T, limits Limits) testServer {
 		t.Fatal(err)
 	}
 	l := Listen(inner, limits)
-	ts := testServer{addr: inner.Addr().String(), release: make(chan struct{}), holding: make(chan struct{}, 16)}
+	ts := testServer{addr: inner.Addr().String(), release: make(chan struct{}), lingering: make(chan struct{}, 16)}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/hold":
-			ts.holding <- struct{}{}
+		case "/linger":
+			ts.lingering <- struct{}{}
 			<-ts.release
 		case "/read":
 			_, _ = io.Copy(io.Discard, r.Body)
@@ -46,15 +46,15 @@ func server(t *testing.T, limits Limits) testServer {
 	return ts
 }
 
-// serving waits until n /hold requests are being served: their connections
+// serving waits until n /linger requests are being served: their connections
 // no longer wait, however busy the machine.
 func (ts testServer) serving(t *testing.T, n int) {
 	t.Helper()
 	for range n {
 		select {
-		case <-ts.holding:
+		case <-ts.lingering:
 		case <-time.After(10 * time.Second):
-			t.Fatal("a /hold request was not served")
+			t.Fatal("a /linger request was not served")
 		}
 	}
 }
@@ -107,7 +107,7 @@ func TestWaitingConnectionsMakeRoom(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // keep their order
 	}
 	if err := get(dialFrom(t, "127.0.0.1", addr), "/", time.Second); err != nil {
-		t.Fatalf("a caller found every slot held by waiting connections: %v", err)
+		t.Fatalf("a caller found every slot taken by waiting connections: %v", err)
 	}
 	if !closed(idle[0]) {
 		t.Error("the connection waiting longest, sending its headers, was not closed")
@@ -117,7 +117,7 @@ func TestWaitingConnectionsMakeRoom(t *testing.T) {
 	}
 }
 
-// A full listener closes a waiting connection of the source that holds
+// A full listener closes a waiting connection of the source that has
 // the most, not a lone caller's, however long that one has waited.
 func TestFloodersLoseTheirOwn(t *testing.T) {
 	addr := server(t, Limits{Name: "test", Max: 4, PerSource: 4}).addr
@@ -142,10 +142,10 @@ func TestFloodersLoseTheirOwn(t *testing.T) {
 func TestServingConnectionsAreKept(t *testing.T) {
 	ts := server(t, Limits{Name: "test", Max: 2, PerSource: 2})
 	addr := ts.addr
-	held := make(chan error, 2)
+	answers := make(chan error, 2)
 	for _, source := range []string{"127.0.0.2", "127.0.0.3"} {
 		c := dialFrom(t, source, addr)
-		go func() { held <- get(c, "/hold", 10*time.Second) }()
+		go func() { answers <- get(c, "/linger", 10*time.Second) }()
 	}
 	ts.serving(t, 2)
 	answered := make(chan error, 1)
@@ -157,7 +157,7 @@ func TestServingConnectionsAreKept(t *testing.T) {
 	}
 	close(ts.release)
 	for range 2 {
-		if err := <-held; err != nil {
+		if err := <-answers; err != nil {
 			t.Errorf("a request being served was cut: %v", err)
 		}
 	}
@@ -190,8 +190,8 @@ func TestOneSourceLosesItsOwnFirst(t *testing.T) {
 	}
 
 	// With both of its connections serving, the source's next is refused.
-	go func() { _ = get(second, "/hold", 10*time.Second) }()
-	go func() { _ = get(third, "/hold", 10*time.Second) }()
+	go func() { _ = get(second, "/linger", 10*time.Second) }()
+	go func() { _ = get(third, "/linger", 10*time.Second) }()
 	ts.serving(t, 2)
 	if refused := dialFrom(t, "127.0.0.2", addr); !closed(refused) {
 		t.Error("a source whose connections all serve requests got another")

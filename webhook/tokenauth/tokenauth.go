@@ -29,7 +29,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/webhook/connlimit"
 )
 
-// Reviewer asks the API server who holds a token: a client-go
+// Reviewer asks the API server whom a token belongs to: a client-go
 // TokenReviewInterface, on a client whose rate limit is its own.
 type Reviewer interface {
 	Create(ctx context.Context, review *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error)
@@ -90,7 +90,7 @@ func New(reviewer Reviewer, limits Limits) *Authenticator {
 		all: rate.NewLimiter(limits.Rate, limits.Burst)}
 }
 
-// Authenticate is who holds r's bearer token.
+// Authenticate is whom r's bearer token belongs to.
 func (a *Authenticator) Authenticate(r *http.Request) (user.Info, error) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if token = strings.TrimSpace(token); !ok || token == "" {

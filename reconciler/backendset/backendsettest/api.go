@@ -80,8 +80,8 @@ func (s *API) GetBackendSet(_ context.Context, lb, name string) (*oci.BackendSet
 	return &oci.BackendSet{LoadBalancerID: lb, Name: name, Backends: append([]plan.Backend(nil), s.Backends...)}, nil
 }
 
-// UpdateBackendSet accepts backends, to hold once its work request is
-// waited for, or fails with the next of WriteErrors.
+// UpdateBackendSet accepts backends, which the set has once its work
+// request is waited for, or fails with the next of WriteErrors.
 func (s *API) UpdateBackendSet(_ context.Context, bs *oci.BackendSet, backends []plan.Backend, failed string) (string, error) {
 	s.Writes++
 	s.Failed = append(s.Failed, failed)
