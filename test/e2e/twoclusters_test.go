@@ -20,7 +20,7 @@ import (
 
 // Two clusters (blue and green) register their nodes in one backend set
 // of one load balancer, each with its own lbregistrar and the default
-// flags, created at the same moment, with OCI's work requests taking 30 s
+// flags, created at the same moment, with OCI's work requests taking 15 s
 // as real ones often do; one node address is in both. Each registers only
 // its own nodes and never removes the other's: the union is registered,
 // the foreign backend stays, and plan in one cluster reports the other's
@@ -35,7 +35,7 @@ import (
 // back into service, and the address stays registered throughout.
 func TestTwoClustersShareABackendSet(t *testing.T) {
 	t.Parallel()
-	const latency = 30 * time.Second
+	const latency = 15 * time.Second
 	emu := seededEmulator(t, mustRoot(t)+"/cmd/localrun/seed.yaml", latency)
 	type cluster struct {
 		name  string
@@ -97,9 +97,11 @@ func TestTwoClustersShareABackendSet(t *testing.T) {
 	}()
 	kubectl(t, blue, "", "delete", "lbregistrar", "legit", "--wait=false")
 	// Blue drains its own; green serves the shared address again before
-	// blue's drain period ends.
-	waitBackends(t, emu, "ingress", 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443,drain", "10.0.0.99:30443", "10.0.1.1:30443")
-	waitBackends(t, emu, "ingress", 2*latency, "10.0.0.1:30443,drain", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
+	// blue's drain period ends: within its watch period (10 s), one work
+	// request and a poll (10 s).
+	settle := latency + 30*time.Second
+	waitBackends(t, emu, "ingress", settle, "10.0.0.1:30443,drain", "10.0.0.2:30443,drain", "10.0.0.99:30443", "10.0.1.1:30443")
+	waitBackends(t, emu, "ingress", settle, "10.0.0.1:30443,drain", "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
 	kubectl(t, blue, "", "wait", "--for=delete", "lbregistrar/legit", "--timeout=3m")
 	waitBackends(t, emu, "ingress", time.Minute, "10.0.0.2:30443", "10.0.0.99:30443", "10.0.1.1:30443")
 	waitAllReady(t, green, 1, time.Minute)
