@@ -161,7 +161,7 @@ func newModelWorld(t *testing.T, world int) *modelWorld {
 	if world == 0 {
 		f = newFixture(t, emuOpts)
 	} else {
-		cluster, err := startPlainCluster()
+		cluster, err := startPlainCluster(true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -236,7 +236,7 @@ func populatedScaleCluster(b *testing.B, nodes int) *kube.Cluster {
 	scaleClusterOnce.Do(func() {
 		scaleClusterNodes = nodes
 		ctx := context.Background()
-		if scaleCluster, scaleClusterErr = startPlainCluster(); scaleClusterErr != nil {
+		if scaleCluster, scaleClusterErr = startPlainCluster(false); scaleClusterErr != nil {
 			return
 		}
 		var pid int

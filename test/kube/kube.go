@@ -62,6 +62,13 @@ type Options struct {
 	// APIServerFlags are set on kube-apiserver's command line, e.g.
 	// admission-control-config-file.
 	APIServerFlags map[string]string
+
+	// QuickLists has etcd report its progress to the API server's watch
+	// cache every 10 ms, so that a list is answered in about 10 ms rather
+	// than at the next progress request (every 100 ms). Tests that list
+	// again and again while they wait want it; it costs the API server
+	// and etcd CPU all the time, so benchmarks leave it off.
+	QuickLists bool
 }
 
 // Cluster is a running API server.
@@ -120,15 +127,16 @@ func StartEnv(ctx context.Context, o Options) (_ *Cluster, err error) {
 	for flag, value := range o.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(flag, value)
 	}
-	// A list the API server answers from its watch cache waits until the
-	// cache has caught up with etcd; with writes all around, that is the
-	// next progress request, sent every 100 ms (k8s.io/apiserver
-	// pkg/storage/cacher/progress, progressRequestPeriod). The tests list
-	// again and again while they wait for something, so etcd reports its
-	// progress to the watch cache every 10 ms instead: a list then takes
-	// about 10 ms, not 30 to 100, and stays as consistent.
-	env.ControlPlane.Etcd = &envtest.Etcd{}
-	env.ControlPlane.Etcd.Configure().Set("watch-progress-notify-interval", "10ms")
+	if o.QuickLists {
+		// A list the API server answers from its watch cache waits until
+		// the cache has caught up with etcd; with writes all around, that
+		// is the next progress request, sent every 100 ms (k8s.io/apiserver
+		// pkg/storage/cacher/progress, progressRequestPeriod). With etcd
+		// reporting its progress every 10 ms, a list takes about 10 ms,
+		// not 30 to 100, and stays as consistent.
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+		env.ControlPlane.Etcd.Configure().Set("watch-progress-notify-interval", "10ms")
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(dir)
