@@ -13,7 +13,6 @@ package status
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -193,30 +192,26 @@ func (s *Writer) Flush(ctx context.Context) error {
 
 // sign signs the ownership record about to be written; one that is not
 // there carries no signature.
-func (s *Writer) sign(ctx context.Context) error { return s.signRecord(ctx, s.obj) }
-
-func (s *Writer) signRecord(ctx context.Context, obj *v1beta1.LBRegistrar) error {
-	if s.rec.keys == nil || !ownership.Recorded(obj) {
-		obj.Status.RecordSignature = ""
+func (s *Writer) sign(ctx context.Context) error {
+	if s.rec.keys == nil || !ownership.Recorded(s.obj) {
+		s.obj.Status.RecordSignature = ""
 		return nil
 	}
 	key, err := s.rec.keys.KeyToSign(ctx)
 	if err != nil {
 		return err
 	}
-	obj.Status.RecordSignature = ownership.Sign(key, obj)
+	s.obj.Status.RecordSignature = ownership.Sign(key, s.obj)
 	return nil
 }
 
 // rebase records, on top of the status someone else wrote meanwhile, the
 // work requests this writer saw through, which only it knows (a leader
-// finishing a write while it shuts down), and the conditions and
-// ownership record entries it changed that nobody else changed since it
-// read them: a flight's verdict, and what its writes did in OCI, outlive a
+// finishing a write while it shuts down), and the conditions it set that
+// nobody else changed since it read them: a flight's verdict outlives a
 // spec edit made while it was in the air, which a suspension would
-// otherwise freeze unseen (the record naming a backend the flight
-// removed). What the newer status changed itself, and everything else, it
-// keeps; the next reconcile starts from it.
+// otherwise freeze unseen. The newer status keeps its ownership records
+// and everything else; the next reconcile starts from it.
 func (s *Writer) rebase(ctx context.Context) error {
 	seen := map[string]*v1beta1.WorkRequest{}
 	for _, bs := range s.obj.Status.BackendSets {
@@ -231,14 +226,8 @@ func (s *Writer) rebase(ctx context.Context) error {
 		}
 		base := cur.DeepCopy()
 		wrs, conditions := mergeWorkRequests(cur, seen), mergeConditions(cur, s.base, s.obj)
-		records := mergeRecords(cur, s.base, s.obj)
-		if !wrs && !conditions && !records {
+		if !wrs && !conditions {
 			return nil
-		}
-		if records {
-			if err := s.signRecord(ctx, cur); err != nil {
-				return err
-			}
 		}
 		if err := s.rec.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
@@ -246,54 +235,6 @@ func (s *Writer) rebase(ctx context.Context) error {
 		s.rec.written.wrote(cur)
 		return nil
 	})
-}
-
-// mergeRecords sets on cur the ownership record entries ours changed
-// from base (backends registered, removed, drained) that cur still has as
-// base had them, and the record's load balancer likewise, and reports
-// whether it set any.
-func mergeRecords(cur, base, ours *v1beta1.LBRegistrar) bool {
-	changed := false
-	if ours.Status.LoadBalancerID != base.Status.LoadBalancerID && cur.Status.LoadBalancerID == base.Status.LoadBalancerID {
-		cur.Status.LoadBalancerID = ours.Status.LoadBalancerID
-		changed = true
-	}
-	var names []string
-	for _, obj := range []*v1beta1.LBRegistrar{base, ours} {
-		for _, bs := range obj.Status.BackendSets {
-			names = append(names, bs.Name)
-		}
-	}
-	slices.Sort(names)
-	for _, name := range slices.Compact(names) {
-		was, now := recordOf(FindEntry(base, name)), recordOf(FindEntry(ours, name))
-		if equality.Semantic.DeepEqual(was, now) || !equality.Semantic.DeepEqual(was, recordOf(FindEntry(cur, name))) {
-			continue
-		}
-		if now == nil {
-			DropEntry(cur, name)
-		} else {
-			e := Entry(cur, name)
-			e.Backends, e.Drained, e.Draining = now.Backends, now.Drained, now.Draining
-		}
-		changed = true
-	}
-	return changed
-}
-
-// ownedRecord is what an entry says this resource owns in its backend set.
-type ownedRecord struct {
-	Backends []v1beta1.BackendGroup
-	Drained  bool
-	Draining []v1beta1.DrainingGroup
-}
-
-func recordOf(e *v1beta1.BackendSetStatus) *ownedRecord {
-	if e == nil {
-		return nil
-	}
-	c := e.DeepCopy()
-	return &ownedRecord{Backends: c.Backends, Drained: c.Drained, Draining: c.Draining}
 }
 
 // mergeConditions sets on cur the conditions ours changed from base that
