@@ -61,8 +61,8 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		r.holdWrites(ctx, s, jobs)
 		return
 	}
-	writes, changing := r.prepare(ctx, s, jobs)
-	if err := s.st.Flush(ctx); err != nil {
+	writes, intents, changing := r.prepare(ctx, s, jobs)
+	if err := s.st.Intend(ctx, intents); err != nil {
 		s.logger.Error(err, "recording the intended ownership; nothing written", "backendSets", changing)
 		s.out.Fail("*", err)
 		return
@@ -103,11 +103,11 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 }
 
 // prepare reads the backend sets decide did not read, all at once, and
-// plans each: additions OCI refused whose retry is not due are left out,
-// and the ownership record takes in what the writes will add (the intent),
-// to be stored before any write. It returns the writes, and the names of
-// the backend sets that change.
-func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) ([]*setWrite, []string) {
+// plans each: additions OCI refused whose retry is not due are left out.
+// It returns the writes, the intent (what each backend set's record entry
+// owns once the writes have added theirs, to be stored before any write),
+// and the names of the backend sets that change.
+func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) ([]*setWrite, map[string][]v1beta1.Backend, []string) {
 	writes := make([]*setWrite, 0, len(jobs))
 	var unread []string
 	for i := range jobs {
@@ -123,6 +123,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 	}
 	read := backendset.ReadAll(ctx, s.oci, s.lb, unread)
 	var changing []string
+	intents := map[string][]v1beta1.Backend{}
 	for _, w := range writes {
 		if w.read == nil {
 			w.read = read[w.job.Name]
@@ -146,10 +147,9 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 		w.changing = true
 		changing = append(changing, w.job.Name)
 		if len(p.Added) > 0 {
-			status.Entry(s.obj, w.job.Name).SetOwned(plan.Intent(in.Owned, &p))
+			intents[w.job.Name] = plan.Intent(in.Owned, &p)
 		}
 	}
-	r.status.WarnLargeRecord(s.obj)
 	if len(changing) > 0 && !s.deleting {
 		// The intent record says the writes are under way; the outcome
 		// on the way out no longer does.
@@ -157,7 +157,7 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope, jobs []decide.Job) (
 		writing.Phase = &status.Failure{Reason: v1beta1.ReasonRegistering, Message: "writing backend sets " + strings.Join(changing, ", ")}
 		status.SetConditions(s.obj, &writing)
 	}
-	return writes, changing
+	return writes, intents, changing
 }
 
 // writeSet brings one backend set in line (backendset.Sync), then judges
@@ -195,12 +195,10 @@ func (r *Reconciler) syncRequest(ctx context.Context, s *scope, w *setWrite, cur
 		Turn:           s.turn,
 		Input:          func(current []plan.Backend) plan.Input { return w.input(s.obj, current) },
 		RecordIntent: func(owned []v1beta1.Backend) error {
-			rec := status.Entry(s.obj, name)
-			if slices.Equal(rec.Owned(), owned) {
+			if rec := status.FindEntry(s.obj, name); rec != nil && slices.Equal(rec.Owned(), owned) {
 				return nil // recorded ahead, by prepare
 			}
-			rec.SetOwned(owned)
-			return s.st.Flush(ctx)
+			return s.st.Intend(ctx, map[string][]v1beta1.Backend{name: owned})
 		},
 	}
 }

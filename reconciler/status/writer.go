@@ -5,14 +5,15 @@
 // reaches it as an Outcome and as the records its caller changed.
 //
 // A reconcile opens one Writer and flushes it on the way out. The one
-// other flush is the intent record before a write that adds backends: the
-// record must name a backend before OCI registers it, so that a crash between
-// the two never leaves a backend no record owns.
+// other flush is the intent record before a write that adds backends
+// (Writer.Intend): the record must name a backend before OCI registers it,
+// so that a crash between the two never leaves a backend no record owns.
 package status
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,7 +160,11 @@ func (w *ownWrites) forget(name string) {
 }
 
 // Flush writes what changed in the object's status since the last flush.
-func (s *Writer) Flush(ctx context.Context) error {
+func (s *Writer) Flush(ctx context.Context) error { return s.flush(ctx, func() {}) }
+
+// flush is Flush, calling takeBack, when the write fails, before a
+// conflict's rebase: it takes from the object what must not be recorded.
+func (s *Writer) flush(ctx context.Context, takeBack func()) error {
 	if err := s.sign(ctx); err != nil {
 		return err
 	}
@@ -177,6 +182,9 @@ func (s *Writer) Flush(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	err := s.rec.client.Status().Patch(ctx, s.obj, client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		takeBack()
+	}
 	if apierrors.IsConflict(err) {
 		// The conflict makes the reconcile run again from a fresh read.
 		return errors.Join(err, s.rebase(ctx))
@@ -190,28 +198,58 @@ func (s *Writer) Flush(ctx context.Context) error {
 	return nil
 }
 
+// Intend stores the ownership record ahead of writes that add backends
+// (the intent): for each backend set in owned, the backends its entry owns
+// once the writes have added theirs. OCI must never have a backend that no
+// stored record names. An intent that could not be stored is taken back
+// from the object, with the record's load balancer when this flush was the
+// first to carry it: the writes that needed it are not made, so a later
+// flush must not record what nothing registered.
+func (s *Writer) Intend(ctx context.Context, owned map[string][]v1beta1.Backend) error {
+	was := make(map[string]*v1beta1.BackendSetStatus, len(owned))
+	for name, backends := range owned {
+		was[name] = FindEntry(s.obj, name).DeepCopy()
+		Entry(s.obj, name).SetOwned(backends)
+	}
+	s.rec.WarnLargeRecord(s.obj)
+	return s.flush(ctx, func() {
+		for name, entry := range was {
+			if entry == nil {
+				DropEntry(s.obj, name)
+			} else {
+				*FindEntry(s.obj, name) = *entry
+			}
+		}
+		s.obj.Status.LoadBalancerID = s.base.Status.LoadBalancerID
+	})
+}
+
 // sign signs the ownership record about to be written; one that is not
 // there carries no signature.
-func (s *Writer) sign(ctx context.Context) error {
-	if s.rec.keys == nil || !ownership.Recorded(s.obj) {
-		s.obj.Status.RecordSignature = ""
+func (s *Writer) sign(ctx context.Context) error { return s.signRecord(ctx, s.obj) }
+
+func (s *Writer) signRecord(ctx context.Context, obj *v1beta1.LBRegistrar) error {
+	if s.rec.keys == nil || !ownership.Recorded(obj) {
+		obj.Status.RecordSignature = ""
 		return nil
 	}
 	key, err := s.rec.keys.KeyToSign(ctx)
 	if err != nil {
 		return err
 	}
-	s.obj.Status.RecordSignature = ownership.Sign(key, s.obj)
+	obj.Status.RecordSignature = ownership.Sign(key, obj)
 	return nil
 }
 
 // rebase records, on top of the status someone else wrote meanwhile, the
 // work requests this writer saw through, which only it knows (a leader
-// finishing a write while it shuts down), and the conditions it set that
-// nobody else changed since it read them: a flight's verdict outlives a
+// finishing a write while it shuts down), and the conditions and
+// ownership record entries it changed that nobody else changed since it
+// read them: a flight's verdict, and what its writes did in OCI, outlive a
 // spec edit made while it was in the air, which a suspension would
-// otherwise freeze unseen. The newer status keeps its ownership records
-// and everything else; the next reconcile starts from it.
+// otherwise freeze unseen (the record naming a backend the flight
+// removed). What the newer status changed itself, and everything else, it
+// keeps; the next reconcile starts from it.
 func (s *Writer) rebase(ctx context.Context) error {
 	seen := map[string]*v1beta1.WorkRequest{}
 	for _, bs := range s.obj.Status.BackendSets {
@@ -226,8 +264,14 @@ func (s *Writer) rebase(ctx context.Context) error {
 		}
 		base := cur.DeepCopy()
 		wrs, conditions := mergeWorkRequests(cur, seen), mergeConditions(cur, s.base, s.obj)
-		if !wrs && !conditions {
+		records := mergeRecords(cur, s.base, s.obj)
+		if !wrs && !conditions && !records {
 			return nil
+		}
+		if records {
+			if err := s.signRecord(ctx, cur); err != nil {
+				return err
+			}
 		}
 		if err := s.rec.client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
@@ -235,6 +279,54 @@ func (s *Writer) rebase(ctx context.Context) error {
 		s.rec.written.wrote(cur)
 		return nil
 	})
+}
+
+// mergeRecords sets on cur the ownership record entries ours changed
+// from base (backends registered, removed, drained) that cur still has as
+// base had them, and the record's load balancer likewise, and reports
+// whether it set any.
+func mergeRecords(cur, base, ours *v1beta1.LBRegistrar) bool {
+	changed := false
+	if ours.Status.LoadBalancerID != base.Status.LoadBalancerID && cur.Status.LoadBalancerID == base.Status.LoadBalancerID {
+		cur.Status.LoadBalancerID = ours.Status.LoadBalancerID
+		changed = true
+	}
+	var names []string
+	for _, obj := range []*v1beta1.LBRegistrar{base, ours} {
+		for _, bs := range obj.Status.BackendSets {
+			names = append(names, bs.Name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		was, now := recordOf(FindEntry(base, name)), recordOf(FindEntry(ours, name))
+		if equality.Semantic.DeepEqual(was, now) || !equality.Semantic.DeepEqual(was, recordOf(FindEntry(cur, name))) {
+			continue
+		}
+		if now == nil {
+			DropEntry(cur, name)
+		} else {
+			e := Entry(cur, name)
+			e.Backends, e.Drained, e.Draining = now.Backends, now.Drained, now.Draining
+		}
+		changed = true
+	}
+	return changed
+}
+
+// ownedRecord is what an entry says this resource owns in its backend set.
+type ownedRecord struct {
+	Backends []v1beta1.BackendGroup
+	Drained  bool
+	Draining []v1beta1.DrainingGroup
+}
+
+func recordOf(e *v1beta1.BackendSetStatus) *ownedRecord {
+	if e == nil {
+		return nil
+	}
+	c := e.DeepCopy()
+	return &ownedRecord{Backends: c.Backends, Drained: c.Drained, Draining: c.Draining}
 }
 
 // mergeConditions sets on cur the conditions ours changed from base that

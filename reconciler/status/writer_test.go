@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -47,30 +48,7 @@ func TestStatusConflictKeepsNewerRecord(t *testing.T) {
 		{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.3")}), LastWorkRequest: wr("wr-web-newer", 30)},
 	}}
 
-	scheme := runtime.NewScheme()
-	if err := v1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	raced := false
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithStatusSubresource(&v1beta1.LBRegistrar{}).
-		WithObjects(stale.DeepCopy()).
-		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				if !raced {
-					raced = true
-					cur := &v1beta1.LBRegistrar{}
-					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-						return err
-					}
-					cur.Status = newer
-					if err := c.Status().Update(ctx, cur); err != nil {
-						return err
-					}
-				}
-				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		}).Build()
+	c := racedClient(t, stale, func(cur *v1beta1.LBRegistrar) { cur.Status = newer })
 
 	obj := &v1beta1.LBRegistrar{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stale), obj); err != nil {
@@ -96,6 +74,146 @@ func TestStatusConflictKeepsNewerRecord(t *testing.T) {
 	if diff := cmp.Diff(want, got.Status.BackendSets); diff != "" {
 		t.Fatalf("stored records (-want +got):\n%s", diff)
 	}
+}
+
+// A writer whose status patch conflicts with a status another reconcile
+// wrote without touching the record (a suspension, recorded while a
+// flight was in the air) records what its writes did: the backend it
+// removed is no longer named, the set it registered is, and an entry the
+// other reconcile changed keeps its change.
+func TestStatusConflictKeepsWhatTheWritesDid(t *testing.T) {
+	ctx := context.Background()
+	before := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "res"}, Status: v1beta1.LBRegistrarStatus{
+		LoadBalancerID: "lb",
+		BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "admin", Backends: group("10.0.0.1")},
+			{Name: "api", Backends: group("10.0.0.1", "10.0.0.2")},
+			{Name: "gone", Backends: group("10.0.0.1")},
+		},
+	}}
+	// The suspension's reconcile: its condition, and admin recorded anew.
+	c := racedClient(t, before, func(cur *v1beta1.LBRegistrar) {
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Suspended"})
+		FindEntry(cur, "admin").Backends = group("10.0.0.9")
+	})
+	obj := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), obj); err != nil {
+		t.Fatal(err)
+	}
+	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	// The flight's writes: api lost 10.0.0.2, gone was emptied, web was
+	// registered, and admin was drained (which the newer status overrides).
+	FindEntry(obj, "api").Backends = group("10.0.0.1")
+	DropEntry(obj, "gone")
+	Entry(obj, "web").Backends = group("10.0.0.3")
+	FindEntry(obj, "admin").Drained = true
+
+	if err := st.Flush(ctx); !apierrors.IsConflict(err) {
+		t.Fatalf("flush = %v, want a conflict so the reconcile runs again", err)
+	}
+	got := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), got); err != nil {
+		t.Fatal(err)
+	}
+	want := []v1beta1.BackendSetStatus{
+		{Name: "admin", Backends: group("10.0.0.9")},
+		{Name: "api", Backends: group("10.0.0.1")},
+		{Name: "web", Backends: group("10.0.0.3")},
+	}
+	if diff := cmp.Diff(want, got.Status.BackendSets); diff != "" {
+		t.Errorf("stored records (-want +got):\n%s", diff)
+	}
+	if ready := meta.FindStatusCondition(got.Status.Conditions, v1beta1.ConditionReady); ready == nil || ready.Reason != "Suspended" {
+		t.Errorf("Ready %+v, want the newer status's Suspended kept", ready)
+	}
+}
+
+// An intent whose flush conflicts with a newer status (a suspension) is
+// taken back: the writes that needed it are not made, so neither it nor
+// the record's load balancer it carried first is stored by the reconcile's
+// last flush, which conflicts too and still records what a write did.
+func TestConflictingIntentIsTakenBack(t *testing.T) {
+	ctx := context.Background()
+	before := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "res"}, Status: v1beta1.LBRegistrarStatus{
+		BackendSets: []v1beta1.BackendSetStatus{
+			{Name: "api", Backends: group("10.0.0.1")},
+			{Name: "gone", Backends: group("10.0.0.1")},
+		},
+	}}
+	c := racedClient(t, before, func(cur *v1beta1.LBRegistrar) {
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Suspended"})
+	})
+	obj := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), obj); err != nil {
+		t.Fatal(err)
+	}
+	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	obj.Status.LoadBalancerID = "lb"
+	intent := map[string][]v1beta1.Backend{
+		"api": {backend("10.0.0.1"), backend("10.0.0.2")},
+		"web": {backend("10.0.0.3")},
+	}
+	if err := st.Intend(ctx, intent); !apierrors.IsConflict(err) {
+		t.Fatalf("intend = %v, want a conflict", err)
+	}
+	if diff := cmp.Diff(before.Status.BackendSets, obj.Status.BackendSets); diff != "" || obj.Status.LoadBalancerID != "" {
+		t.Fatalf("record after the intent's conflict, load balancer %q (-before +after):\n%s", obj.Status.LoadBalancerID, diff)
+	}
+	// A write that needed no intent emptied gone; the last flush records it.
+	DropEntry(obj, "gone")
+	if err := st.Flush(ctx); !apierrors.IsConflict(err) {
+		t.Fatalf("flush = %v, want a conflict", err)
+	}
+	got := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), got); err != nil {
+		t.Fatal(err)
+	}
+	want := []v1beta1.BackendSetStatus{{Name: "api", Backends: group("10.0.0.1")}}
+	if diff := cmp.Diff(want, got.Status.BackendSets); diff != "" || got.Status.LoadBalancerID != "" {
+		t.Errorf("stored record, load balancer %q (-want +got):\n%s", got.Status.LoadBalancerID, diff)
+	}
+}
+
+func backend(ip string) v1beta1.Backend { return v1beta1.Backend{IP: ip, Port: 30080, Weight: 1} }
+
+// group is the record's backend groups of the addresses, at backend's port.
+func group(ips ...string) []v1beta1.BackendGroup {
+	var bs []v1beta1.Backend
+	for _, ip := range ips {
+		bs = append(bs, backend(ip))
+	}
+	return v1beta1.GroupBackends(bs)
+}
+
+// racedClient is a fake client holding obj whose first status patch is
+// preceded by another writer's status update, made by race on what is
+// stored, so that the patch meets a conflict.
+func racedClient(t *testing.T, obj *v1beta1.LBRegistrar, race func(cur *v1beta1.LBRegistrar)) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	raced := false
+	return fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1beta1.LBRegistrar{}).
+		WithObjects(obj.DeepCopy()).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if !raced {
+					raced = true
+					cur := &v1beta1.LBRegistrar{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+						return err
+					}
+					race(cur)
+					if err := c.Status().Update(ctx, cur); err != nil {
+						return err
+					}
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
 }
 
 // Status writes wait for one of a bounded number of slots: flights landing
