@@ -36,9 +36,8 @@ import (
 //   - holds (LoadBalancerBlocked) while the resource is suspended, or
 //     another resource claims the set (a Conflict).
 
-// modelPodIPs are the pods' addresses, and the loopback stand-in each
-// answers at.
-var modelPodIPs = map[string]string{"10.2.0.1": "127.0.0.11", "10.2.0.2": "127.0.0.12", "10.2.0.3": "127.0.0.13"}
+// modelPodIPs are the pods' addresses.
+var modelPodIPs = []string{"10.2.0.1", "10.2.0.2", "10.2.0.3"}
 
 const modelPodSet, modelPodService = "health", "web"
 
@@ -59,25 +58,32 @@ type modelPods struct {
 	port      int32
 }
 
-// podListeners are the open listeners, by stand-in address.
+// podListeners are a world's loopback stand-ins of the pods' addresses
+// (127.0.0.11 to .13 for the first world, .21 to .23 for the second), and
+// the listeners open there.
 type podListeners struct {
-	port int32
-	open map[string]net.Listener
+	port     int32
+	standIns map[string]string // pod address -> stand-in
+	open     map[string]net.Listener
 }
 
-func newPodListeners() *podListeners {
-	l, err := net.Listen("tcp", "127.0.0.11:0")
+func newPodListeners(world int) *podListeners {
+	standIns := map[string]string{}
+	for i, ip := range modelPodIPs {
+		standIns[ip] = fmt.Sprintf("127.0.0.%d", 10*(world+1)+i+1)
+	}
+	l, err := net.Listen("tcp", standIns[modelPodIPs[0]]+":0")
 	if err != nil {
 		panic(err)
 	}
 	port := int32(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
-	return &podListeners{port: port, open: map[string]net.Listener{}}
+	return &podListeners{port: port, standIns: standIns, open: map[string]net.Listener{}}
 }
 
 // set opens or closes the listener of ip's stand-in.
 func (p *podListeners) set(ip string, up bool) error {
-	addr := modelPodIPs[ip]
+	addr := p.standIns[ip]
 	if l := p.open[addr]; l != nil && !up {
 		delete(p.open, addr)
 		return l.Close()
@@ -95,7 +101,7 @@ func (p *podListeners) set(ip string, up bool) error {
 }
 
 func (p *podListeners) closeAll() {
-	for ip := range modelPodIPs {
+	for _, ip := range modelPodIPs {
 		_ = p.set(ip, false)
 	}
 }
@@ -129,7 +135,7 @@ func (m *model) podCreate(rt *rapid.T) {
 	for _, p := range m.gated.pods {
 		used[p.ip] = true
 	}
-	free := slices.DeleteFunc(slices.Sorted(maps.Keys(modelPodIPs)), func(ip string) bool { return used[ip] })
+	free := slices.DeleteFunc(slices.Clone(modelPodIPs), func(ip string) bool { return used[ip] })
 	if len(free) == 0 {
 		rt.Skip("every address has a pod")
 	}

@@ -30,8 +30,15 @@ import (
 )
 
 // modelChecks is how many sequences TestOwnershipModel runs unless
-// -rapid.checks says otherwise; make soak runs thousands.
+// -rapid.checks says otherwise (then each world runs that many); make soak
+// runs thousands.
 const modelChecks = 200
+
+// modelWorlds is how many worlds TestOwnershipModel runs side by side, each
+// on an API server and emulator of its own (nodes and LBRegistrars are
+// cluster-scoped), sharing its sequences out: a sequence mostly waits for
+// the cluster to settle, so two worlds take about the time of one.
+const modelWorlds = 2
 
 // TestOwnershipModel drives the controller, against the real API server
 // and the emulator, through random sequences of what happens to it in a
@@ -61,51 +68,58 @@ const modelChecks = 200
 //     healthy, for every such pod while its resource can write, and holds
 //     while it cannot (gatesSettled).
 //
-// A failing sequence is printed shrunk, with the seed that replays it
-// (go test ./reconciler -run TestOwnershipModel -rapid.seed=N), and saved
-// under testdata/rapid for -rapid.failfile.
+// A failing sequence is printed shrunk, with its world and the seed that
+// replays it (go test ./reconciler -run TestOwnershipModel/world-1
+// -rapid.seed=N), and saved under testdata/rapid for -rapid.failfile.
 func TestOwnershipModel(t *testing.T) {
 	skipWithoutAPIServer(t)
-	if f := flag.Lookup("rapid.checks"); f != nil && !isFlagSet("rapid.checks") {
-		if err := f.Value.Set(strconv.Itoa(modelChecks)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if f := flag.Lookup("rapid.steps"); f != nil && !isFlagSet("rapid.steps") {
-		if err := f.Value.Set("12"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := newModelWorld(t)
-	rapid.Check(t, func(rt *rapid.T) {
-		m := w.begin(rt)
-		rt.Repeat(map[string]func(*rapid.T){
-			"addNode":            m.addNode,
-			"removeNode":         m.removeNode,
-			"departNode":         m.departNode,
-			"returnNode":         m.returnNode,
-			"drainByOther":       m.drainByOther,
-			"create":             m.create,
-			"delete":             m.delete,
-			"replace":            m.replace,
-			"changePort":         m.changePort,
-			"retarget":           m.retarget,
-			"addForeign":         m.addForeign,
-			"forgeRecord":        m.forgeRecord,
-			"writePhase":         m.writePhase,
-			"restart":            m.restart,
-			"waitDrain":          m.waitDrain,
-			"faultOnce":          m.faultOnce,
-			"deleteAfterForgery": m.deleteAfterForgery,
-			"podCreate":          m.podCreate,
-			"podDelete":          m.podDelete,
-			"podRecreate":        m.podRecreate,
-			"podFlap":            m.podFlap,
-			"podSuspend":         m.podSuspend,
-			"podConflict":        m.podConflict,
-			"":                   m.check,
+	setUnlessGiven(t, "rapid.checks", strconv.Itoa(modelChecks/modelWorlds))
+	setUnlessGiven(t, "rapid.steps", "12")
+	for world := range modelWorlds {
+		t.Run(fmt.Sprintf("world-%d", world), func(t *testing.T) {
+			t.Parallel()
+			w := newModelWorld(t, world)
+			rapid.Check(t, func(rt *rapid.T) {
+				m := w.begin(rt)
+				rt.Repeat(map[string]func(*rapid.T){
+					"addNode":            m.addNode,
+					"removeNode":         m.removeNode,
+					"departNode":         m.departNode,
+					"returnNode":         m.returnNode,
+					"drainByOther":       m.drainByOther,
+					"create":             m.create,
+					"delete":             m.delete,
+					"replace":            m.replace,
+					"changePort":         m.changePort,
+					"retarget":           m.retarget,
+					"addForeign":         m.addForeign,
+					"forgeRecord":        m.forgeRecord,
+					"writePhase":         m.writePhase,
+					"restart":            m.restart,
+					"waitDrain":          m.waitDrain,
+					"faultOnce":          m.faultOnce,
+					"deleteAfterForgery": m.deleteAfterForgery,
+					"podCreate":          m.podCreate,
+					"podDelete":          m.podDelete,
+					"podRecreate":        m.podRecreate,
+					"podFlap":            m.podFlap,
+					"podSuspend":         m.podSuspend,
+					"podConflict":        m.podConflict,
+					"":                   m.check,
+				})
+			})
 		})
-	})
+	}
+}
+
+// setUnlessGiven sets the flag name to value unless the command line did.
+func setUnlessGiven(t *testing.T, name, value string) {
+	t.Helper()
+	if f := flag.Lookup(name); f != nil && !isFlagSet(name) {
+		if err := f.Value.Set(value); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func isFlagSet(name string) bool {
@@ -138,9 +152,26 @@ type modelWorld struct {
 	stop      func()
 }
 
-func newModelWorld(t *testing.T) *modelWorld {
-	f := newFixture(t, ociemu.Options{StandIns: modelPodIPs})
-	listeners := newPodListeners()
+// newModelWorld starts world number world: the first on the package's API
+// server, the others on one of their own.
+func newModelWorld(t *testing.T, world int) *modelWorld {
+	listeners := newPodListeners(world)
+	emuOpts := ociemu.Options{StandIns: listeners.standIns}
+	var f *fixture
+	if world == 0 {
+		f = newFixture(t, emuOpts)
+	} else {
+		cluster, err := startPlainCluster(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.Stop() })
+		api, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f = newFixtureOn(t, emuOpts, cluster.Config, api)
+	}
 	t.Cleanup(listeners.closeAll)
 	// The fixture's context bounds a test of a few cases; this one runs
 	// for as long as its sequences take.
