@@ -222,7 +222,12 @@ func (w *modelWorld) begin(rt *rapid.T) *model {
 		f.must(f.api.List(ctx, &list))
 		left := slices.DeleteFunc(list.Items, func(o v1beta1.LBRegistrar) bool { return !strings.HasPrefix(o.Name, "model-") })
 		if len(left)+len(nodes.Items) > 0 {
-			return fmt.Errorf("%d resources and %d nodes left from the last sequence", len(left), len(nodes.Items))
+			var who []string
+			for _, o := range left {
+				who = append(who, fmt.Sprintf("%s (created %s, deleted %v, finalizers %v, written by %s)", o.Name,
+					o.CreationTimestamp.Format(time.StampMilli), o.DeletionTimestamp, o.Finalizers, writers(o.ManagedFields)))
+			}
+			return fmt.Errorf("%d resources and %d nodes left from the last sequence: %s", len(left), len(nodes.Items), strings.Join(who, "; "))
 		}
 		return nil
 	})
@@ -242,6 +247,15 @@ func (w *modelWorld) begin(rt *rapid.T) *model {
 	_, w.stop = f.startManager(w.opts)
 	m.joinNode() // a cluster has a node; with none, every backend set is held
 	return m
+}
+
+// writers are who wrote an object, as its managed fields tell, and when.
+func writers(fields []metav1.ManagedFieldsEntry) string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, fmt.Sprintf("%s %s %s at %s", f.Manager, f.Operation, f.Subresource, f.Time.Format(time.RFC3339)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // model is what one sequence expects of the world.
