@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/eventnote"
 	"github.com/peppy-ratio/lbregistrar/reconciler/gates"
 	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/readiness"
@@ -246,4 +249,25 @@ func TestGateIsBlockedWhileOCIRefusesTheBackend(t *testing.T) {
 	f.podSlice("web", podAt("10.1.86.1", f.ns+"-a", true), ep)
 	f.expectGate(pod, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerBlocked, "OCI refused adding", "LimitExceeded")
 	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1")
+}
+
+// An Event's note longer than the API server takes (a gate blocked by
+// several nodes' OCI errors) is refused, and the Event lost, unless cut to
+// fit (eventnote.Fit).
+func TestLongEventNotesAreCut(t *testing.T) {
+	skipWithoutAPIServer(t)
+	long := strings.Repeat("node node-0: GetInstance: 404 NotAuthorizedOrNotFound; ", 20)
+	event := func(note string) *eventsv1.Event {
+		return &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "note-"},
+			EventTime: metav1.NowMicro(), ReportingController: "lbregistrar", ReportingInstance: "test",
+			Action: "ReadinessGate", Reason: v1beta1.ReasonLoadBalancerBlocked, Type: corev1.EventTypeWarning,
+			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"}, Note: note}
+	}
+	ctx := context.Background()
+	if err := k8s.Create(ctx, event(long)); !apierrors.IsInvalid(err) {
+		t.Errorf("the API server took a note of %d bytes: %v", len(long), err)
+	}
+	if err := k8s.Create(ctx, event(eventnote.Fit(long))); err != nil {
+		t.Errorf("the cut note: %v", err)
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/reconciler/credentials"
 	"github.com/peppy-ratio/lbregistrar/reconciler/debugview"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/eventnote"
 	"github.com/peppy-ratio/lbregistrar/reconciler/gates"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lanes"
 	"github.com/peppy-ratio/lbregistrar/reconciler/lbwatch"
@@ -84,7 +85,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Noticing other writers' changes gets a quarter of the OCI rate limit,
 	// so writes keep the rest however many load balancers are watched.
 	watch := lbwatch.New(o.WatchPeriod, factory.RateLimit()/4, wakeups.Wake)
-	events := mgr.GetEventRecorder("lbregistrar")
+	events := eventnote.Recorder{EventRecorder: mgr.GetEventRecorder("lbregistrar")}
 	records := &ownership.KeyStore{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: o.RecordKey}
 	nodes := nodeviews.New(mgr.GetClient())
 	r := &Reconciler{
