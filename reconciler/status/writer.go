@@ -264,7 +264,11 @@ func (s *Writer) rebase(ctx context.Context) error {
 		}
 		base := cur.DeepCopy()
 		wrs, conditions := mergeWorkRequests(cur, seen), mergeConditions(cur, s.base, s.obj)
-		records := mergeRecords(cur, s.base, s.obj)
+		vouched, err := s.vouches(ctx, cur)
+		if err != nil {
+			return err
+		}
+		records := vouched && mergeRecords(cur, s.base, s.obj)
 		if !wrs && !conditions && !records {
 			return nil
 		}
@@ -279,6 +283,23 @@ func (s *Writer) rebase(ctx context.Context) error {
 		s.rec.written.wrote(cur)
 		return nil
 	})
+}
+
+// vouches reports whether cur's ownership record is one this controller
+// signed (or there is none). Only then may the entries a flight changed be
+// put on top of it and the whole be signed: a record another writer put
+// there meanwhile (a forgery, a restore from a backup) would otherwise get
+// the controller's signature with them, and its backends be removed as
+// the resource's own.
+func (s *Writer) vouches(ctx context.Context, cur *v1beta1.LBRegistrar) (bool, error) {
+	if s.rec.keys == nil {
+		return !ownership.Recorded(cur), nil
+	}
+	key, err := s.rec.keys.Key(ctx)
+	if err != nil {
+		return false, err
+	}
+	return ownership.Vouched(key, cur), nil
 }
 
 // mergeRecords sets on cur the ownership record entries ours changed

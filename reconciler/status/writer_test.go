@@ -11,16 +11,19 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/ownership"
 )
 
 // A writer whose status patch conflicts with a newer record (a leader that
@@ -48,13 +51,16 @@ func TestStatusConflictKeepsNewerRecord(t *testing.T) {
 		{Name: "web", Backends: v1beta1.GroupBackends([]v1beta1.Backend{backend("10.0.0.3")}), LastWorkRequest: wr("wr-web-newer", 30)},
 	}}
 
-	c := racedClient(t, stale, func(cur *v1beta1.LBRegistrar) { cur.Status = newer })
+	c := racedClient(t, stale, func(cur *v1beta1.LBRegistrar) {
+		cur.Status = newer
+		sign(cur)
+	})
 
 	obj := &v1beta1.LBRegistrar{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stale), obj); err != nil {
 		t.Fatal(err)
 	}
-	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	st := &Writer{rec: signingWriters(c), obj: obj, base: obj.DeepCopy()}
 	// This writer saw three writes through; its view of the backends is stale.
 	Entry(obj, "api").LastWorkRequest = wr("wr-api", 10)
 	Entry(obj, "old").LastWorkRequest = wr("wr-old", 10)
@@ -95,12 +101,13 @@ func TestStatusConflictKeepsWhatTheWritesDid(t *testing.T) {
 	c := racedClient(t, before, func(cur *v1beta1.LBRegistrar) {
 		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Suspended"})
 		FindEntry(cur, "admin").Backends = group("10.0.0.9")
+		sign(cur)
 	})
 	obj := &v1beta1.LBRegistrar{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(before), obj); err != nil {
 		t.Fatal(err)
 	}
-	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	st := &Writer{rec: signingWriters(c), obj: obj, base: obj.DeepCopy()}
 	// The flight's writes: api lost 10.0.0.2, gone was emptied, web was
 	// registered, and admin was drained (which the newer status overrides).
 	FindEntry(obj, "api").Backends = group("10.0.0.1")
@@ -147,7 +154,7 @@ func TestConflictingIntentIsTakenBack(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(before), obj); err != nil {
 		t.Fatal(err)
 	}
-	st := &Writer{rec: &Writers{client: c, reader: c}, obj: obj, base: obj.DeepCopy()}
+	st := &Writer{rec: signingWriters(c), obj: obj, base: obj.DeepCopy()}
 	obj.Status.LoadBalancerID = "lb"
 	intent := map[string][]v1beta1.Backend{
 		"api": {backend("10.0.0.1"), backend("10.0.0.2")},
@@ -174,6 +181,53 @@ func TestConflictingIntentIsTakenBack(t *testing.T) {
 	}
 }
 
+// A writer whose status patch conflicts with a record someone else wrote
+// meanwhile (a forgery naming another's backend) puts nothing of its own
+// record on top of it, so the forgery never gets the controller's
+// signature and stays ignored.
+func TestStatusConflictSignsNoForgery(t *testing.T) {
+	ctx := context.Background()
+	before := &v1beta1.LBRegistrar{ObjectMeta: metav1.ObjectMeta{Name: "res"}, Status: v1beta1.LBRegistrarStatus{
+		LoadBalancerID: "lb",
+		BackendSets:    []v1beta1.BackendSetStatus{{Name: "api", Backends: group("10.0.0.1", "10.0.0.2")}},
+	}}
+	var forged []v1beta1.BackendSetStatus
+	c := racedClient(t, before, func(cur *v1beta1.LBRegistrar) {
+		Entry(cur, "admin").Backends = v1beta1.GroupBackends([]v1beta1.Backend{{IP: "10.0.0.9", Port: 32000, Weight: 1}})
+		forged = cur.DeepCopy().Status.BackendSets
+	})
+	obj := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), obj); err != nil {
+		t.Fatal(err)
+	}
+	st := &Writer{rec: signingWriters(c), obj: obj, base: obj.DeepCopy()}
+	FindEntry(obj, "api").Backends = group("10.0.0.1") // a write removed 10.0.0.2
+	if err := st.Flush(ctx); !apierrors.IsConflict(err) {
+		t.Fatalf("flush = %v, want a conflict", err)
+	}
+	got := &v1beta1.LBRegistrar{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(before), got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(forged, got.Status.BackendSets); diff != "" || ownership.Vouched(testKey, got) {
+		t.Errorf("stored record vouched for: %v (-forged +got):\n%s", ownership.Vouched(testKey, got), diff)
+	}
+}
+
+// testKey signs the records of the tests' objects.
+var testKey = []byte("a status test's record signing key")
+
+// testKeySecret has testKey.
+var testKeySecret = types.NamespacedName{Namespace: "lbregistrar-system", Name: "record-key"}
+
+// sign signs obj's record with testKey, as this controller would.
+func sign(obj *v1beta1.LBRegistrar) { obj.Status.RecordSignature = ownership.Sign(testKey, obj) }
+
+// signingWriters are Writers through c that sign with testKey.
+func signingWriters(c client.Client) *Writers {
+	return &Writers{client: c, reader: c, keys: &ownership.KeyStore{Reader: c, Writer: c, Secret: testKeySecret}}
+}
+
 func backend(ip string) v1beta1.Backend { return v1beta1.Backend{IP: ip, Port: 30080, Weight: 1} }
 
 // group is the record's backend groups of the addresses, at backend's port.
@@ -185,19 +239,27 @@ func group(ips ...string) []v1beta1.BackendGroup {
 	return v1beta1.GroupBackends(bs)
 }
 
-// racedClient is a fake client holding obj whose first status patch is
-// preceded by another writer's status update, made by race on what is
-// stored, so that the patch meets a conflict.
+// racedClient is a fake client holding obj, its record signed with
+// testKey (in testKeySecret), whose first status patch is preceded by
+// another writer's status update, made by race on what is stored, so
+// that the patch meets a conflict.
 func racedClient(t *testing.T, obj *v1beta1.LBRegistrar, race func(cur *v1beta1.LBRegistrar)) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	signed := obj.DeepCopy()
+	sign(signed)
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testKeySecret.Namespace, Name: testKeySecret.Name},
+		Data: map[string][]byte{ownership.KeyField: testKey}}
 	raced := false
 	return fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1beta1.LBRegistrar{}).
-		WithObjects(obj.DeepCopy()).
+		WithObjects(signed, key).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				if !raced {
