@@ -3,6 +3,9 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +272,50 @@ func TestLongEventNotesAreCut(t *testing.T) {
 	}
 	if err := k8s.Create(ctx, event(eventnote.Fit(long))); err != nil {
 		t.Errorf("the cut note: %v", err)
+	}
+}
+
+// A pod whose backend is registered waits for OCI's health alone, not for
+// the writes of the pods after it: a pod found healthy while another
+// pod's write waits out its work request has its gate True as that write
+// lands, before the next one (for a third pod, come meanwhile) is sent
+// and waited out too.
+func TestGateDoesNotWaitForTheNextWrites(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := int32(probe.Addr().(*net.TCPAddr).Port)
+	probe.Close()
+	const latency = 3 * time.Second
+	f := newFixture(t, ociemu.Options{WorkRequestLatency: latency,
+		StandIns: map[string]string{"10.1.57.11": "127.0.0.1", "10.1.57.12": "127.0.0.2", "10.1.57.13": "127.0.0.3"}})
+	node := f.ns + "-a"
+	f.node(node, "10.0.57.1")
+	f.clusterIPService("web")
+	f.startManager(f.options())
+	f.registrar("next-writes", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "health", 1)})
+	first, ep1 := f.gatedPod("web", "first", node, "10.1.57.11")
+	_, ep2 := f.gatedPod("web", "second", node, "10.1.57.12")
+	_, ep3 := f.gatedPod("web", "third", node, "10.1.57.13")
+	f.podSliceOn("web", port, ep1)
+	backend := func(ep discoveryv1.Endpoint) string { return fmt.Sprintf("%s:%d/1", ep.Addresses[0], port) }
+	seeded := "192.168.9.9:30999/1"
+	f.expectBackends(classicLB, "health", seeded, backend(ep1))
+	f.expectGate(first, corev1.ConditionFalse, v1beta1.ReasonLoadBalancerPending) // its port does not answer
+
+	f.podSliceOn("web", port, ep1, ep2)
+	f.eventually(10*time.Second, func() error { // the second pod's write is under way
+		if wrs := f.emu.WorkRequests(); len(wrs) < 2 || wrs[0].Status == "SUCCEEDED" {
+			return fmt.Errorf("no write in flight after the first")
+		}
+		return nil
+	})
+	listen(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))) // found healthy during it
+	f.podSliceOn("web", port, ep1, ep2, ep3)
+	f.expectBackends(classicLB, "health", seeded, backend(ep1), backend(ep2))
+	f.expectGate(first, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady)
+	if got := f.backends(classicLB, "health"); slices.Contains(got, backend(ep3)) {
+		t.Errorf("the first pod's gate waited for the third pod's write: %v", got)
 	}
 }

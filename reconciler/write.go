@@ -67,6 +67,9 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 		s.out.Fail("*", err)
 		return
 	}
+	if len(changing) > 0 {
+		r.gatesBeforeWrites(ctx, s, writes)
+	}
 	// Health is read for the backend sets that now have what this resource
 	// keeps registered: one whose write failed may lack backends the record
 	// names, which OCI's health, listing only the backends it has, would
@@ -243,6 +246,32 @@ func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]
 	}
 	r.seen.Put(s.obj.Name, rec, time.Now())
 	r.gates.Learned(s.obj.Name)
+}
+
+// gatesBeforeWrites gives the pods waiting for OCI to find their backends
+// healthy a verdict before this flight's writes, each of which waits for
+// its work request: their backends are registered already, and their
+// health is no less true for writes of other backends to come. Otherwise
+// a gate whose backend turned OK during a rollout would wait for the
+// writes of the next pods (a work request each) before its health is
+// read. The backend sets are taken as read, and their health read now.
+func (r *Reconciler) gatesBeforeWrites(ctx context.Context, s *scope, writes []*setWrite) {
+	if !r.opts.BackendHealth || !r.gates.AwaitsHealth(s.obj.Name) {
+		return
+	}
+	asRead := make([]*setWrite, 0, len(writes))
+	var names []string
+	for _, w := range writes {
+		if w.read == nil || (w.job.Mode != plan.Apply && w.job.Mode != plan.Hold) {
+			continue
+		}
+		before := *w
+		before.after = w.read.Backends
+		asRead = append(asRead, &before)
+		names = append(names, w.job.Name)
+	}
+	readAt := time.Now()
+	r.learnGates(s, asRead, backendset.ReadHealth(ctx, s.oci, s.lb, names), readAt)
 }
 
 // gatesBlocked records, for the readiness gates, that nothing of obj is

@@ -229,6 +229,10 @@ func GatedPodChanged() predicate.Predicate {
 	}
 }
 
+// AwaitsHealth reports whether a pod waits for OCI to find its backend
+// healthy in a backend set of resource.
+func (c *Controller) AwaitsHealth(resource string) bool { return c.waits.awaitsHealth(resource) }
+
 // ByGatedPod maps a gated pod to the resources whose targets gate it: one
 // whose containers became ready waits for them to register it.
 func (c *Controller) ByGatedPod(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -294,6 +298,17 @@ func (g *waits) waitingOn(resource string) []types.NamespacedName {
 		}
 	}
 	return out
+}
+
+func (g *waits) awaitsHealth(resource string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range g.m {
+		if w.why == readiness.WaitHealth && slices.Contains(w.registrars, resource) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *waits) done(pod types.NamespacedName) {
