@@ -16,6 +16,18 @@ import (
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
 )
 
+// freePort is a port no one listens on at 127.0.0.1 as it returns, which
+// the tests' backends listen on at their loopback stand-ins.
+func freePort(t *testing.T) int32 {
+	t.Helper()
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	return int32(probe.Addr().(*net.TCPAddr).Port)
+}
+
 // listen accepts and closes connections at addr until the test ends or
 // the returned func is called.
 func listen(t *testing.T, addr string) (stop func()) {
@@ -52,10 +64,7 @@ func acceptAndClose(l net.Listener, accepted func()) {
 // which OCI reports UNKNOWN, is not counted.
 func TestHealthInStatus(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	f.must(err)
-	port := probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
+	port := int(freePort(t))
 	listen(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	f.node(f.ns+"-up", "127.0.0.1")
 	f.node(f.ns+"-down", "127.0.0.2")

@@ -281,12 +281,7 @@ func TestLongEventNotesAreCut(t *testing.T) {
 // lands, before the next one (for a third pod, come meanwhile) is sent
 // and waited out too.
 func TestGateDoesNotWaitForTheNextWrites(t *testing.T) {
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := int32(probe.Addr().(*net.TCPAddr).Port)
-	probe.Close()
+	port := freePort(t)
 	const latency = 3 * time.Second
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: latency,
 		StandIns: map[string]string{"10.1.57.11": "127.0.0.1", "10.1.57.12": "127.0.0.2", "10.1.57.13": "127.0.0.3"}})

@@ -203,12 +203,7 @@ func TestPodTargetsOnAnOverlayAreReported(t *testing.T) {
 // node target's do: a pod whose port answers (at its loopback stand-in) is
 // OK, one whose port does not is CRITICAL and named in Degraded.
 func TestPodHealthInStatus(t *testing.T) {
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := int32(probe.Addr().(*net.TCPAddr).Port)
-	probe.Close()
+	port := freePort(t)
 	listen(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
 	f := newFixture(t, ociemu.Options{StandIns: map[string]string{"10.1.54.11": "127.0.0.1", "10.1.54.12": "127.0.0.2"}})
 	node := f.ns + "-a"
