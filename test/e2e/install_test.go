@@ -130,7 +130,7 @@ var apiKeyFields = regexp.MustCompile(`(?m)^(\s+)(user|tenancy|fingerprint): .*$
 // half in the Secret oci-api-key/private-key of kube.Namespace (the one
 // old-operator-objects.yaml and the samples name), and returns objects with
 // that key's user, tenancy and fingerprint in every API key.
-func apiKeyFor(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, objects string) string {
+func apiKeyFor(t testing.TB, c *kube.Cluster, emu *ociemu.Emulator, objects string) string {
 	t.Helper()
 	key, err := emu.NewAPIKey()
 	if err != nil {
@@ -190,7 +190,7 @@ func createWorkload(t *testing.T, c *kube.Cluster) {
 }
 
 // addNode creates a Ready node with one InternalIP.
-func addNode(t *testing.T, c *kube.Cluster, name, ip string) {
+func addNode(t testing.TB, c *kube.Cluster, name, ip string) {
 	t.Helper()
 	ctx := testContext(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -215,7 +215,7 @@ func waitAllReady(t *testing.T, c *kube.Cluster, want int, within time.Duration)
 }
 
 // waitReady is waitAllReady for the LBRegistrars whose names count.
-func waitReady(t *testing.T, c *kube.Cluster, want int, within time.Duration, counts func(name string) bool) {
+func waitReady(t testing.TB, c *kube.Cluster, want int, within time.Duration, counts func(name string) bool) {
 	t.Helper()
 	ctx := testContext(t)
 	eventually.Passes(t, within, 250*time.Millisecond, func() error {

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 }
 
 // lbregistrar builds the command once and returns its path.
-func lbregistrar(t *testing.T) string { return lbregistrarBinary.build(t) }
+func lbregistrar(t testing.TB) string { return lbregistrarBinary.build(t) }
 
 // program is a command the tests build once, from package pkg of the
 // module in directory module of the repository.
@@ -62,7 +62,7 @@ type program struct {
 }
 
 // build builds the program the first time and returns its path.
-func (p *program) build(t *testing.T) string {
+func (p *program) build(t testing.TB) string {
 	t.Helper()
 	p.once.Do(func() {
 		var root string
@@ -127,7 +127,7 @@ func failLast(t *testing.T) func(string) {
 }
 
 // kubectl runs bin/kubectl and fails the test when it fails.
-func kubectl(t *testing.T, c *kube.Cluster, stdin string, args ...string) (stdout, stderr string) {
+func kubectl(t testing.TB, c *kube.Cluster, stdin string, args ...string) (stdout, stderr string) {
 	t.Helper()
 	stdout, stderr, err := c.Kubectl(testContext(t), stdin, args...)
 	if err != nil {

@@ -31,33 +31,52 @@ const (
 )
 
 // kubelet plays the kubelet for the pods of one namespace, there being
-// none: it binds each new pod to rolloutNode (there is no scheduler
+// none: it binds each new pod to its nodes in turn (there is no scheduler
 // either), gives it the next address of its pool, runs its
 // "container" (an HTTP server at the address's loopback stand-in) when
 // serve says so, marks its containers ready, and keeps its Ready
 // condition as the kubelet computes it: containers ready and every
 // readiness gate True (ReadinessGatesNotReady while one is not). A pod
-// being deleted stops and is removed at once.
+// being deleted keeps serving for stopAfter (its containers shutting
+// down; none by default), then stops and is removed.
 type kubelet struct {
 	c         *kube.Cluster
 	namespace string
+	nodes     []string
 	addresses []string          // pod addresses, in order of use
 	standIns  map[string]string // address -> loopback stand-in
+	stopAfter time.Duration
+	every     time.Duration // how often the pods are looked at
 
-	mu      sync.Mutex
-	serve   bool                    // whether pods started from now on answer
-	servers map[string]*http.Server // by pod name
-	next    int
+	mu       sync.Mutex
+	serve    bool                    // whether pods started from now on answer
+	servers  map[string]*http.Server // by pod name
+	next     int
+	bound    int
+	deleting map[string]time.Time // when each pod was first seen being deleted
+	ready    map[string]time.Time // when each pod's containers were marked ready
 }
 
-func newKubelet(c *kube.Cluster, namespace string, n int) *kubelet {
-	k := &kubelet{c: c, namespace: namespace, standIns: map[string]string{}, servers: map[string]*http.Server{}, serve: true}
+// newKubelet is the kubelet of namespace's pods on rolloutNode, with a
+// pool of n addresses 10.<pool>.90.1 on, each standing in at 127.<pool>.90.1 on.
+func newKubelet(c *kube.Cluster, namespace string, pool, n int) *kubelet {
+	k := &kubelet{c: c, namespace: namespace, nodes: []string{rolloutNode}, standIns: map[string]string{},
+		servers: map[string]*http.Server{}, serve: true, every: 100 * time.Millisecond,
+		deleting: map[string]time.Time{}, ready: map[string]time.Time{}}
 	for i := range n {
-		ip := fmt.Sprintf("10.1.90.%d", i+1)
-		k.addresses = append(k.addresses, ip)
-		k.standIns[ip] = fmt.Sprintf("127.0.90.%d", i+1)
+		host := fmt.Sprintf("%d.%d.%d", pool, 90+i/250, i%250+1)
+		k.addresses = append(k.addresses, "10."+host)
+		k.standIns["10."+host] = "127." + host
 	}
 	return k
+}
+
+// containersReadyAt is when the kubelet marked pod's containers ready.
+func (k *kubelet) containersReadyAt(pod string) (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	at, ok := k.ready[pod]
+	return at, ok
 }
 
 // answering says whether the pods started from now on answer on their port.
@@ -68,7 +87,7 @@ func (k *kubelet) answering(serve bool) {
 }
 
 // startAnswering starts the servers of the running pods that have none.
-func (k *kubelet) startAnswering(t *testing.T) {
+func (k *kubelet) startAnswering(t testing.TB) {
 	k.mu.Lock()
 	k.serve = true
 	k.mu.Unlock()
@@ -83,7 +102,7 @@ func (k *kubelet) startAnswering(t *testing.T) {
 	}
 }
 
-func (k *kubelet) listen(t *testing.T, pod, ip string) {
+func (k *kubelet) listen(t testing.TB, pod, ip string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.servers[pod]; ok || !k.serve {
@@ -109,7 +128,7 @@ func (k *kubelet) stop(pod string) {
 }
 
 // run keeps the namespace's pods until ctx ends.
-func (k *kubelet) run(ctx context.Context, t *testing.T) {
+func (k *kubelet) run(ctx context.Context, t testing.TB) {
 	defer func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -126,26 +145,39 @@ func (k *kubelet) run(ctx context.Context, t *testing.T) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(k.every):
 		}
 	}
 }
 
-func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
+func (k *kubelet) sync(ctx context.Context, t testing.TB, p *corev1.Pod) {
 	if p.DeletionTimestamp != nil {
-		k.stop(p.Name)
-		_ = k.c.Client.Delete(ctx, p, client.GracePeriodSeconds(0))
+		k.mu.Lock()
+		since, seen := k.deleting[p.Name]
+		if !seen {
+			since = time.Now()
+			k.deleting[p.Name] = since
+		}
+		k.mu.Unlock()
+		if time.Since(since) >= k.stopAfter {
+			k.stop(p.Name)
+			_ = k.c.Client.Delete(ctx, p, client.GracePeriodSeconds(0))
+		}
 		return
 	}
 	if p.Spec.NodeName == "" {
-		// There is no scheduler: the pod is bound to the one node, as the
+		// There is no scheduler: the pod is bound to a node, as the
 		// scheduler would through the binding subresource.
+		k.mu.Lock()
+		node := k.nodes[k.bound%len(k.nodes)]
+		k.bound++
+		k.mu.Unlock()
 		_ = k.c.Client.SubResource("binding").Create(ctx, p, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: rolloutNode}})
+			Target:     corev1.ObjectReference{Kind: "Node", Name: node}})
 		return // seen bound on the next pass
 	}
-	changed := false
+	changed, started := false, false
 	if p.Status.PodIP == "" {
 		k.mu.Lock()
 		if k.next == len(k.addresses) {
@@ -161,7 +193,7 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
 		for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady} {
 			setPodCondition(p, c, true)
 		}
-		changed = true
+		changed, started = true, true
 	}
 	ready := true
 	for _, g := range p.Spec.ReadinessGates {
@@ -175,9 +207,14 @@ func (k *kubelet) sync(ctx context.Context, t *testing.T, p *corev1.Pod) {
 	} else {
 		p.Status.Conditions[i].Reason = ""
 	}
-	if changed {
-		_ = k.c.Client.Status().Update(ctx, p) // a conflict is tried again on the next pass
+	if !changed {
+		return
 	}
+	if err := k.c.Client.Status().Update(ctx, p); err == nil && started {
+		k.mu.Lock()
+		k.ready[p.Name] = time.Now()
+		k.mu.Unlock()
+	} // a conflict is tried again on the next pass
 }
 
 // setPodCondition sets a condition's status, reporting whether it changed.
@@ -209,7 +246,7 @@ func setPodCondition(p *corev1.Pod, typ corev1.PodConditionType, isTrue bool) bo
 func TestRolloutWaitsForTheReadinessGate(t *testing.T) {
 	t.Parallel()
 	c := kube.Start(t, kube.Options{Bare: true})
-	k := newKubelet(c, "shop", 8)
+	k := newKubelet(c, "shop", 1, 8)
 	emu := ociemu.StartSeeded(t, mustRoot(t)+"/cmd/localrun/seed.yaml", ociemu.Options{Region: "ap-tokyo-1", WorkRequestLatency: 200 * time.Millisecond, StandIns: k.standIns})
 	kubectl(t, c, "", "create", "namespace", kube.Namespace)
 	addNode(t, c, rolloutNode, "10.0.90.1")

@@ -45,7 +45,7 @@ func newServeProcess() serveProcess { return serveProcess{&kube.ServeProcess{}, 
 // serveAdmitting starts serve for c, signing with API keys from
 // lbregistrar-system and reaching OCI at emu, with args besides, and
 // returns once it is ready and the API server admits through it.
-func serveAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) serveProcess {
+func serveAdmitting(t testing.TB, c *kube.Cluster, emu *ociemu.Emulator, args ...string) serveProcess {
 	t.Helper()
 	serve := newServeProcess()
 	serve.startAdmitting(t, c, emu, args...)
@@ -53,7 +53,7 @@ func serveAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ..
 }
 
 // startAdmitting is serveAdmitting with a process the caller set up.
-func (p serveProcess) startAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.Emulator, args ...string) {
+func (p serveProcess) startAdmitting(t testing.TB, c *kube.Cluster, emu *ociemu.Emulator, args ...string) {
 	t.Helper()
 	p.startInstalled(t, c, c.Kubeconfig, nil, append([]string{"--webhook-host=127.0.0.1", "--secret-namespaces=" + kube.Namespace,
 		"--oci-loadbalancer-endpoint=" + emu.URL(), "--oci-networkloadbalancer-endpoint=" + emu.URL(), "--oci-core-endpoint=" + emu.URL()}, args...)...)
@@ -67,7 +67,7 @@ func (p serveProcess) startAdmitting(t *testing.T, c *kube.Cluster, emu *ociemu.
 // process as kubeconfig with args, and points the webhooks at it, trusting
 // caBundle (none: the one the process publishes). Until it listens they
 // point at kube.UnreachableURL.
-func (p serveProcess) startInstalled(t *testing.T, c *kube.Cluster, kubeconfig string, caBundle []byte, args ...string) {
+func (p serveProcess) startInstalled(t testing.TB, c *kube.Cluster, kubeconfig string, caBundle []byte, args ...string) {
 	t.Helper()
 	pointWebhooksAt(t, c, kube.UnreachableURL, caBundle)
 	p.startAs(t, kubeconfig, args...)
@@ -82,14 +82,14 @@ func (p serveProcess) start(t *testing.T, c *kube.Cluster, args ...string) {
 }
 
 // startAs is start connecting with kubeconfig.
-func (p serveProcess) startAs(t *testing.T, kubeconfig string, args ...string) {
+func (p serveProcess) startAs(t testing.TB, kubeconfig string, args ...string) {
 	t.Helper()
 	p.launch(t, kubeconfig, args...)
 	p.waitListening(t)
 }
 
 // launch is startAs without waiting until the process listens.
-func (p serveProcess) launch(t *testing.T, kubeconfig string, args ...string) {
+func (p serveProcess) launch(t testing.TB, kubeconfig string, args ...string) {
 	t.Helper()
 	if err := p.Start(lbregistrar(t), kubeconfig, p.log, args...); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func (p serveProcess) waitLogged(t *testing.T, n int, text string) {
 	})
 }
 
-func (p serveProcess) waitListening(t *testing.T) {
+func (p serveProcess) waitListening(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
 	defer cancel()
@@ -124,14 +124,14 @@ func (p serveProcess) waitListening(t *testing.T) {
 
 // pointWebhooksAt points the CRD's conversion webhook and the validating
 // webhooks at url, trusting caBundle (none: the one already there).
-func pointWebhooksAt(t *testing.T, c *kube.Cluster, url string, caBundle []byte) {
+func pointWebhooksAt(t testing.TB, c *kube.Cluster, url string, caBundle []byte) {
 	t.Helper()
 	if err := c.PointWebhooksAt(testContext(t), url, caBundle); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (p serveProcess) waitReady(t *testing.T) {
+func (p serveProcess) waitReady(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
 	defer cancel()

@@ -172,7 +172,7 @@ func (u *untruth) watch(t *testing.T, emu *ociemu.Emulator, green *kube.Cluster,
 
 // waitBackends waits until backend set set of the classic load balancer
 // has exactly want (ip:port, ",drain" when drained) within the time given.
-func waitBackends(t *testing.T, emu *ociemu.Emulator, set string, within time.Duration, want ...string) {
+func waitBackends(t testing.TB, emu *ociemu.Emulator, set string, within time.Duration, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	eventually.Passes(t, within, 50*time.Millisecond, func() error {
@@ -196,7 +196,7 @@ func waitBackends(t *testing.T, emu *ociemu.Emulator, set string, within time.Du
 	})
 }
 
-func mustRoot(t *testing.T) string {
+func mustRoot(t testing.TB) string {
 	t.Helper()
 	root, err := kube.FindRoot()
 	if err != nil {

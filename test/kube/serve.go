@@ -105,6 +105,9 @@ func (p *ServeProcess) WaitListening(ctx context.Context) error {
 	}
 }
 
+// PID is the running process's.
+func (p *ServeProcess) PID() int { return p.cmd.Process.Pid }
+
 // PeakRSS is the most memory the running process has had resident
 // (VmHWM of /proc/<pid>/status), in bytes.
 func (p *ServeProcess) PeakRSS() (int64, error) {
