@@ -89,7 +89,7 @@ test: verify test-assets ## Run every test, including the real API server ones.
 	@# test/manifests has no concurrency of its own, so no -race: that way
 	@# the e2e tests build its command from the packages compiled here.
 	cd test/manifests && $(GO) test -count=1 -timeout 10m ./...
-	$(GO) test -race -count=1 -timeout 30m -skip '^$(HOSTILE)$$' ./...
+	$(GO) test -race -count=1 -timeout 30m -skip '^$(HOSTILE)$$' $(LONGEST_FIRST)
 	@# The hostile-traffic harness times serve's answers against the shipped
 	@# timeouts, so it runs with the machine to itself: no other package's
 	@# tests, and no race detector slowing its attackers.
@@ -97,9 +97,15 @@ test: verify test-assets ## Run every test, including the real API server ones.
 
 HOSTILE := TestHostileTraffic
 
+# go test runs packages' tests in the order named, as many at once as
+# there are cores: the two longest (each minutes against a real API
+# server) start first, beside each other, and the short ones fill in
+# behind the first to end, rather than the longest starting last.
+LONGEST_FIRST := ./test/e2e ./reconciler ./...
+
 .PHONY: test-times
 test-times: test-assets ## Run make test's main step and print where its time goes: packages, the slowest tests (hack/testtimes).
-	@$(GO) test -race -count=1 -timeout 30m -skip '^$(HOSTILE)$$' -json ./... > $(BIN)/test-times.json; status=$$?; \
+	@$(GO) test -race -count=1 -timeout 30m -skip '^$(HOSTILE)$$' -json $(LONGEST_FIRST) > $(BIN)/test-times.json; status=$$?; \
 	$(GO) run ./hack/testtimes < $(BIN)/test-times.json; exit $$status
 
 .PHONY: soak
