@@ -18,9 +18,15 @@ ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/client-go/p
 has() { [ -x "$bin/$1" ] && "$bin/$1" "${@:2}" 2>/dev/null | grep -- "$want" >/dev/null; }
 
 want=$kube
-has kube-apiserver --version || { echo "building kube-apiserver $kube"; go build -ldflags "$ldflags" -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver; }
-has kube-controller-manager --version || { echo "building kube-controller-manager $kube"; go build -ldflags "$ldflags" -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager; }
-has kubectl version --client || { echo "building kubectl $kube"; go build -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl; }
+# Kubernetes' commands are built by one go build, which links them side by side.
+cmds=()
+has kube-apiserver --version || cmds+=(k8s.io/kubernetes/cmd/kube-apiserver)
+has kube-controller-manager --version || cmds+=(k8s.io/kubernetes/cmd/kube-controller-manager)
+has kubectl version --client || cmds+=(k8s.io/kubernetes/cmd/kubectl)
+if [ ${#cmds[@]} -gt 0 ]; then
+	echo "building ${cmds[*]##*/} $kube"
+	go build -ldflags "$ldflags" -o "$bin/" "${cmds[@]}"
+fi
 want=${etcd#v}
 has etcd --version || { echo "building etcd $etcd"; go build -o "$bin/etcd" go.etcd.io/etcd/server/v3; }
 
