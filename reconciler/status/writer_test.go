@@ -239,7 +239,7 @@ func group(ips ...string) []v1beta1.BackendGroup {
 	return v1beta1.GroupBackends(bs)
 }
 
-// racedClient is a fake client holding obj, its record signed with
+// racedClient is a fake client that has obj, its record signed with
 // testKey (in testKeySecret), whose first status patch is preceded by
 // another writer's status update, made by race on what is stored, so
 // that the patch meets a conflict.
