@@ -43,6 +43,11 @@ type setWrite struct {
 	reserved int             // the load balancer's room kept for backend sets that wait before it
 }
 
+// registers reports whether the resource registers backends in w's
+// backend set (applies or holds its desired state there), rather than
+// leaving it: only such a set has backends for the readiness gates.
+func (w *setWrite) registers() bool { return w.job.Mode == plan.Apply || w.job.Mode == plan.Hold }
+
 // input is the plan input of w's backend set with current registered.
 func (w *setWrite) input(obj *v1beta1.LBRegistrar, current []plan.Backend) plan.Input {
 	in := w.job.Input(obj, current, w.read.BackendLimit(w.reserved))
@@ -83,7 +88,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, jobs []decide.Job) {
 	perSet := oci.IsNetworkLoadBalancer(s.lb)
 	current := true // no write since prepare's reads
 	for _, w := range writes {
-		if r.writeSet(ctx, s, w, current) && (w.job.Mode == plan.Apply || w.job.Mode == plan.Hold) {
+		if r.writeSet(ctx, s, w, current) && w.registers() {
 			inLine = append(inLine, w.job.Name)
 		}
 		current = current && (perSet || !w.changing)
@@ -232,7 +237,7 @@ func (r *Reconciler) holdWrites(ctx context.Context, s *scope, jobs []decide.Job
 func (r *Reconciler) learnGates(s *scope, writes []*setWrite, health map[string]*oci.BackendSetHealth, readAt time.Time) {
 	rec := readiness.Record{Generation: s.obj.Generation, Sets: map[string]*readiness.Set{}}
 	for _, w := range writes {
-		if w.job.Mode != plan.Apply && w.job.Mode != plan.Hold {
+		if !w.registers() {
 			continue
 		}
 		blocked := w.blocked
@@ -262,7 +267,7 @@ func (r *Reconciler) gatesBeforeWrites(ctx context.Context, s *scope, writes []*
 	asRead := make([]*setWrite, 0, len(writes))
 	var names []string
 	for _, w := range writes {
-		if w.read == nil || (w.job.Mode != plan.Apply && w.job.Mode != plan.Hold) {
+		if w.read == nil || !w.registers() {
 			continue
 		}
 		before := *w
