@@ -233,7 +233,8 @@ func TestStands(t *testing.T) {
 				t.Fatalf("stands %+v, want one", stands)
 			}
 			got := stands[0]
-			if got.Target != 0 || !slices.Equal(got.Backends, tt.want.Backends) || got.Healthy != tt.want.Healthy || (tt.want.Skip == "") != (got.Skip == "") || !strings.Contains(got.Skip, tt.want.Skip) {
+			behindNode := tt.target.TargetType != v1beta1.TargetTypePod
+			if got.Target != 0 || !slices.Equal(got.Backends, tt.want.Backends) || got.Healthy != tt.want.Healthy || got.Node != behindNode || (tt.want.Skip == "") != (got.Skip == "") || !strings.Contains(got.Skip, tt.want.Skip) {
 				t.Errorf("stand %+v, want %+v", got, tt.want)
 			}
 		})

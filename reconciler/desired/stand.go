@@ -28,6 +28,9 @@ type Stand struct {
 	// Healthy: the gate waits for OCI to report the backend OK, not only
 	// to have it serving (see healthWaits).
 	Healthy bool
+	// Node: the backends are the pod's node's (a node target), not the
+	// pod's own address.
+	Node bool
 	// Skip says why no backend is written for the pod here; its gate does
 	// not wait for this target.
 	Skip string
@@ -110,7 +113,7 @@ func podStands(i int, service types.NamespacedName, port *corev1.ServicePort, en
 func nodeStands(i int, service types.NamespacedName, sp *corev1.ServicePort, local bool, endpointSlices []*discoveryv1.EndpointSlice, gated GatedPods, ns nodeSet, f Family) Stands {
 	var out Stands
 	forGated(service, endpointSlices, gated, func(s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, pod *corev1.Pod) {
-		st := Stand{Target: i}
+		st := Stand{Target: i, Node: true}
 		switch {
 		case !servesPort(s, sp):
 			st.Skip = fmt.Sprintf("its endpoint does not serve port %s of Service %s", sp.Name, service)

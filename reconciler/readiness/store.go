@@ -41,9 +41,13 @@ type Set struct {
 	// (desired.Stand).
 	Stands desired.Stands
 	// Since is when each pod of Stands first stood here, and Reused
-	// whether the set had a backend standing for it already then (a pod
-	// at a gone pod's address): OCI's health of that backend is the gone
-	// pod's until Schedule.Settle has passed since.
+	// whether the set had a backend at its own address already then (a
+	// pod at a gone pod's address): OCI's health of that backend is the
+	// gone pod's until Schedule.Settle has passed since. A node target's
+	// backend is never Reused: its health is what kube-proxy on the node
+	// answers, which counts only ready endpoints (pkg/proxy/healthcheck),
+	// so checks before the pod came find what checks after it would until
+	// its gate lets it be Ready.
 	Since  map[types.UID]time.Time
 	Reused map[types.UID]bool
 	// Blocked says why a wanted backend it does not have is not written
@@ -96,9 +100,9 @@ type Store struct {
 // Put records what a reconcile of resource found, at now. A set whose
 // health was not read this time keeps the state last read of each backend
 // still serving, and when it was read. A pod that stands in a set for the
-// first time is stamped now, and marked Reused when the set had one of
-// its backends before (or nothing is known of the set before: a
-// restarted controller assumes the worse).
+// first time is stamped now, and marked Reused when the set had a
+// backend at its own address before (or nothing is known of the set
+// before: a restarted controller assumes the worse).
 func (s *Store) Put(resource string, r Record, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,8 +130,8 @@ func (s *Store) Put(resource string, r Record, now time.Time) {
 				continue
 			}
 			set.Since[uid] = now
-			set.Reused[uid] = was == nil || slices.ContainsFunc(stands, func(st desired.Stand) bool {
-				return slices.ContainsFunc(st.Backends, func(b string) bool { return was.present[b] })
+			set.Reused[uid] = slices.ContainsFunc(stands, func(st desired.Stand) bool {
+				return !st.Node && (was == nil || slices.ContainsFunc(st.Backends, func(b string) bool { return was.present[b] }))
 			})
 		}
 	}

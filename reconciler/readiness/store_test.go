@@ -55,7 +55,9 @@ func TestStoreKeepsHealthAcrossAnUnreadPass(t *testing.T) {
 // A pod standing for a backend the set had already (a pod at a gone pod's
 // address, or a drained backend called back) is Reused, stamped when it
 // first stood; one whose backend is added for it is not; after a restart
-// nothing is known, and every pod is taken as Reused.
+// nothing is known, and every pod is taken as Reused. A pod behind its
+// node (a node target) is never Reused: the node's health is kube-proxy's
+// answer, the same before the pod as after it until it is Ready.
 func TestStoreStampsPodsAtAnOldAddress(t *testing.T) {
 	var s Store
 	a, b := plan.Backend{IP: "10.1.0.1", Port: 80}, plan.Backend{IP: "10.1.0.2", Port: 80, Drain: true}
@@ -68,15 +70,21 @@ func TestStoreStampsPodsAtAnOldAddress(t *testing.T) {
 		got, _ := s.Get("web")
 		return *got.Sets["pods"]
 	}
-	if got := put(stand("first", "10.1.0.1:80"), t0, a); !got.Reused["first"] {
-		t.Errorf("after a restart a pod is not taken as Reused: %+v", got)
+	behindNode := func(uid types.UID, backend string) desired.Stands {
+		return desired.Stands{uid: {{Backends: []string{backend}, Healthy: true, Node: true}}}
+	}
+	first := stand("first", "10.1.0.1:80")
+	first["first-behind-node"] = behindNode("first-behind-node", "10.1.0.2:80")["first-behind-node"]
+	if got := put(first, t0, a, b); !got.Reused["first"] || got.Reused["first-behind-node"] {
+		t.Errorf("after a restart a pod is not taken as Reused, or one behind its node is: %+v", got.Reused)
 	}
 	put(nil, t0.Add(time.Second), a, b)
 	merged := stand("new", "10.1.0.3:80")
 	merged["old-address"] = stand("old-address", "10.1.0.1:80")["old-address"]
 	merged["called-back"] = stand("called-back", "10.1.0.2:80")["called-back"]
+	merged["behind-node"] = behindNode("behind-node", "10.1.0.1:80")["behind-node"]
 	got := put(merged, t0.Add(2*time.Second), a, b, plan.Backend{IP: "10.1.0.3", Port: 80})
-	want := map[types.UID]bool{"new": false, "old-address": true, "called-back": true}
+	want := map[types.UID]bool{"new": false, "old-address": true, "called-back": true, "behind-node": false}
 	if diff := cmp.Diff(want, got.Reused); diff != "" {
 		t.Errorf("reused (-want +got):\n%s", diff)
 	}
