@@ -164,6 +164,9 @@ func (f *fixture) options() reconciler.Options {
 	o.OCI.PollMin, o.OCI.PollMax = 5*time.Millisecond, 100*time.Millisecond
 	o.Backoff = backendset.Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 20}
 	o.DrainPeriod, o.NodeDrainPeriod = 0, 0
+	// Endpoint changes still go through the batch's delay, short enough
+	// not to add up over the tests' many of them.
+	o.EndpointBatchPeriod = 10 * time.Millisecond
 	o.CleanupTimeout = 30 * time.Second
 	o.Resync = time.Minute
 	o.RecordKey = client.ObjectKey{Namespace: f.ns, Name: reconciler.DefaultRecordKeySecret}

@@ -47,6 +47,11 @@ type Options struct {
 	// endpoints; its pod is terminating or gone) stays drained before it is
 	// removed; 0 removes it at once.
 	NodeDrainPeriod time.Duration
+	// EndpointBatchPeriod is how long a reconcile that an endpoint or a
+	// gated pod changed waits, so that the changes coming after it within
+	// the period are written with it: a rollout's pods start together
+	// but are published one by one (see batched).
+	EndpointBatchPeriod time.Duration
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
 	CleanupTimeout time.Duration
@@ -108,20 +113,27 @@ const DefaultRecordKeySecret = "lbregistrar-record-key"
 // client between requests is not cut.
 const DefaultNodeDrainPeriod = 70 * time.Second
 
+// DefaultEndpointBatchPeriod is half the least time OCI takes for a
+// write (its work request): a change coming during a write waits for it
+// to end, so waiting this long for the changes that follow the first
+// costs the first less than it saves them.
+const DefaultEndpointBatchPeriod = 500 * time.Millisecond
+
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
 	o := Options{
-		OCI:                oci.DefaultOptions(),
-		Workers:            8,
-		Resync:             10 * time.Minute,
-		WatchPeriod:        10 * time.Second,
-		DrainPeriod:        30 * time.Second,
-		NodeDrainPeriod:    DefaultNodeDrainPeriod,
-		CleanupTimeout:     30 * time.Minute,
-		WorkRequestTimeout: 10 * time.Minute,
-		ShutdownWait:       85 * time.Second,
-		BackendHealth:      true,
-		Backoff:            backendset.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
+		OCI:                 oci.DefaultOptions(),
+		Workers:             8,
+		Resync:              10 * time.Minute,
+		WatchPeriod:         10 * time.Second,
+		DrainPeriod:         30 * time.Second,
+		NodeDrainPeriod:     DefaultNodeDrainPeriod,
+		EndpointBatchPeriod: DefaultEndpointBatchPeriod,
+		CleanupTimeout:      30 * time.Minute,
+		WorkRequestTimeout:  10 * time.Minute,
+		ShutdownWait:        85 * time.Second,
+		BackendHealth:       true,
+		Backoff:             backendset.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Attempts: 8},
 	}
 	// In a cluster, API keys are read from the controller's own namespace
 	// unless said otherwise; that is what the shipped RBAC allows.
@@ -148,6 +160,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
 		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")
+	fs.DurationVar(&o.EndpointBatchPeriod, "endpoint-batch-period", o.EndpointBatchPeriod,
+		"How long a change of a Service's endpoints (or of a gated pod) waits before it is written, to be written with the changes that follow it; 0 writes at once")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")

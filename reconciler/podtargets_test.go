@@ -126,6 +126,31 @@ func TestPodTargetsRegisterReadyEndpoints(t *testing.T) {
 	}
 }
 
+// Endpoint changes that come one after another (a pod terminating, the
+// pods that replace it becoming ready) within --endpoint-batch-period of
+// the first are written together: one write, not one each.
+func TestEndpointChangesWithinThePeriodShareAWrite(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "10.0.51.1")
+	f.clusterIPService("web")
+	f.podSlice("web", podAt("10.1.51.11", node, true), podAt("10.1.51.12", node, true))
+	o := f.options()
+	o.NodeDrainPeriod, o.EndpointBatchPeriod = time.Hour, time.Second
+	f.startManager(o)
+	f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	f.expectBackends(classicLB, "api", "10.1.51.11:8080/1", "10.1.51.12:8080/1")
+	writes := f.writesTo(classicLB, "api")
+
+	f.podSlice("web", podAt("10.1.51.11", node, false), podAt("10.1.51.12", node, true))
+	f.podSlice("web", podAt("10.1.51.11", node, false), podAt("10.1.51.12", node, true), podAt("10.1.51.13", node, true))
+	f.podSlice("web", podAt("10.1.51.11", node, false), podAt("10.1.51.12", node, true), podAt("10.1.51.13", node, true), podAt("10.1.51.14", node, true))
+	f.expectBackends(classicLB, "api", "10.1.51.11:8080/1,drain", "10.1.51.12:8080/1", "10.1.51.13:8080/1", "10.1.51.14:8080/1")
+	if n := f.writesTo(classicLB, "api") - writes; n != 1 {
+		t.Errorf("%d writes for three endpoint changes within the batch period, want one", n)
+	}
+}
+
 // A Service scaled to zero, its pods gone: the EndpointSlice controller
 // keeps its placeholder slice, with no endpoint, and the pods' backends
 // are drained for the node drain period, then removed, leaving what

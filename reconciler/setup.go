@@ -161,8 +161,8 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			builder.WithPredicates(nodeChanged())).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.gates.ByGatedPod), builder.WithPredicates(gates.GatedPodChanged())).
+		Watches(&discoveryv1.EndpointSlice{}, batched(r.opts.EndpointBatchPeriod, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice))).
+		Watches(&corev1.Pod{}, batched(r.opts.EndpointBatchPeriod, handler.EnqueueRequestsFromMapFunc(r.gates.ByGatedPod)), builder.WithPredicates(gates.GatedPodChanged())).
 		WatchesRawSource(secretEvents).
 		WatchesRawSource(r.wakeups).
 		WithOptions(controller.Options{

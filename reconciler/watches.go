@@ -3,12 +3,14 @@ package reconciler
 import (
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,6 +162,47 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 	}
 	return reqs
 }
+
+// batched is h with each request it enqueues made period after the
+// event, as the EndpointSlice controller batches the pod changes of a
+// Service (kube-controller-manager --endpointslice-updates-batch-period:
+// pkg/controller/endpointslice addPod and updatePod queue the Service
+// with AddAfter). The queue keeps a
+// request's earliest time, so the first change of a batch sets when it
+// is written, and the changes after it within period come along: the
+// pods a ReplicaSet starts together become ready within moments of each
+// other, and without the wait the first would be written alone and the
+// others would wait for its work request before their own.
+func batched(period time.Duration, h handler.EventHandler) handler.EventHandler {
+	if period <= 0 {
+		return h
+	}
+	later := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return delayedQueue{q, period}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(ctx, e, later(q))
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(ctx, e, later(q))
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(ctx, e, later(q))
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Generic(ctx, e, later(q))
+		},
+	}
+}
+
+// delayedQueue adds each request period from now.
+type delayedQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	period time.Duration
+}
+
+func (q delayedQueue) Add(req reconcile.Request) { q.AddAfter(req, q.period) }
 
 func (r *Reconciler) bySecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.requests(ctx, client.MatchingFields{secretIndex: obj.GetNamespace() + "/" + obj.GetName()})

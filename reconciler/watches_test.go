@@ -3,16 +3,22 @@ package reconciler
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/index"
@@ -72,4 +78,39 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 	if lists == 0 || copied > 0 {
 		t.Errorf("%d of %d lists of LBRegistrars copied every resource", copied, lists)
 	}
+}
+
+// batched delays each request the wrapped handler enqueues by the period,
+// for every kind of event; a period of 0 leaves the handler as it is.
+func TestBatchedEnqueuesAfterThePeriod(t *testing.T) {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}
+	h := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
+	if got := batched(0, h); got != h {
+		t.Errorf("batched(0, h) = %T, want h itself", got)
+	}
+	q := &recordingQueue{}
+	b, ctx, slice := batched(time.Second, h), context.Background(), &discoveryv1.EndpointSlice{}
+	b.Create(ctx, event.CreateEvent{Object: slice}, q)
+	b.Update(ctx, event.UpdateEvent{ObjectOld: slice, ObjectNew: slice}, q)
+	b.Delete(ctx, event.DeleteEvent{Object: slice}, q)
+	b.Generic(ctx, event.GenericEvent{Object: slice}, q)
+	if q.added != 0 || q.after[time.Second] < 4 {
+		t.Errorf("%d requests added at once, %v after a delay; want every one after 1s", q.added, q.after)
+	}
+}
+
+// recordingQueue counts what is added to it, at once and after a delay.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added int
+	after map[time.Duration]int
+}
+
+func (q *recordingQueue) Add(reconcile.Request) { q.added++ }
+
+func (q *recordingQueue) AddAfter(_ reconcile.Request, d time.Duration) {
+	if q.after == nil {
+		q.after = map[time.Duration]int{}
+	}
+	q.after[d]++
 }

@@ -218,9 +218,16 @@ func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
 }
 
 // GatedPodChanged passes the pod events a registration depends on: a pod
-// added or gone, its containers becoming ready or not, its deletion.
+// gone, its containers becoming ready or not, its deletion; of pods added,
+// those ready already (listed at a start). A pod just made is not
+// registered yet, and its event would start a batch (--endpoint-batch-period)
+// before the changes that matter: its containers becoming ready.
 func GatedPodChanged() predicate.Predicate {
 	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			pod, ok := e.Object.(*corev1.Pod)
+			return !ok || desired.AwaitsGate(pod)
+		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*corev1.Pod)
 			cur, okCur := e.ObjectNew.(*corev1.Pod)
