@@ -141,15 +141,26 @@ func judge(g desired.Gate, uid types.UID, get func(resource string) (Record, boo
 	return judgement{met: backend + " in " + g.BackendSet}
 }
 
-// nextCheck is when OCI checks the pod uid's backend in set next, as near
-// as the schedule tells: an interval after the last read, or after the
-// pod first stood there when read before that.
+// nextCheck is when a health read can first find what OCI's next check
+// of the pod uid's backend in set found. The checks come every interval,
+// each over within timeout; counted from when the pod first stood there
+// (when its backend was written, or found), they are over at since +
+// timeout + k x interval, and the read goes at the first of those after
+// the last read: one read an interval, as reading an interval after the
+// last would be, but placed just after a check ends rather than anywhere
+// in the interval, where a checker that checks a backend as soon as it
+// has it (as the emulator's does) puts its checks. OCI documents no phase;
+// in the worst case the read comes an interval late, as before.
 func nextCheck(set *Set, uid types.UID) time.Time {
-	last := set.ReadAt
-	if since := set.Since[uid]; since.After(last) {
-		last = since
+	since := set.Since[uid]
+	if since.IsZero() { // not stamped: count from the last read
+		since = set.ReadAt
 	}
-	return last.Add(set.Schedule.Interval)
+	due, interval := since.Add(set.Schedule.Timeout), set.Schedule.Interval
+	if interval > 0 && !set.ReadAt.Before(due) {
+		due = due.Add((set.ReadAt.Sub(due)/interval + 1) * interval)
+	}
+	return due
 }
 
 func healthPending(recheckAt time.Time, message string) judgement {

@@ -118,9 +118,10 @@ func TestDecideBlockedOutranksWaiting(t *testing.T) {
 	}
 }
 
-// A wait on OCI's health says when a read may find it changed: the next
-// check, an interval after the last read; for a pod at a gone pod's
-// address, the end of the settle time.
+// A wait on OCI's health says when a read may find it changed: once the
+// next check after the last read is over, the checks counted from when
+// the pod first stood there (every 10 s here, each over within 3 s); for
+// a pod at a gone pod's address, the end of the settle time.
 func TestDecideSaysWhenToLookAgain(t *testing.T) {
 	const uid = types.UID("pod")
 	t0 := time.Unix(1000, 0)
@@ -130,14 +131,16 @@ func TestDecideSaysWhenToLookAgain(t *testing.T) {
 			Health: map[string]string{"10.1.0.7:8080": health}, ReadAt: t0.Add(time.Second), Schedule: schedule,
 			Since: map[types.UID]time.Time{uid: t0}, Reused: map[types.UID]bool{uid: reused}}
 	}
+	read := func(s *Set, at time.Duration) *Set { s.ReadAt = t0.Add(at); return s }
 	gates := []desired.Gate{{LBRegistrar: "web", BackendSet: "pods"}}
 	for _, tt := range []struct {
 		name string
 		set  *Set
 		want time.Time
 	}{
-		{"UNKNOWN: the next check", set("UNKNOWN", false), t0.Add(11 * time.Second)},
-		{"CRITICAL: the next check", set("CRITICAL", false), t0.Add(11 * time.Second)},
+		{"UNKNOWN: once the first check is over", set("UNKNOWN", false), t0.Add(3 * time.Second)},
+		{"CRITICAL: once the next check is over", read(set("CRITICAL", false), 3*time.Second), t0.Add(13 * time.Second)},
+		{"CRITICAL, read late: once the check after the read is over", read(set("CRITICAL", false), 25*time.Second), t0.Add(33 * time.Second)},
 		{"at a gone pod's address: once settled", set("OK", true), t0.Add(43 * time.Second)},
 	} {
 		v := Decide(gates, uid, func(string) (Record, bool) { return Record{Sets: map[string]*Set{"pods": tt.set}}, true }, true)
