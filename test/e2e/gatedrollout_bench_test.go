@@ -154,7 +154,9 @@ func newRolloutBench(b *testing.B, rc rolloutCase) *rolloutBench {
 	for i, node := range nodes {
 		addNode(b, c, node, fmt.Sprintf("10.0.90.%d", i+1))
 	}
-	env.serve = serveAdmitting(b, c, env.emu)
+	// serve's shortest poll, 500 ms, is for OCI's work requests of many
+	// seconds; the benchmark's L is a second, so polls are scaled with it.
+	env.serve = serveAdmitting(b, c, env.emu, fmt.Sprintf("--work-request-poll-min=%s", rolloutLatency/16))
 	c.StartControllerManager(b, "deployment-controller", "replicaset-controller", "endpointslice-controller")
 	ctx := testContext(b)
 	for _, ns := range []*rolloutNamespace{env.shop, env.plain} {
@@ -465,9 +467,9 @@ func (env *rolloutBench) report(b *testing.B, r rolled, floor time.Duration) {
 	}
 }
 
-// timeline is when each new pod went through each step, and when each
-// work request was accepted and finished, in seconds from the rollout's
-// start; LBREGISTRAR_BENCH_TIMELINE names the file it is written to.
+// timeline is when each new pod went through each step, when each work
+// request was accepted and finished, and each OCI call, in seconds from
+// the rollout's start; LBREGISTRAR_BENCH_TIMELINE names the file it is written to.
 func (env *rolloutBench) timeline(r rolled) string {
 	at := func(t time.Time, ok bool) string {
 		if !ok {
@@ -488,7 +490,12 @@ func (env *rolloutBench) timeline(r rolled) string {
 		lines = append(lines, fmt.Sprintf("work request accepted %s finished %s", at(wr.TimeAccepted, true), at(wr.TimeFinished, !wr.TimeFinished.IsZero())))
 	}
 	slices.Sort(lines)
-	return strings.Join(lines, "\n") + "\n"
+	calls := make([]string, 0, len(r.calls))
+	for _, c := range r.calls {
+		calls = append(calls, fmt.Sprintf("%s %s %d", at(c.Time, true), c.Operation, c.Status))
+	}
+	slices.Sort(calls)
+	return strings.Join(lines, "\n") + "\nOCI calls:\n" + strings.Join(calls, "\n") + "\n"
 }
 
 // gateTrue reports whether p's readiness gate is True.
