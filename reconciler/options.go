@@ -29,7 +29,8 @@ import (
 type Options struct {
 	OCI oci.Options
 	// Workers bounds how many resources (and so load balancers) are
-	// reconciled at once.
+	// reconciled at once, and how many pods' readiness gates are decided
+	// at once.
 	Workers int
 	// Resync is the period, jittered by up to 10%, at which every resource
 	// is reconciled again to repair drift made outside the controller.
@@ -156,7 +157,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.OCI.Burst, "oci-burst", o.OCI.Burst, "OCI API calls allowed in a burst above --oci-rate-limit")
 	fs.DurationVar(&o.OCI.PollMin, "work-request-poll-min", o.OCI.PollMin, "Shortest interval between work request polls")
 	fs.DurationVar(&o.OCI.PollMax, "work-request-poll-max", o.OCI.PollMax, "Longest interval between work request polls")
-	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, and status writes in progress at once; waiting for OCI work requests occupies no worker, so this does not bound how many load balancers are written at once")
+	fs.IntVar(&o.Workers, "reconcile-workers", o.Workers, "LBRegistrars reconciled in parallel, status writes in progress at once, and pods' readiness gates decided at once; waiting for OCI work requests occupies no worker, so this does not bound how many load balancers are written at once")
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the drift-repairing resync (jittered by up to 10%)")
 	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
 		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")

@@ -121,7 +121,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		elected: mgr.Elected(),
 		opts:    o,
 	}
-	r.gates = &gates.Controller{Client: nodes, Events: events, Seen: &r.seen, Registrars: wakeups, DryRun: o.DryRun, BackendHealth: o.BackendHealth}
+	r.gates = &gates.Controller{Client: nodes, Events: events, Seen: &r.seen, Registrars: wakeups, DryRun: o.DryRun, BackendHealth: o.BackendHealth, Workers: o.Workers}
 	return r.setup(ctx, mgr)
 }
 

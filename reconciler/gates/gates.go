@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -61,6 +62,11 @@ type Controller struct {
 	// BackendHealth is serve --backend-health: without health reads, a
 	// registered backend is enough.
 	BackendHealth bool
+	// Workers is how many pods are decided at once: the pods one write
+	// let through have their gates opened together, not one patch after
+	// another, so their Deployment sees them available together and
+	// starts the next pods together.
+	Workers int
 
 	waits   waits         // the pods whose gate is False
 	wakeups lanes.Wakeups // has them decide again
@@ -75,6 +81,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(gatedPodsOf)).
 		Watches(&v1beta1.LBRegistrar{}, handler.EnqueueRequestsFromMapFunc(c.waits.on)).
 		WatchesRawSource(&c.wakeups).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(c.Workers, 1)}).
 		Complete(reconcile.Func(c.reconcile))
 }
 
