@@ -467,9 +467,10 @@ func (env *rolloutBench) report(b *testing.B, r rolled, floor time.Duration) {
 	}
 }
 
-// timeline is when each new pod went through each step, when each work
-// request was accepted and finished, and each OCI call, in seconds from
-// the rollout's start; LBREGISTRAR_BENCH_TIMELINE names the file it is written to.
+// timeline is when each new pod went through each step, when each
+// leaving pod's endpoint turned terminating and its backend was drained,
+// when each work request was accepted and finished, and each OCI call,
+// in seconds from the rollout's start; LBREGISTRAR_BENCH_TIMELINE names the file it is written to.
 func (env *rolloutBench) timeline(r rolled) string {
 	at := func(t time.Time, ok bool) string {
 		if !ok {
@@ -485,6 +486,10 @@ func (env *rolloutBench) timeline(r rolled) string {
 		gated, okGated := r.gateTrue[pod]
 		lines = append(lines, fmt.Sprintf("pod %-12s containers-ready %s endpoint %s registered %s gate %s",
 			addr, at(ready, okReady), at(appeared, okAppeared), at(registered, okRegistered), at(gated, okGated)))
+	}
+	for addr, terminating := range r.terminated {
+		drained, ok := r.drained[addr]
+		lines = append(lines, fmt.Sprintf("drain %-12s terminating %s drained %s", addr, at(terminating, true), at(drained, ok)))
 	}
 	for _, wr := range r.wrs {
 		lines = append(lines, fmt.Sprintf("work request accepted %s finished %s", at(wr.TimeAccepted, true), at(wr.TimeFinished, !wr.TimeFinished.IsZero())))
