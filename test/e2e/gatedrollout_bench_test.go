@@ -86,8 +86,9 @@ func (rc rolloutCase) String() string {
 // gate-p50-s, gate-p99-s and gate-max-s, from a pod's containers ready to
 // its gate True, and gate-p99-over-floor-s beside L + retries x interval;
 // writes/set/batch, the OCI writes to the pods' backend set per batch;
-// reads/pod and health-reads/pod, per new pod; drain-max-s, from a pod's
-// endpoint turning terminating to its backend drained (pods only); and
+// reads/pod and health-reads/pod, per new pod; drain-p50-s and
+// drain-max-s, from a pod's endpoint turning terminating to its backend
+// drained (pods only); and
 // controller-ms/endpoint-change, the controller's CPU per change of an
 // endpoint the EndpointSlice controller published.
 func BenchmarkGatedRollout(b *testing.B) {
@@ -455,6 +456,7 @@ func (env *rolloutBench) report(b *testing.B, r rolled, floor time.Duration) {
 				drains = append(drains, max(drained.Sub(at), 0))
 			}
 		}
+		b.ReportMetric(percentile(drains, 0.5)/1000, "drain-p50-s")
 		b.ReportMetric(percentile(drains, 1)/1000, "drain-max-s")
 	}
 	if r.changes > 0 {
