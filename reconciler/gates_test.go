@@ -314,3 +314,65 @@ func TestGateDoesNotWaitForTheNextWrites(t *testing.T) {
 		t.Errorf("the first pod's gate waited for the third pod's write: %v", got)
 	}
 }
+
+// A pod behind its node (externalTrafficPolicy: Local) on a node that
+// serves the Service already (another ready pod there) goes through on
+// the node's health as read: that health is kube-proxy's answer, which
+// counts only ready endpoints, the same before the pod came as after it
+// until it is Ready. It never waits the settle time of a pod at a gone
+// pod's address (here 600 ms, which the gate's condition would say).
+func TestGateBehindAServingNodeCountsItsHealthAsRead(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "127.0.0.1")
+	svc := f.service("gw", corev1.ServicePort{Name: "https", Port: 443})
+	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	f.must(f.api.Update(f.ctx, svc))
+	nodePort := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
+	listen(t, net.JoinHostPort("127.0.0.1", nodePort)) // kube-proxy answering for the ready pod there
+	o := f.options()
+	o.Resync = 100 * time.Millisecond // health is read on each resync
+	f.startManager(o)
+	obj := f.registrar("local", classicLB, []v1beta1.Target{{Namespace: f.ns, Name: "gw", Port: ptr.To(intstr.FromString("https")), BackendSetName: "health", Weight: 1}})
+	ready := discoveryv1.Endpoint{Addresses: []string{"10.1.59.1"}, NodeName: ptr.To(node), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: f.ns, Name: "serving"}}
+	f.endpointSliceAt("gw", ready)
+	f.expectBackends(classicLB, "health", "127.0.0.1:"+nodePort+"/1", "192.168.9.9:30999/1")
+	f.eventually(30*time.Second, func() error {
+		if healthy := f.get(obj).Status.Healthy; healthy != "1/1" {
+			return fmt.Errorf("healthy %q, want the node OK", healthy)
+		}
+		return nil
+	})
+
+	pod, ep := f.gatedPod("gw", "arriving", node, "10.1.59.2")
+	said := make(chan []string)
+	stop := make(chan struct{})
+	go func() { // every message the gate's condition had on its way
+		var messages []string
+		for {
+			var cur corev1.Pod
+			if err := f.api.Get(f.ctx, client.ObjectKeyFromObject(pod), &cur); err == nil {
+				for _, c := range cur.Status.Conditions {
+					if c.Type == v1beta1.ReadinessGate && !slices.Contains(messages, c.Message) {
+						messages = append(messages, c.Message)
+					}
+				}
+			}
+			select {
+			case <-stop:
+				said <- messages
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	f.endpointSliceAt("gw", ready, ep)
+	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady, "127.0.0.1:"+nodePort)
+	close(stop)
+	for _, m := range <-said {
+		if strings.Contains(m, "stood for another pod") {
+			t.Errorf("the gate waited the settle time of a pod at a gone pod's address: %q", m)
+		}
+	}
+}
