@@ -167,12 +167,12 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 // event, as the EndpointSlice controller batches the pod changes of a
 // Service (kube-controller-manager --endpointslice-updates-batch-period:
 // pkg/controller/endpointslice addPod and updatePod queue the Service
-// with AddAfter). The queue keeps a
-// request's earliest time, so the first change of a batch sets when it
-// is written, and the changes after it within period come along: the
-// pods a ReplicaSet starts together become ready within moments of each
-// other, and without the wait the first would be written alone and the
-// others would wait for its work request before their own.
+// with AddAfter). The queue keeps a request's earliest time, so the
+// first change of a batch sets when it is written, and the changes after
+// it within period come along: the pods a ReplicaSet starts together
+// become ready within moments of each other, and without the wait the
+// first would be written alone and the others would wait for its work
+// request before their own.
 func batched(period time.Duration, h handler.EventHandler) handler.EventHandler {
 	if period <= 0 {
 		return h
