@@ -75,14 +75,11 @@ type Writer struct {
 // keeps it, so the next status write removes it from the stored object too.
 func (r *Writers) Open(ctx context.Context, obj *v1beta1.LBRegistrar) (*Writer, error) {
 	st := &Writer{rec: r, obj: obj, base: obj.DeepCopy()}
-	if !ownership.Recorded(obj) {
-		return st, nil
-	}
-	key, err := r.keys.Key(ctx)
+	vouched, err := r.vouched(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
-	if !ownership.Vouched(key, obj) {
+	if !vouched {
 		metrics.UnverifiedRecords.Inc()
 		log.FromContext(ctx).Info("the ownership record in status is not signed by this controller; it is ignored: nothing it lists is removed",
 			"recordedLoadBalancer", obj.Status.LoadBalancerID, "recordedBackendSets", len(obj.Status.BackendSets))
@@ -264,7 +261,7 @@ func (s *Writer) rebase(ctx context.Context) error {
 		}
 		base := cur.DeepCopy()
 		wrs, conditions := mergeWorkRequests(cur, seen), mergeConditions(cur, s.base, s.obj)
-		vouched, err := s.vouches(ctx, cur)
+		vouched, err := s.rec.vouched(ctx, cur)
 		if err != nil {
 			return err
 		}
@@ -285,21 +282,25 @@ func (s *Writer) rebase(ctx context.Context) error {
 	})
 }
 
-// vouches reports whether cur's ownership record is one this controller
-// signed (or there is none). Only then may the entries a flight changed be
-// put on top of it and the whole be signed: a record another writer put
-// there meanwhile (a forgery, a restore from a backup) would otherwise get
-// the controller's signature with them, and its backends be removed as
-// the resource's own.
-func (s *Writer) vouches(ctx context.Context, cur *v1beta1.LBRegistrar) (bool, error) {
-	if s.rec.keys == nil {
-		return !ownership.Recorded(cur), nil
+// vouched reports whether obj's ownership record is one this controller
+// signed, or there is none (ownership.Vouched); with no key store nothing
+// is signed, so no record is. A reconcile acts only on such a record
+// (Open), and a rebase puts a flight's entries only on top of one and
+// signs the whole (rebase): a record another writer put there (a
+// forgery, a restore from a backup) would otherwise get the controller's
+// signature, and its backends be removed as the resource's own.
+func (r *Writers) vouched(ctx context.Context, obj *v1beta1.LBRegistrar) (bool, error) {
+	if !ownership.Recorded(obj) {
+		return true, nil
 	}
-	key, err := s.rec.keys.Key(ctx)
+	if r.keys == nil {
+		return false, nil
+	}
+	key, err := r.keys.Key(ctx)
 	if err != nil {
 		return false, err
 	}
-	return ownership.Vouched(key, cur), nil
+	return ownership.Vouched(key, obj), nil
 }
 
 // mergeRecords sets on cur the ownership record entries ours changed
