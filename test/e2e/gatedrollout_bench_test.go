@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
+	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 	"github.com/peppy-ratio/lbregistrar/test/eventually"
 	"github.com/peppy-ratio/lbregistrar/test/kube"
 	"github.com/peppy-ratio/lbregistrar/test/ociemu"
@@ -296,7 +297,7 @@ func (env *rolloutBench) rollout(b *testing.B, ns *rolloutNamespace) rolled {
 		defer pods.Stop()
 		for ev := range pods.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted || !gateTrue(p) {
+			if !ok || ev.Type == watch.Deleted || !desired.GateTrue(p) {
 				continue
 			}
 			mu.Lock()
@@ -503,13 +504,6 @@ func (env *rolloutBench) timeline(r rolled) string {
 	}
 	slices.Sort(calls)
 	return strings.Join(lines, "\n") + "\nOCI calls:\n" + strings.Join(calls, "\n") + "\n"
-}
-
-// gateTrue reports whether p's readiness gate is True.
-func gateTrue(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == v1beta1.ReadinessGate && c.Status == corev1.ConditionTrue
-	})
 }
 
 // sameEndpoint reports whether two endpoints' conditions are the same.
