@@ -376,7 +376,11 @@ func (f *fixture) setNodeReady(name string, ready corev1.NodeCondition) {
 	f.must(f.api.Status().Update(f.ctx, &n))
 }
 
-// service creates a NodePort Service; the API server allocates node ports.
+// service creates a NodePort Service; the API server allocates node ports
+// not given. A test that gives one takes it from 30000-30085, the band
+// the API server keeps for ports given (KEP-3668, the node port static
+// subrange: it allocates from above it while it can), so no Service of
+// the package's other tests, sharing the API server, has taken it.
 func (f *fixture) service(name string, ports ...corev1.ServicePort) *corev1.Service {
 	f.t.Helper()
 	s := &corev1.Service{

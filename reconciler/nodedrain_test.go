@@ -106,7 +106,7 @@ func TestNodeThatStopsServingIsDrained(t *testing.T) {
 	f := newFixture(t, ociemu.Options{WorkRequestLatency: 10 * time.Millisecond})
 	f.node(f.ns+"-a", "10.0.46.1")
 	f.node(f.ns+"-b", "10.0.46.2")
-	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 31846})
+	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30072})
 	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	f.must(k8s.Update(f.ctx, svc))
 	f.endpoints("gw", f.ns+"-a", f.ns+"-b")
@@ -116,17 +116,17 @@ func TestNodeThatStopsServingIsDrained(t *testing.T) {
 	f.startManager(o)
 	port := intstr.FromString("http")
 	f.registrar("local", classicLB, []v1beta1.Target{{Name: "gw", Namespace: f.ns, Port: &port, BackendSetName: "api", Weight: 1}})
-	f.expectBackends(classicLB, "api", "10.0.46.1:31846/1", "10.0.46.2:31846/1")
+	f.expectBackends(classicLB, "api", "10.0.46.1:30072/1", "10.0.46.2:30072/1")
 
 	f.endpoints("gw", f.ns+"-a")
-	f.expectBackends(classicLB, "api", "10.0.46.1:31846/1", "10.0.46.2:31846/1,drain")
+	f.expectBackends(classicLB, "api", "10.0.46.1:30072/1", "10.0.46.2:30072/1,drain")
 	f.endpoints("gw", f.ns+"-a", f.ns+"-b")
-	f.expectBackends(classicLB, "api", "10.0.46.1:31846/1", "10.0.46.2:31846/1")
+	f.expectBackends(classicLB, "api", "10.0.46.1:30072/1", "10.0.46.2:30072/1")
 
 	f.endpoints("gw", f.ns+"-a")
 	drained := time.Now()
-	f.expectBackends(classicLB, "api", "10.0.46.1:31846/1", "10.0.46.2:31846/1,drain")
-	f.expectBackends(classicLB, "api", "10.0.46.1:31846/1")
+	f.expectBackends(classicLB, "api", "10.0.46.1:30072/1", "10.0.46.2:30072/1,drain")
+	f.expectBackends(classicLB, "api", "10.0.46.1:30072/1")
 	// The record keeps the drain's start to the second.
 	if took := time.Since(drained); took < period-time.Second {
 		t.Errorf("the drained backend was removed %s after its endpoint left, before the %s period", took, period)

@@ -118,18 +118,18 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 	for i, n := range []string{"a", "b", "c"} {
 		f.node(f.ns+"-"+n, fmt.Sprintf("10.0.1.%d", i+1))
 	}
-	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 31080})
+	svc := f.service("gw", corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30070})
 	f.endpoints("gw", f.ns+"-a")
 	f.startManager(f.options())
 	port := intstr.FromString("http")
 	obj := f.registrar("gw", classicLB, []v1beta1.Target{{
 		Name: "gw", Namespace: f.ns, Port: &port, FilterByEndpoints: true, BackendSetName: "api", Weight: 2,
 	}})
-	f.expectBackends(classicLB, "api", "10.0.1.1:31080/2")
+	f.expectBackends(classicLB, "api", "10.0.1.1:30070/2")
 
 	// Endpoints move to b and c.
 	f.endpoints("gw", f.ns+"-b", f.ns+"-c")
-	f.expectBackends(classicLB, "api", "10.0.1.2:31080/2", "10.0.1.3:31080/2")
+	f.expectBackends(classicLB, "api", "10.0.1.2:30070/2", "10.0.1.3:30070/2")
 
 	// Zero ready endpoints: nothing is removed, Degraded says why.
 	f.endpoints("gw")
@@ -140,23 +140,23 @@ func TestEndpointsAndNodePortChanges(t *testing.T) {
 		}
 		return nil
 	})
-	f.expectBackends(classicLB, "api", "10.0.1.2:31080/2", "10.0.1.3:31080/2")
+	f.expectBackends(classicLB, "api", "10.0.1.2:30070/2", "10.0.1.3:30070/2")
 	f.endpoints("gw", f.ns+"-c")
-	f.expectBackends(classicLB, "api", "10.0.1.3:31080/2")
+	f.expectBackends(classicLB, "api", "10.0.1.3:30070/2")
 
 	// The Service's NodePort changes.
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(svc), svc))
-	svc.Spec.Ports[0].NodePort = 31081
+	svc.Spec.Ports[0].NodePort = 30071
 	f.must(k8s.Update(f.ctx, svc))
-	f.expectBackends(classicLB, "api", "10.0.1.3:31081/2")
+	f.expectBackends(classicLB, "api", "10.0.1.3:30071/2")
 
 	// externalTrafficPolicy: Local narrows without filterByEndpoints.
 	f.updateRegistrar(obj, func(o *v1beta1.LBRegistrar) { o.Spec.Services[0].FilterByEndpoints = false })
-	f.expectBackends(classicLB, "api", "10.0.1.1:31081/2", "10.0.1.2:31081/2", "10.0.1.3:31081/2")
+	f.expectBackends(classicLB, "api", "10.0.1.1:30071/2", "10.0.1.2:30071/2", "10.0.1.3:30071/2")
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(svc), svc))
 	svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	f.must(k8s.Update(f.ctx, svc))
-	f.expectBackends(classicLB, "api", "10.0.1.3:31081/2")
+	f.expectBackends(classicLB, "api", "10.0.1.3:30071/2")
 }
 
 func TestDeletionDrainsThenRemovesOnlyOwned(t *testing.T) {
