@@ -213,6 +213,60 @@ func TestGateWithoutHealthReadsDecidesOnRegistration(t *testing.T) {
 	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady, "10.1.84.1:8080")
 }
 
+// A gate opening asks for no reconcile: the pod, ready but for its gate,
+// stands registered already, so neither the kubelet making it Ready nor
+// its endpoint turning ready reads the load balancer. (Such a reconcile
+// would open a batch of endpoint changes moments before the changes the
+// gate lets through, the Deployment's next pods, which would miss it.)
+// A change that matters still does.
+func TestAGateOpeningAsksForNoReconcile(t *testing.T) {
+	f := newFixture(t, ociemu.Options{})
+	node := f.ns + "-a"
+	f.node(node, "10.0.86.1")
+	f.clusterIPService("web")
+	o := f.options()
+	o.BackendHealth = false
+	f.startManager(o)
+	f.registrar("web", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
+	pod, ep := f.gatedPod("web", "web-1", node, "10.1.86.1")
+	f.podSlice("web", ep)
+	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1")
+	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady)
+	reads := func(since time.Time) int {
+		n := 0
+		for _, c := range f.emu.Calls() {
+			if c.Operation == "GetBackendSet" && !c.Time.Before(since) {
+				n++
+			}
+		}
+		return n
+	}
+	var quiet time.Time
+	f.eventually(10*time.Second, func() error { // the reconciles the gate's opening finished
+		quiet = time.Now()
+		time.Sleep(300 * time.Millisecond)
+		if n := reads(quiet); n > 0 {
+			return fmt.Errorf("%d reads of the backend set still", n)
+		}
+		return nil
+	})
+
+	opened := time.Now()
+	f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(pod), pod))
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+		return f.api.Status().Update(f.ctx, pod)
+	}))
+	ep.Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
+	f.podSlice("web", ep)
+	time.Sleep(time.Second)
+	if n := reads(opened); n > 0 {
+		t.Errorf("the pod turning Ready, its gate open, read the backend set %d times; want none", n)
+	}
+	f.podSlice("web", ep, podAt("10.1.86.2", node, true))
+	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1", "10.1.86.2:8080/1")
+}
+
 // The gate's patch carries the pod's UID: a pod deleted and created again
 // under its name is never given its predecessor's verdict.
 func TestGatePatchIsForOnePod(t *testing.T) {

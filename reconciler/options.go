@@ -48,11 +48,14 @@ type Options struct {
 	// endpoints; its pod is terminating or gone) stays drained before it is
 	// removed; 0 removes it at once.
 	NodeDrainPeriod time.Duration
-	// EndpointBatchPeriod is how long a reconcile that an endpoint or a
-	// gated pod changed waits, so that the changes coming after it within
-	// the period are written with it: a rollout's pods start together
-	// but are published one by one (see batched).
+	// EndpointBatchPeriod is how long, at the most, a reconcile that an
+	// endpoint or a gated pod changed waits, so that the changes coming
+	// after it are written with it: a rollout's pods start together but
+	// are published one by one (see batches).
 	EndpointBatchPeriod time.Duration
+	// EndpointBatchQuiet ends such a wait early: once no change has come
+	// for this long.
+	EndpointBatchQuiet time.Duration
 	// CleanupTimeout is how long after deletion cleanup is retried before
 	// the finalizer is removed anyway.
 	CleanupTimeout time.Duration
@@ -114,11 +117,17 @@ const DefaultRecordKeySecret = "lbregistrar-record-key"
 // client between requests is not cut.
 const DefaultNodeDrainPeriod = 70 * time.Second
 
-// DefaultEndpointBatchPeriod is half the least time OCI takes for a
-// write (its work request): a change coming during a write waits for it
-// to end, so waiting this long for the changes that follow the first
-// costs the first less than it saves them.
-const DefaultEndpointBatchPeriod = 500 * time.Millisecond
+// DefaultEndpointBatchPeriod and DefaultEndpointBatchQuiet: a batch
+// lasts while changes keep coming, each within 200 ms of the one before,
+// and 800 ms at the most. A surge batch's old pods terminate and its new
+// pods start within moments of each other, so one write takes them all;
+// and the longest wait stays below the least time OCI takes for a write
+// (a second): a change that just missed a write waits that long anyway,
+// so holding a change longer would cost it more than it saves the others.
+const (
+	DefaultEndpointBatchPeriod = 800 * time.Millisecond
+	DefaultEndpointBatchQuiet  = 200 * time.Millisecond
+)
 
 // DefaultOptions are the defaults the flags start from.
 func DefaultOptions() Options {
@@ -130,6 +139,7 @@ func DefaultOptions() Options {
 		DrainPeriod:         30 * time.Second,
 		NodeDrainPeriod:     DefaultNodeDrainPeriod,
 		EndpointBatchPeriod: DefaultEndpointBatchPeriod,
+		EndpointBatchQuiet:  DefaultEndpointBatchQuiet,
 		CleanupTimeout:      30 * time.Minute,
 		WorkRequestTimeout:  10 * time.Minute,
 		ShutdownWait:        85 * time.Second,
@@ -162,7 +172,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.WatchPeriod, "oci-watch-period", o.WatchPeriod,
 		"How often each kept load balancer's work requests are listed to notice other writers' changes (within a quarter of --oci-rate-limit); 0 leaves them to the resync")
 	fs.DurationVar(&o.EndpointBatchPeriod, "endpoint-batch-period", o.EndpointBatchPeriod,
-		"How long a change of a Service's endpoints (or of a gated pod) waits before it is written, to be written with the changes that follow it; 0 writes at once")
+		"Longest wait of a change of a Service's endpoints (or of a gated pod) before it is written, to be written with the changes that follow it; 0 writes at once")
+	fs.DurationVar(&o.EndpointBatchQuiet, "endpoint-batch-quiet", o.EndpointBatchQuiet,
+		"Ends that wait early once no change has come for this long; 0 (or above --endpoint-batch-period) waits the whole period")
 	fs.DurationVar(&o.CleanupTimeout, "cleanup-timeout", o.CleanupTimeout, "How long deletion retries deregistering before it lets the resource go")
 	fs.DurationVar(&o.WorkRequestTimeout, "work-request-timeout", o.WorkRequestTimeout, "Longest wait for one OCI work request")
 	fs.IntVar(&o.Backoff.Attempts, "write-attempts", o.Backoff.Attempts, "Attempts of one backend-set write within a reconcile")

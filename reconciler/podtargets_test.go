@@ -128,7 +128,8 @@ func TestPodTargetsRegisterReadyEndpoints(t *testing.T) {
 
 // Endpoint changes that come one after another (a pod terminating, the
 // pods that replace it becoming ready) within --endpoint-batch-period of
-// the first are written together: one write, not one each.
+// the first, with no pause of --endpoint-batch-quiet between them, are
+// written together: one write, not one each.
 func TestEndpointChangesWithinThePeriodShareAWrite(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	node := f.ns + "-a"
@@ -136,7 +137,7 @@ func TestEndpointChangesWithinThePeriodShareAWrite(t *testing.T) {
 	f.clusterIPService("web")
 	f.podSlice("web", podAt("10.1.51.11", node, true), podAt("10.1.51.12", node, true))
 	o := f.options()
-	o.NodeDrainPeriod, o.EndpointBatchPeriod = time.Hour, time.Second
+	o.NodeDrainPeriod, o.EndpointBatchPeriod, o.EndpointBatchQuiet = time.Hour, time.Second, 500*time.Millisecond
 	f.startManager(o)
 	f.registrar("pods", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
 	f.expectBackends(classicLB, "api", "10.1.51.11:8080/1", "10.1.51.12:8080/1")

@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -150,6 +151,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := r.gates.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	batches := newBatches(r.opts.EndpointBatchPeriod, r.opts.EndpointBatchQuiet, clock.RealClock{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("lbregistrar").
 		For(&v1beta1.LBRegistrar{}, builder.WithPredicates(predicate.Or[client.Object](
@@ -161,8 +163,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 			builder.WithPredicates(nodeChanged())).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.byService),
 			builder.WithPredicates(serviceSpecChanged())).
-		Watches(&discoveryv1.EndpointSlice{}, batched(r.opts.EndpointBatchPeriod, handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice))).
-		Watches(&corev1.Pod{}, batched(r.opts.EndpointBatchPeriod, handler.EnqueueRequestsFromMapFunc(r.gates.ByGatedPod)), builder.WithPredicates(gates.GatedPodChanged())).
+		Watches(&discoveryv1.EndpointSlice{}, batches.handler(handler.EnqueueRequestsFromMapFunc(r.byEndpointSlice)),
+			builder.WithPredicates(r.endpointsChanged())).
+		Watches(&corev1.Pod{}, batches.handler(handler.EnqueueRequestsFromMapFunc(r.gates.ByGatedPod)), builder.WithPredicates(gates.GatedPodChanged())).
 		WatchesRawSource(secretEvents).
 		WatchesRawSource(r.wakeups).
 		WithOptions(controller.Options{

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/api/validation"
 	"github.com/peppy-ratio/lbregistrar/index"
+	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
 )
 
@@ -163,46 +166,130 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 	return reqs
 }
 
-// batched is h with each request it enqueues made period after the
-// event, as the EndpointSlice controller batches the pod changes of a
-// Service (kube-controller-manager --endpointslice-updates-batch-period:
+// endpointsChanged passes the slice updates that can change a desired
+// state (desired.EndpointsChanged), read with the gated pods the cache
+// has: a gated pod's endpoint turning ready as its gate opens does not
+// pass. That change asks for no write, and would open a batch moments
+// before the changes the gate lets through (the Deployment's old pods
+// terminating, its next pods starting), which would then miss its write.
+func (r *Reconciler) endpointsChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*discoveryv1.EndpointSlice)
+			cur, okCur := e.ObjectNew.(*discoveryv1.EndpointSlice)
+			if !okOld || !okCur {
+				return true
+			}
+			var gated desired.GatedPods
+			for _, s := range []*discoveryv1.EndpointSlice{old, cur} {
+				if err := decide.ReadGated(context.Background(), r.client, s, &gated); err != nil {
+					return true
+				}
+			}
+			return desired.EndpointsChanged(old, cur, gated)
+		},
+	}
+}
+
+// batches holds the reconciles that endpoint changes ask for, so that a
+// change is written with the changes that follow it. The EndpointSlice
+// controller batches a Service's pod changes the same way
+// (kube-controller-manager --endpointslice-updates-batch-period:
 // pkg/controller/endpointslice addPod and updatePod queue the Service
-// with AddAfter). The queue keeps a request's earliest time, so the
-// first change of a batch sets when it is written, and the changes after
-// it within period come along: the pods a ReplicaSet starts together
-// become ready within moments of each other, and without the wait the
-// first would be written alone and the others would wait for its work
-// request before their own.
-func batched(period time.Duration, h handler.EventHandler) handler.EventHandler {
-	if period <= 0 {
+// with AddAfter), from the first change for a fixed period. Here a batch
+// also closes early, once its changes pause for quiet: a rollout's
+// surge batch is its old pods terminating and its new pods starting over
+// a fraction of a second, each published on its own, and without the wait
+// the first would be written alone and the others would wait for its
+// work request before their own (OCI runs one at a time per load
+// balancer). A resource's batch opens with the change that finds it
+// closed and is enqueued once the changes pause for quiet, or once period
+// has passed since it opened, whichever comes first: a steady stream of
+// changes cannot hold a write back longer than period.
+type batches struct {
+	period, quiet time.Duration
+	clock         clock.WithDelayedExecution
+
+	mu   sync.Mutex
+	open map[reconcile.Request]*batch
+}
+
+// batch is one resource's open batch: when its first change came, and
+// the timer that closes it.
+type batch struct {
+	opened time.Time
+	timer  clock.Timer
+}
+
+// newBatches returns the batches of period and quiet; a quiet time of 0,
+// or above period, closes each batch period after it opened.
+func newBatches(period, quiet time.Duration, c clock.WithDelayedExecution) *batches {
+	if quiet <= 0 || quiet > period {
+		quiet = period
+	}
+	return &batches{period: period, quiet: quiet, clock: c, open: map[reconcile.Request]*batch{}}
+}
+
+// handler is h with the requests it enqueues held in their resource's
+// batch; with no period, h as it is.
+func (b *batches) handler(h handler.EventHandler) handler.EventHandler {
+	if b.period <= 0 {
 		return h
 	}
-	later := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		return delayedQueue{q, period}
+	held := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return batchingQueue{q, b}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Create(ctx, e, later(q))
+			h.Create(ctx, e, held(q))
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Update(ctx, e, later(q))
+			h.Update(ctx, e, held(q))
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Delete(ctx, e, later(q))
+			h.Delete(ctx, e, held(q))
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Generic(ctx, e, later(q))
+			h.Generic(ctx, e, held(q))
 		},
 	}
 }
 
-// delayedQueue adds each request period from now.
-type delayedQueue struct {
-	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	period time.Duration
+// hold puts req in its open batch, which the change keeps open for quiet
+// more (but no longer than period from its opening), or opens one.
+func (b *batches) hold(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o := b.open[req]; o != nil {
+		o.timer.Reset(max(0, min(b.quiet, b.period-b.clock.Since(o.opened))))
+		return
+	}
+	o := &batch{opened: b.clock.Now()}
+	o.timer = b.clock.AfterFunc(b.quiet, func() { b.close(q, req, o) })
+	b.open[req] = o
 }
 
-func (q delayedQueue) Add(req reconcile.Request) { q.AddAfter(req, q.period) }
+// close enqueues req, whose batch o ended. A timer reset just as it fired
+// fires again, for a batch already closed: that does nothing.
+func (b *batches) close(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request, o *batch) {
+	b.mu.Lock()
+	current := b.open[req] == o
+	if current {
+		delete(b.open, req)
+	}
+	b.mu.Unlock()
+	if current {
+		q.Add(req)
+	}
+}
+
+// batchingQueue adds each request to its batch.
+type batchingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	batches *batches
+}
+
+func (q batchingQueue) Add(req reconcile.Request) { q.batches.hold(q.TypedRateLimitingInterface, req) }
 
 func (r *Reconciler) bySecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.requests(ctx, client.MatchingFields{secretIndex: obj.GetNamespace() + "/" + obj.GetName()})

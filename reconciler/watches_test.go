@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -80,23 +82,57 @@ func TestWatchEventsListResourcesInPlace(t *testing.T) {
 	}
 }
 
-// batched delays each request the wrapped handler enqueues by the period,
-// for every kind of event; a period of 0 leaves the handler as it is.
-func TestBatchedEnqueuesAfterThePeriod(t *testing.T) {
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}
-	h := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
-	if got := batched(0, h); got != h {
-		t.Errorf("batched(0, h) = %T, want h itself", got)
+// A batch opens with a change, stays open while changes keep coming
+// within the quiet time of each other, and is enqueued once they pause or
+// once the period has passed since it opened; every kind of event is
+// held; a period of 0 leaves the handler as it is; each resource has its
+// own batch.
+func TestBatchesCloseOnAPauseOrAtThePeriod(t *testing.T) {
+	web, api := reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}, reconcile.Request{NamespacedName: types.NamespacedName{Name: "api"}}
+	to := web
+	h := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{to} })
+	if got := newBatches(0, time.Second, clock.RealClock{}).handler(h); got != h {
+		t.Errorf("the handler with no period = %T, want h itself", got)
 	}
+	ctx, slice := context.Background(), &discoveryv1.EndpointSlice{}
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := newBatches(time.Second, 300*time.Millisecond, clk).handler(h)
 	q := &recordingQueue{}
-	b, ctx, slice := batched(time.Second, h), context.Background(), &discoveryv1.EndpointSlice{}
-	b.Create(ctx, event.CreateEvent{Object: slice}, q)
-	b.Update(ctx, event.UpdateEvent{ObjectOld: slice, ObjectNew: slice}, q)
-	b.Delete(ctx, event.DeleteEvent{Object: slice}, q)
-	b.Generic(ctx, event.GenericEvent{Object: slice}, q)
-	if q.added != 0 || q.after[time.Second] < 4 {
-		t.Errorf("%d requests added at once, %v after a delay; want every one after 1s", q.added, q.after)
+	step := func(d time.Duration, want int, why string) {
+		t.Helper()
+		clk.Step(d)
+		if q.added != want {
+			t.Errorf("%s: %d enqueued, want %d", why, q.added, want)
+		}
 	}
+	b.Create(ctx, event.CreateEvent{Object: slice}, q)
+	step(299*time.Millisecond, 0, "within the quiet time of the only change")
+	step(time.Millisecond, 1, "the quiet time after the only change")
+
+	b.Update(ctx, event.UpdateEvent{ObjectOld: slice, ObjectNew: slice}, q)
+	step(200*time.Millisecond, 1, "200ms into a batch")
+	b.Delete(ctx, event.DeleteEvent{Object: slice}, q)
+	step(200*time.Millisecond, 1, "200ms after the second change")
+	b.Generic(ctx, event.GenericEvent{Object: slice}, q)
+	step(200*time.Millisecond, 1, "200ms after the third change")
+	to = api
+	b.Create(ctx, event.CreateEvent{Object: slice}, q)
+	to = web
+	b.Update(ctx, event.UpdateEvent{ObjectOld: slice, ObjectNew: slice}, q)
+	step(200*time.Millisecond, 1, "changes coming on, 800ms into a batch")
+	b.Update(ctx, event.UpdateEvent{ObjectOld: slice, ObjectNew: slice}, q)
+	step(100*time.Millisecond, 2, "the quiet time after another resource's only change")
+	step(99*time.Millisecond, 2, "changes coming on, 999ms into a batch")
+	step(time.Millisecond, 3, "a second into a batch, though changes keep coming")
+	step(time.Second, 3, "nothing more")
+	if q.after != nil {
+		t.Errorf("added after a delay: %v; want every request held in its batch", q.after)
+	}
+
+	b = newBatches(time.Second, 0, clk).handler(h)
+	b.Create(ctx, event.CreateEvent{Object: slice}, q)
+	step(999*time.Millisecond, 3, "no quiet time, within the period")
+	step(time.Millisecond, 4, "no quiet time, at the period")
 }
 
 // recordingQueue counts what is added to it, at once and after a delay.

@@ -46,7 +46,7 @@ func readView(ctx context.Context, reader client.Reader, obj *v1beta1.LBRegistra
 		}
 		c.EndpointSlices[key] = endpointSlices
 		for _, s := range endpointSlices {
-			if err := readGated(ctx, reader, s, &c); err != nil {
+			if err := ReadGated(ctx, reader, s, &c.Gated); err != nil {
 				return c, err
 			}
 		}
@@ -100,13 +100,13 @@ func EndpointSlicesOf(ctx context.Context, reader client.Reader, service types.N
 	return out, nil
 }
 
-// readGated adds to c.Gated the pods of slice's endpoints that a readiness
+// ReadGated adds to gated the pods of slice's endpoints that a readiness
 // gate may be keeping waiting (desired.WaitingPod): only the pods that carry
 // lbregistrar's are cached, so the others are not found.
-func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, c *desired.Cluster) error {
+func ReadGated(ctx context.Context, reader client.Reader, slice *discoveryv1.EndpointSlice, gated *desired.GatedPods) error {
 	for k := range slice.Endpoints {
 		key, waiting := desired.WaitingPod(&slice.Endpoints[k])
-		if _, done := c.Gated[key]; !waiting || done {
+		if _, done := (*gated)[key]; !waiting || done {
 			continue
 		}
 		var pod corev1.Pod
@@ -116,10 +116,10 @@ func readGated(ctx context.Context, reader client.Reader, slice *discoveryv1.End
 			}
 			continue
 		}
-		if c.Gated == nil {
-			c.Gated = desired.GatedPods{}
+		if *gated == nil {
+			*gated = desired.GatedPods{}
 		}
-		c.Gated[key] = &pod
+		(*gated)[key] = &pod
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // ServingNodes is the set of nodes whose local endpoints of the Service
@@ -83,4 +84,56 @@ func conditions(c discoveryv1.EndpointConditions) (ready, terminatingServing boo
 	serving := c.Serving == nil || *c.Serving
 	terminating := c.Terminating != nil && *c.Terminating
 	return ready, !ready && serving && terminating
+}
+
+// EndpointsChanged reports whether a slice's change, from old to cur, can
+// change a desired state: its Service, manager, address type or ports, or
+// an endpoint as the desired state reads it (endpointAsRead), with the
+// gated pods as they are now. An endpoint whose pod awaits the gate reads
+// as ready (GatedPods.awaiting), so one turning ready as its gate opens
+// changes nothing: the gate opened because the load balancer has it.
+func EndpointsChanged(old, cur *discoveryv1.EndpointSlice, gated GatedPods) bool {
+	if old.Namespace != cur.Namespace || old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName] ||
+		old.Labels[discoveryv1.LabelManagedBy] != cur.Labels[discoveryv1.LabelManagedBy] || old.AddressType != cur.AddressType ||
+		len(old.Ports) != len(cur.Ports) || len(old.Endpoints) != len(cur.Endpoints) {
+		return true
+	}
+	for i := range old.Ports {
+		a, b := old.Ports[i], cur.Ports[i]
+		if ptr.Deref(a.Name, "") != ptr.Deref(b.Name, "") || ptr.Deref(a.Port, 0) != ptr.Deref(b.Port, 0) || protocol(a.Protocol) != protocol(b.Protocol) {
+			return true
+		}
+	}
+	for i := range old.Endpoints {
+		if gated.endpointAsRead(&old.Endpoints[i]) != gated.endpointAsRead(&cur.Endpoints[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointRead is what the desired state reads of an endpoint: its first
+// address, node, pod, and conditions as kube-proxy reads them (unset
+// ready and serving are true, unset terminating false).
+type endpointRead struct {
+	address, node               string
+	pod                         corev1.ObjectReference
+	ready, serving, terminating bool
+}
+
+// endpointAsRead is ep as the desired state reads it, an endpoint whose
+// pod awaits the gate as ready and serving.
+func (g GatedPods) endpointAsRead(ep *discoveryv1.Endpoint) endpointRead {
+	r := endpointRead{node: ptr.Deref(ep.NodeName, ""),
+		ready: ptr.Deref(ep.Conditions.Ready, true), serving: ptr.Deref(ep.Conditions.Serving, true), terminating: ptr.Deref(ep.Conditions.Terminating, false)}
+	if len(ep.Addresses) > 0 {
+		r.address = ep.Addresses[0]
+	}
+	if ref := ep.TargetRef; ref != nil {
+		r.pod = corev1.ObjectReference{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+	}
+	if g.awaiting(ep) {
+		r.ready, r.serving = true, true
+	}
+	return r
 }

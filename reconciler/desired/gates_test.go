@@ -240,3 +240,62 @@ func TestStands(t *testing.T) {
 		})
 	}
 }
+
+// A slice's change matters when it changes an endpoint as the desired
+// state reads it: a pod's endpoint turning ready as its gate opens does
+// not, for the pod ready but for the gate read as ready already; its
+// containers' readiness turning it ready does, as does every other change.
+func TestEndpointsChanged(t *testing.T) {
+	waiting, opened, starting := gatedPod("waiting", true, corev1.ConditionFalse), gatedPod("opened", true, corev1.ConditionTrue), gatedPod("starting", false, "")
+	gated := GatedPods{{Namespace: "ns", Name: "waiting"}: waiting, {Namespace: "ns", Name: "opened"}: opened, {Namespace: "ns", Name: "starting"}: starting}
+	slice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: endpointSliceController}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}}, Endpoints: eps}
+	}
+	ready := func(ep discoveryv1.Endpoint) discoveryv1.Endpoint {
+		ep.Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
+		return ep
+	}
+	other := endpointOf(waiting, "10.1.0.9", "node-1", false)
+	base := slice(endpointOf(opened, "10.1.0.1", "node-1", false), other)
+	for _, tt := range []struct {
+		name string
+		cur  *discoveryv1.EndpointSlice
+		want bool
+	}{
+		{"nothing", slice(endpointOf(opened, "10.1.0.1", "node-1", false), other), false},
+		{"its gate opened: the endpoint turned ready", slice(ready(endpointOf(opened, "10.1.0.1", "node-1", false)), other), false},
+		{"ready unset reads as ready", slice(discoveryv1.Endpoint{Addresses: []string{"10.1.0.1"}, NodeName: ptr.To("node-1"),
+			TargetRef: base.Endpoints[0].TargetRef}, other), false},
+		{"terminating", slice(endpointOf(opened, "10.1.0.1", "node-1", true), other), true},
+		{"moved to another node", slice(endpointOf(opened, "10.1.0.1", "node-2", false), other), true},
+		{"another address", slice(endpointOf(opened, "10.1.0.2", "node-1", false), other), true},
+		{"an endpoint more", slice(endpointOf(opened, "10.1.0.1", "node-1", false), other, endpointOf(starting, "10.1.0.3", "node-1", false)), true},
+		{"an endpoint less", slice(endpointOf(opened, "10.1.0.1", "node-1", false)), true},
+	} {
+		if got := EndpointsChanged(base, tt.cur, gated); got != tt.want {
+			t.Errorf("%s: EndpointsChanged = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	// A pod not waiting for its gate turning ready is a change: its
+	// containers became ready.
+	notWaiting := slice(endpointOf(starting, "10.1.0.3", "node-1", false))
+	if !EndpointsChanged(notWaiting, slice(ready(endpointOf(starting, "10.1.0.3", "node-1", false))), gated) {
+		t.Error("a pod that was not waiting for its gate turning ready is no change")
+	}
+	for name, change := range map[string]func(s *discoveryv1.EndpointSlice){
+		"port":         func(s *discoveryv1.EndpointSlice) { s.Ports[0].Port = ptr.To[int32](9090) },
+		"port name":    func(s *discoveryv1.EndpointSlice) { s.Ports[0].Name = ptr.To("https") },
+		"protocol":     func(s *discoveryv1.EndpointSlice) { s.Ports[0].Protocol = ptr.To(corev1.ProtocolUDP) },
+		"Service":      func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelServiceName] = "api" },
+		"manager":      func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelManagedBy] = "someone" },
+		"address type": func(s *discoveryv1.EndpointSlice) { s.AddressType = discoveryv1.AddressTypeIPv6 },
+	} {
+		cur := slice(endpointOf(opened, "10.1.0.1", "node-1", false), other)
+		change(cur)
+		if !EndpointsChanged(base, cur, gated) {
+			t.Errorf("a change of the slice's %s is no change", name)
+		}
+	}
+}

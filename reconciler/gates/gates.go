@@ -227,8 +227,10 @@ func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
 // GatedPodChanged passes the pod events a registration depends on: a pod
 // gone, its containers becoming ready or not, its deletion; of pods added,
 // those ready already (listed at a start). A pod just made is not
-// registered yet, and its event would start a batch (--endpoint-batch-period)
-// before the changes that matter: its containers becoming ready.
+// registered yet, and its event would open a batch (--endpoint-batch-period)
+// before the changes that matter: its containers becoming ready. Nor does
+// its gate opening pass: a pod awaiting its gate is registered as ready
+// already (desired.ReadyButForGate), so that asks for no write either.
 func GatedPodChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
@@ -238,7 +240,11 @@ func GatedPodChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*corev1.Pod)
 			cur, okCur := e.ObjectNew.(*corev1.Pod)
-			return !okOld || !okCur || desired.AwaitsGate(old) != desired.AwaitsGate(cur) || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil)
+			if !okOld || !okCur || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) {
+				return true
+			}
+			opened := desired.ReadyButForGate(old) && desired.ReadyButForGate(cur) && !desired.GateTrue(old) && desired.GateTrue(cur)
+			return desired.AwaitsGate(old) != desired.AwaitsGate(cur) && !opened
 		},
 	}
 }

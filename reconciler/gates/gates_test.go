@@ -25,6 +25,10 @@ func TestGatedPodChangedPassesWhatRegistrationDependsOn(t *testing.T) {
 	}
 	deleting := pod(true)
 	deleting.DeletionTimestamp = &metav1.Time{}
+	withGate := func(p *corev1.Pod) *corev1.Pod {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: v1beta1.ReadinessGate, Status: corev1.ConditionTrue})
+		return p
+	}
 	p := GatedPodChanged()
 	for _, tt := range []struct {
 		name string
@@ -37,6 +41,8 @@ func TestGatedPodChangedPassesWhatRegistrationDependsOn(t *testing.T) {
 		{"its containers stopped being ready", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: pod(false)}), true},
 		{"its deletion began", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: deleting}), true},
 		{"nothing that matters changed", p.Update(event.UpdateEvent{ObjectOld: pod(false), ObjectNew: pod(false)}), false},
+		{"its gate opened", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: withGate(pod(true))}), false},
+		{"its gate opened as its containers stopped being ready", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: withGate(pod(false))}), true},
 		{"gone", p.Delete(event.DeleteEvent{Object: pod(true)}), true},
 	} {
 		if tt.got != tt.want {
