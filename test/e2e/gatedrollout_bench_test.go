@@ -89,9 +89,10 @@ func (rc rolloutCase) String() string {
 // writes/set/batch, the OCI writes to the pods' backend set per batch;
 // reads/pod and health-reads/pod, per new pod; drain-p50-s and
 // drain-max-s, from a pod's endpoint turning terminating to its backend
-// drained (pods only); and
-// controller-ms/endpoint-change, the controller's CPU per change of an
-// endpoint the EndpointSlice controller published.
+// drained (pods only); controller-ms/endpoint-change, the controller's
+// CPU per change of an endpoint the EndpointSlice controller published;
+// and changes-spread-max-s, how long the longest run of endpoint changes
+// took (changesSpread).
 func BenchmarkGatedRollout(b *testing.B) {
 	for _, rc := range []rolloutCase{{replicas: 20}, {replicas: 100}, {replicas: 20, local: true}, {replicas: 100, local: true}} {
 		b.Run(rc.String(), func(b *testing.B) {
@@ -463,11 +464,41 @@ func (env *rolloutBench) report(b *testing.B, r rolled, floor time.Duration) {
 	if r.changes > 0 {
 		b.ReportMetric(r.cpu*1000/float64(r.changes), "controller-ms/endpoint-change")
 	}
+	b.ReportMetric(env.changesSpread(r).Seconds(), "changes-spread-max-s")
 	if path := os.Getenv("LBREGISTRAR_BENCH_TIMELINE"); path != "" {
 		if err := os.WriteFile(path, []byte(env.timeline(r)), 0o600); err != nil {
 			b.Error(err)
 		}
 	}
+}
+
+// changesSpread is the longest run of the rollout's endpoint changes (a
+// new pod's endpoint appearing, an old pod's turning terminating) with no
+// pause of L/2 in it, from its first change to its last: how long one
+// write would have to wait to take a surge batch whole, beside
+// --endpoint-batch-period. The Deployment and ReplicaSet controllers
+// make the changes, not lbregistrar; but a batch written in two parts has
+// its gates open in two parts, a write apart, and the changes they let
+// through come in two runs, which a pause shorter than L/2 joins.
+func (env *rolloutBench) changesSpread(r rolled) time.Duration {
+	var at []time.Time
+	for _, addr := range r.addresses {
+		if t, ok := r.appeared[addr]; ok {
+			at = append(at, t)
+		}
+	}
+	for _, t := range r.terminated {
+		at = append(at, t)
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	var longest time.Duration
+	for i, first := 0, 0; i < len(at); i++ {
+		if i > 0 && at[i].Sub(at[i-1]) > rolloutLatency/2 {
+			first = i
+		}
+		longest = max(longest, at[i].Sub(at[first]))
+	}
+	return longest
 }
 
 // timeline is when each new pod went through each step, when each

@@ -30,9 +30,10 @@ const (
 	rolloutNode = "node-a"
 )
 
-// kubelet plays the kubelet for the pods of one namespace, there being
-// none: it binds each new pod to its nodes in turn (there is no scheduler
-// either), gives it the next address of its pool, runs its
+// kubelet plays the kubelets of its nodes for the pods of one namespace,
+// there being none, each node's pods apart from the others': it binds
+// each new pod to its nodes in turn (there is no scheduler either), gives
+// it the next address of its pool, runs its
 // "container" (an HTTP server at the address's loopback stand-in) when
 // serve says so, marks its containers ready, and keeps its Ready
 // condition as the kubelet computes it: containers ready and every
@@ -139,9 +140,22 @@ func (k *kubelet) run(ctx context.Context, t testing.TB) {
 	for ctx.Err() == nil {
 		var pods corev1.PodList
 		if err := k.c.Client.List(ctx, &pods, client.InNamespace(k.namespace)); err == nil {
+			// Each node has its own kubelet, and the scheduler binds pods
+			// apart from them: the pods of different nodes (and those not
+			// bound yet) are synced side by side, each node's one by one.
+			byNode := map[string][]*corev1.Pod{}
 			for i := range pods.Items {
-				k.sync(ctx, t, &pods.Items[i])
+				byNode[pods.Items[i].Spec.NodeName] = append(byNode[pods.Items[i].Spec.NodeName], &pods.Items[i])
 			}
+			var wg sync.WaitGroup
+			for _, onNode := range byNode {
+				wg.Go(func() {
+					for _, p := range onNode {
+						k.sync(ctx, t, p)
+					}
+				})
+			}
+			wg.Wait()
 		}
 		select {
 		case <-ctx.Done():
