@@ -27,6 +27,7 @@ import (
 	"github.com/peppy-ratio/lbregistrar/index"
 	"github.com/peppy-ratio/lbregistrar/reconciler/decide"
 	"github.com/peppy-ratio/lbregistrar/reconciler/desired"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 )
 
 // secretIndex is a field index over LBRegistrar, from a Secret to the
@@ -214,11 +215,11 @@ type batches struct {
 	open map[reconcile.Request]*batch
 }
 
-// batch is one resource's open batch: when its first change came, and
-// the timer that closes it.
+// batch is one resource's open batch: when its first change came, when
+// it is to close, and the timer that closes it then.
 type batch struct {
-	opened time.Time
-	timer  clock.Timer
+	opened, closes time.Time
+	timer          clock.Timer
 }
 
 // newBatches returns the batches of period and quiet; a quiet time of 0,
@@ -260,25 +261,31 @@ func (b *batches) handler(h handler.EventHandler) handler.EventHandler {
 func (b *batches) hold(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.clock.Now()
 	if o := b.open[req]; o != nil {
-		o.timer.Reset(max(0, min(b.quiet, b.period-b.clock.Since(o.opened))))
+		d := max(0, min(b.quiet, o.opened.Add(b.period).Sub(now)))
+		o.closes = now.Add(d)
+		o.timer.Reset(d)
 		return
 	}
-	o := &batch{opened: b.clock.Now()}
+	o := &batch{opened: now, closes: now.Add(b.quiet)}
 	o.timer = b.clock.AfterFunc(b.quiet, func() { b.close(q, req, o) })
 	b.open[req] = o
 }
 
 // close enqueues req, whose batch o ended. A timer reset just as it fired
-// fires again, for a batch already closed: that does nothing.
+// fires again, for a batch already closed: that does nothing. It reads no
+// clock: a timer fires at the time it was set for, o.closes.
 func (b *batches) close(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request, o *batch) {
 	b.mu.Lock()
 	current := b.open[req] == o
 	if current {
 		delete(b.open, req)
 	}
+	held := o.closes.Sub(o.opened)
 	b.mu.Unlock()
 	if current {
+		metrics.EndpointBatchDuration.Observe(held.Seconds())
 		q.Add(req)
 	}
 }

@@ -22,8 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/peppy-ratio/lbregistrar/api/v1beta1"
 	"github.com/peppy-ratio/lbregistrar/index"
+	"github.com/peppy-ratio/lbregistrar/reconciler/metrics"
 	"github.com/peppy-ratio/lbregistrar/reconciler/nodeviews"
 )
 
@@ -95,6 +98,14 @@ func TestBatchesCloseOnAPauseOrAtThePeriod(t *testing.T) {
 		t.Errorf("the handler with no period = %T, want h itself", got)
 	}
 	ctx, slice := context.Background(), &discoveryv1.EndpointSlice{}
+	closed := func() (count uint64, sum float64) {
+		var m dto.Metric
+		if err := metrics.EndpointBatchDuration.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
+	count0, sum0 := closed()
 	clk := clocktesting.NewFakeClock(time.Now())
 	b := newBatches(time.Second, 300*time.Millisecond, clk).handler(h)
 	q := &recordingQueue{}
@@ -125,6 +136,9 @@ func TestBatchesCloseOnAPauseOrAtThePeriod(t *testing.T) {
 	step(99*time.Millisecond, 2, "changes coming on, 999ms into a batch")
 	step(time.Millisecond, 3, "a second into a batch, though changes keep coming")
 	step(time.Second, 3, "nothing more")
+	if count, sum := closed(); count-count0 != 3 || sum-sum0 < 1.599 || sum-sum0 > 1.601 {
+		t.Errorf("%d batches observed closing after %.3fs in all, want 3, after 0.3s, 0.3s and 1s", count-count0, sum-sum0)
+	}
 	if q.after != nil {
 		t.Errorf("added after a delay: %v; want every request held in its batch", q.after)
 	}

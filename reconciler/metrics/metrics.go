@@ -71,6 +71,17 @@ var (
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800},
 	}, []string{"result"})
 
+	// EndpointBatchDuration observes each batch of endpoint changes as it
+	// closes: how long its first change waited for the changes after it
+	// before its reconcile was queued (--endpoint-batch-quiet,
+	// --endpoint-batch-period), a wait the work queue's own metrics do not
+	// see.
+	EndpointBatchDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "lbregistrar_endpoint_batch_duration_seconds",
+		Help:    "Time from the first endpoint change of a resource's batch until the batch closed and the resource was queued for a reconcile: at most --endpoint-batch-period, less once the changes paused for --endpoint-batch-quiet.",
+		Buckets: []float64{0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4},
+	})
+
 	// OldestFlightStart is when the oldest flight in the air was launched,
 	// 0 with none: a flight stuck on a work request shows here before it
 	// lands, as workqueue_longest_running_processor_seconds showed a
@@ -212,7 +223,7 @@ const (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains, GatesWaiting, OldestGateWaitStart, ResourceCondition)
+	crmetrics.Registry.MustRegister(OCIRequests, WorkRequestDuration, Retries, Conflicts, UnverifiedRecords, PendingChanges, Flights, FlightDuration, EndpointBatchDuration, OldestFlightStart, PendingWrites, BackendsRegistered, BackendsDraining, BackendsWithheld, BackendLimitUsed, NodeDrains, GatesWaiting, OldestGateWaitStart, ResourceCondition)
 	// Every result exported from the start, at 0, so an alert on failed
 	// flights has a series to rate before the first one fails.
 	for _, result := range []string{FlightSuccess, FlightError, FlightPanic} {
