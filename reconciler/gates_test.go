@@ -218,19 +218,22 @@ func TestGateWithoutHealthReadsDecidesOnRegistration(t *testing.T) {
 // its endpoint turning ready reads the load balancer. (Such a reconcile
 // would open a batch of endpoint changes moments before the changes the
 // gate lets through, the Deployment's next pods, which would miss it.)
-// A change that matters still does.
+// A change that matters still does: the pod's containers failing drain
+// its backend, and their being ready again, its gate open all along,
+// serves it again.
 func TestAGateOpeningAsksForNoReconcile(t *testing.T) {
 	f := newFixture(t, ociemu.Options{})
 	node := f.ns + "-a"
-	f.node(node, "10.0.86.1")
+	f.node(node, "10.0.92.1")
 	f.clusterIPService("web")
 	o := f.options()
 	o.BackendHealth = false
 	f.startManager(o)
 	f.registrar("web", classicLB, []v1beta1.Target{podTargetOf(f.ns, "web", "api", 1)})
-	pod, ep := f.gatedPod("web", "web-1", node, "10.1.86.1")
-	f.podSlice("web", ep)
-	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1")
+	pod, ep := f.gatedPod("web", "web-1", node, "10.1.92.1")
+	other := podAt("10.1.92.2", node, true)
+	f.podSlice("web", ep, other)
+	f.expectBackends(classicLB, "api", "10.1.92.1:8080/1", "10.1.92.2:8080/1")
 	f.expectGate(pod, corev1.ConditionTrue, v1beta1.ReasonLoadBalancerReady)
 	reads := func(since time.Time) int {
 		n := 0
@@ -258,13 +261,33 @@ func TestAGateOpeningAsksForNoReconcile(t *testing.T) {
 		return f.api.Status().Update(f.ctx, pod)
 	}))
 	ep.Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
-	f.podSlice("web", ep)
+	f.podSlice("web", ep, other)
 	time.Sleep(time.Second)
 	if n := reads(opened); n > 0 {
 		t.Errorf("the pod turning Ready, its gate open, read the backend set %d times; want none", n)
 	}
-	f.podSlice("web", ep, podAt("10.1.86.2", node, true))
-	f.expectBackends(classicLB, "api", "10.1.86.1:8080/1", "10.1.86.2:8080/1")
+
+	containersReady := func(ready bool) {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		f.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			f.must(f.api.Get(f.ctx, client.ObjectKeyFromObject(pod), pod))
+			for i, c := range pod.Status.Conditions {
+				if c.Type == corev1.ContainersReady || c.Type == corev1.PodReady {
+					pod.Status.Conditions[i].Status = status
+				}
+			}
+			return f.api.Status().Update(f.ctx, pod)
+		}))
+		ep.Conditions.Ready, ep.Conditions.Serving = ptr.To(ready), ptr.To(ready)
+		f.podSlice("web", ep, other)
+	}
+	containersReady(false)
+	f.expectBackends(classicLB, "api", "10.1.92.2:8080/1")
+	containersReady(true)
+	f.expectBackends(classicLB, "api", "10.1.92.1:8080/1", "10.1.92.2:8080/1")
 }
 
 // The gate's patch carries the pod's UID: a pod deleted and created again

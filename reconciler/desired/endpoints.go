@@ -92,6 +92,8 @@ func conditions(c discoveryv1.EndpointConditions) (ready, terminatingServing boo
 // gated pods as they are now. An endpoint whose pod awaits the gate reads
 // as ready (GatedPods.awaiting), so one turning ready as its gate opens
 // changes nothing: the gate opened because the load balancer has it.
+// Both slices are read with today's pods, so a change of a pod's
+// ReadyButForGate is its own event's to report (gates.GatedPodChanged).
 func EndpointsChanged(old, cur *discoveryv1.EndpointSlice, gated GatedPods) bool {
 	if old.Namespace != cur.Namespace || old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName] ||
 		old.Labels[discoveryv1.LabelManagedBy] != cur.Labels[discoveryv1.LabelManagedBy] || old.AddressType != cur.AddressType ||

@@ -225,12 +225,17 @@ func gatePatch(uid types.UID, cond corev1.PodCondition) ([]byte, error) {
 }
 
 // GatedPodChanged passes the pod events a registration depends on: a pod
-// gone, its containers becoming ready or not, its deletion; of pods added,
-// those ready already (listed at a start). A pod just made is not
-// registered yet, and its event would open a batch (--endpoint-batch-period)
-// before the changes that matter: its containers becoming ready. Nor does
-// its gate opening pass: a pod awaiting its gate is registered as ready
-// already (desired.ReadyButForGate), so that asks for no write either.
+// gone, whether it is ready but for the gate (desired.ReadyButForGate:
+// its containers ready or not, its deletion), a pod starting to await the
+// gate; of pods added, those awaiting it already (listed at a start). A
+// pod just made is not registered yet, and its event would open a batch
+// (--endpoint-batch-period) before the changes that matter: its
+// containers becoming ready. Nor does its gate opening pass: a pod ready
+// but for the gate stands registered as ready already, so that asks for
+// no write either. Every change of ReadyButForGate passes, whatever the
+// gate: the slices' predicate (desired.EndpointsChanged) reads an
+// endpoint's pod as the cache has it now, and counts on this one for a
+// change of it.
 func GatedPodChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
@@ -240,11 +245,8 @@ func GatedPodChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			old, okOld := e.ObjectOld.(*corev1.Pod)
 			cur, okCur := e.ObjectNew.(*corev1.Pod)
-			if !okOld || !okCur || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) {
-				return true
-			}
-			opened := desired.ReadyButForGate(old) && desired.ReadyButForGate(cur) && !desired.GateTrue(old) && desired.GateTrue(cur)
-			return desired.AwaitsGate(old) != desired.AwaitsGate(cur) && !opened
+			return !okOld || !okCur || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+				desired.ReadyButForGate(old) != desired.ReadyButForGate(cur) || !desired.AwaitsGate(old) && desired.AwaitsGate(cur)
 		},
 	}
 }

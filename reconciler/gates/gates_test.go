@@ -12,7 +12,9 @@ import (
 
 // The pod events that reach the LBRegistrars' reconciles are those their
 // registration depends on; a pod just made, not ready yet, is not one: it
-// would start a batch of endpoint changes before the change that matters.
+// would start a batch of endpoint changes before the change that matters;
+// nor its gate opening: it stands registered as ready already. Its
+// containers failing or ready again are, whatever the gate.
 func TestGatedPodChangedPassesWhatRegistrationDependsOn(t *testing.T) {
 	pod := func(containersReady bool) *corev1.Pod {
 		status := corev1.ConditionFalse
@@ -43,6 +45,8 @@ func TestGatedPodChangedPassesWhatRegistrationDependsOn(t *testing.T) {
 		{"nothing that matters changed", p.Update(event.UpdateEvent{ObjectOld: pod(false), ObjectNew: pod(false)}), false},
 		{"its gate opened", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: withGate(pod(true))}), false},
 		{"its gate opened as its containers stopped being ready", p.Update(event.UpdateEvent{ObjectOld: pod(true), ObjectNew: withGate(pod(false))}), true},
+		{"its gate open, its containers ready again", p.Update(event.UpdateEvent{ObjectOld: withGate(pod(false)), ObjectNew: withGate(pod(true))}), true},
+		{"its gate open, its containers no longer ready", p.Update(event.UpdateEvent{ObjectOld: withGate(pod(true)), ObjectNew: withGate(pod(false))}), true},
 		{"gone", p.Delete(event.DeleteEvent{Object: pod(true)}), true},
 	} {
 		if tt.got != tt.want {
