@@ -53,7 +53,7 @@ func main() {
 	timeout := flag.Duration("timeout", 3*time.Hour, "go test -timeout, for each package's benchmarks together (BenchmarkScale alone takes about 15 minutes a run)")
 	flag.Parse()
 
-	args := []string{"test", "-run", "^$", "-bench", *pattern, "-benchmem", "-benchtime", *benchtime, "-count", strconv.Itoa(*count), "-timeout", timeout.String(), "./..."}
+	args := []string{"test", "-p", "1", "-run", "^$", "-bench", *pattern, "-benchmem", "-benchtime", *benchtime, "-count", strconv.Itoa(*count), "-timeout", timeout.String(), "./..."}
 	cmd := exec.Command("go", args...)
 	var raw bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&raw, os.Stdout)
