@@ -87,18 +87,29 @@ func conditions(c discoveryv1.EndpointConditions) (ready, terminatingServing boo
 }
 
 // EndpointsChanged reports whether a slice's change, from old to cur, can
-// change a desired state: its Service, manager, address type or ports, or
-// an endpoint as the desired state reads it (endpointAsRead), with the
-// gated pods as they are now. An endpoint whose pod awaits the gate reads
-// as ready (GatedPods.awaiting), so one turning ready as its gate opens
-// changes nothing: the gate opened because the load balancer has it.
-// Both slices are read with today's pods, so a change of a pod's
-// ReadyButForGate is its own event's to report (gates.GatedPodChanged).
-func EndpointsChanged(old, cur *discoveryv1.EndpointSlice, gated GatedPods) bool {
+// change a desired state, stands included: its Service, manager, address
+// type or ports, or an endpoint as the desired state reads it
+// (endpointAsRead), with the gated pods as they are now. An endpoint whose
+// pod is ready but for the gate reads as ready (GatedPods.awaiting), so
+// one turning ready as its gate opens changes nothing: the gate opened
+// because the load balancer has it. Unless a pod of the Service still
+// awaits its gate: whether the others are truly ready says whether its
+// node's health can pass (healthWaits), so then every change counts.
+// others are the Service's other slices. Both slices are read with
+// today's pods, so a change of a pod's ReadyButForGate is its own event's
+// to report (gates.GatedPodChanged).
+func EndpointsChanged(old, cur *discoveryv1.EndpointSlice, others []*discoveryv1.EndpointSlice, gated GatedPods) bool {
 	if old.Namespace != cur.Namespace || old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName] ||
 		old.Labels[discoveryv1.LabelManagedBy] != cur.Labels[discoveryv1.LabelManagedBy] || old.AddressType != cur.AddressType ||
 		len(old.Ports) != len(cur.Ports) || len(old.Endpoints) != len(cur.Endpoints) {
 		return true
+	}
+	for _, s := range append([]*discoveryv1.EndpointSlice{old, cur}, others...) {
+		for k := range s.Endpoints {
+			if gated.awaitingPod(&s.Endpoints[k]) != nil {
+				return true
+			}
+		}
 	}
 	for i := range old.Ports {
 		a, b := old.Ports[i], cur.Ports[i]

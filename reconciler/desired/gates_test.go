@@ -1,7 +1,10 @@
 package desired
 
 import (
+	"fmt"
 	"maps"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -244,7 +247,9 @@ func TestStands(t *testing.T) {
 // A slice's change matters when it changes an endpoint as the desired
 // state reads it: a pod's endpoint turning ready as its gate opens does
 // not, for the pod ready but for the gate read as ready already; its
-// containers' readiness turning it ready does, as does every other change.
+// containers' readiness turning it ready does, as does every other change,
+// and every change while a pod of the Service, in this slice or another,
+// still awaits its gate.
 func TestEndpointsChanged(t *testing.T) {
 	waiting, opened, starting := gatedPod("waiting", true, corev1.ConditionFalse), gatedPod("opened", true, corev1.ConditionTrue), gatedPod("starting", false, "")
 	gated := GatedPods{{Namespace: "ns", Name: "waiting"}: waiting, {Namespace: "ns", Name: "opened"}: opened, {Namespace: "ns", Name: "starting"}: starting}
@@ -257,7 +262,7 @@ func TestEndpointsChanged(t *testing.T) {
 		ep.Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}
 		return ep
 	}
-	other := endpointOf(waiting, "10.1.0.9", "node-1", false)
+	other := ready(endpointOf(gatedPod("plain", true, corev1.ConditionTrue), "10.1.0.9", "node-1", false))
 	base := slice(endpointOf(opened, "10.1.0.1", "node-1", false), other)
 	for _, tt := range []struct {
 		name string
@@ -274,15 +279,25 @@ func TestEndpointsChanged(t *testing.T) {
 		{"an endpoint more", slice(endpointOf(opened, "10.1.0.1", "node-1", false), other, endpointOf(starting, "10.1.0.3", "node-1", false)), true},
 		{"an endpoint less", slice(endpointOf(opened, "10.1.0.1", "node-1", false)), true},
 	} {
-		if got := EndpointsChanged(base, tt.cur, gated); got != tt.want {
+		if got := EndpointsChanged(base, tt.cur, nil, gated); got != tt.want {
 			t.Errorf("%s: EndpointsChanged = %t, want %t", tt.name, got, tt.want)
 		}
 	}
 	// A pod not waiting for its gate turning ready is a change: its
 	// containers became ready.
 	notWaiting := slice(endpointOf(starting, "10.1.0.3", "node-1", false))
-	if !EndpointsChanged(notWaiting, slice(ready(endpointOf(starting, "10.1.0.3", "node-1", false))), gated) {
+	if !EndpointsChanged(notWaiting, slice(ready(endpointOf(starting, "10.1.0.3", "node-1", false))), nil, gated) {
 		t.Error("a pod that was not waiting for its gate turning ready is no change")
+	}
+	// A pod still awaiting its gate: whether the others are ready says
+	// whether its node's health can pass.
+	awaiting := endpointOf(waiting, "10.1.0.4", "node-1", false)
+	opening := slice(ready(endpointOf(opened, "10.1.0.1", "node-1", false)), other)
+	if !EndpointsChanged(slice(endpointOf(opened, "10.1.0.1", "node-1", false), other, awaiting), slice(ready(endpointOf(opened, "10.1.0.1", "node-1", false)), other, awaiting), nil, gated) {
+		t.Error("a gate opening while another pod of the slice awaits its own is no change")
+	}
+	if !EndpointsChanged(base, opening, []*discoveryv1.EndpointSlice{slice(awaiting)}, gated) {
+		t.Error("a gate opening while a pod of another slice awaits its own is no change")
 	}
 	for name, change := range map[string]func(s *discoveryv1.EndpointSlice){
 		"port":         func(s *discoveryv1.EndpointSlice) { s.Ports[0].Port = ptr.To[int32](9090) },
@@ -294,8 +309,100 @@ func TestEndpointsChanged(t *testing.T) {
 	} {
 		cur := slice(endpointOf(opened, "10.1.0.1", "node-1", false), other)
 		change(cur)
-		if !EndpointsChanged(base, cur, gated) {
+		if !EndpointsChanged(base, cur, nil, gated) {
 			t.Errorf("a change of the slice's %s is no change", name)
 		}
 	}
+}
+
+// A slice change EndpointsChanged calls none computes the same desired
+// state, stands and issues included, whatever the endpoints' conditions
+// and the gated pods: its predicate may keep such a change from the
+// reconciles. Random endpoints of four pods, some gated in every state,
+// for a Pod target, a node target that follows the endpoints, and a node
+// target of a Service with externalTrafficPolicy Local.
+func TestEndpointsChangedNoneComputesTheSame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 62))
+	port := corev1.ServicePort{Name: "https", Port: 443, NodePort: 30443, TargetPort: intstr.FromString("https")}
+	cluster, local := mkService("ns", "gw", corev1.ServiceTypeNodePort, port), mkService("ns", "gw", corev1.ServiceTypeNodePort, port)
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	nodes := []*corev1.Node{mkNode("a", "10.0.0.1"), mkNode("b", "10.0.0.2")}
+	https := intstr.FromString("https")
+	spec := v1beta1.LBRegistrarSpec{Services: []v1beta1.Target{podTarget(https, "pods", 1),
+		{Namespace: "ns", Name: "gw", Port: &https, BackendSetName: "nodes", Weight: 1, FilterByEndpoints: true}}}
+	maybe := func() *bool {
+		switch rng.IntN(3) {
+		case 0:
+			return nil
+		case 1:
+			return ptr.To(true)
+		}
+		return ptr.To(false)
+	}
+	condition := func(typ corev1.PodConditionType) []corev1.PodCondition {
+		switch rng.IntN(3) {
+		case 0:
+			return nil
+		case 1:
+			return []corev1.PodCondition{{Type: typ, Status: corev1.ConditionTrue}}
+		}
+		return []corev1.PodCondition{{Type: typ, Status: corev1.ConditionFalse, Reason: kubeletGatesNotReady}}
+	}
+	endpoint := func(i int) discoveryv1.Endpoint {
+		ep := endpointOf(gatedPod(fmt.Sprint("pod-", i), true, ""), fmt.Sprint("10.1.0.", i), []string{"a", "b"}[i%2], false)
+		ep.Conditions = discoveryv1.EndpointConditions{Ready: maybe(), Serving: maybe(), Terminating: maybe()}
+		return ep
+	}
+	compute := func(svc *corev1.Service, s *discoveryv1.EndpointSlice, gated GatedPods) Result {
+		c := Cluster{Nodes: nodes, NodesByName: byName(nodes...), Gated: gated,
+			Services:       map[types.NamespacedName]*corev1.Service{gwKey: svc},
+			EndpointSlices: map[types.NamespacedName][]*discoveryv1.EndpointSlice{gwKey: {s}}}
+		return Compute(&spec, c, Options{})
+	}
+	unchanged, told := 0, 0 // told: of the unchanged, those whose endpoints the slice changed
+	for range 20000 {
+		gated := GatedPods{}
+		for i := range 4 {
+			if rng.IntN(4) == 0 {
+				continue // no gate: not in the cache
+			}
+			p := gatedPod(fmt.Sprint("pod-", i), rng.IntN(2) == 0, "")
+			p.Status.Conditions = append(p.Status.Conditions, condition(v1beta1.ReadinessGate)...)
+			p.Status.Conditions = append(p.Status.Conditions, condition(corev1.PodReady)...)
+			if rng.IntN(8) == 0 {
+				p.DeletionTimestamp = &metav1.Time{}
+			}
+			gated[types.NamespacedName{Namespace: "ns", Name: p.Name}] = p
+		}
+		var eps []discoveryv1.Endpoint
+		for i := range 4 {
+			if rng.IntN(4) > 0 {
+				eps = append(eps, endpoint(i))
+			}
+		}
+		old := gwSlice(eps...)
+		cur := gwSlice(slices.Clone(eps)...)
+		if len(cur.Endpoints) > 0 {
+			k := rng.IntN(len(cur.Endpoints))
+			cur.Endpoints[k].Conditions = discoveryv1.EndpointConditions{Ready: maybe(), Serving: maybe(), Terminating: maybe()}
+		}
+		if EndpointsChanged(old, cur, nil, gated) {
+			continue
+		}
+		unchanged++
+		if !reflect.DeepEqual(old.Endpoints, cur.Endpoints) {
+			told++
+		}
+		for _, svc := range []*corev1.Service{cluster, local} {
+			before, after := compute(svc, old, gated), compute(svc, cur, gated)
+			if !reflect.DeepEqual(before, after) {
+				t.Fatalf("no change, says EndpointsChanged, yet the desired state changed (externalTrafficPolicy %q)\nold %+v\ncur %+v\ngated %+v\nbefore %+v\nafter %+v",
+					svc.Spec.ExternalTrafficPolicy, old.Endpoints, cur.Endpoints, gated, before, after)
+			}
+		}
+	}
+	if unchanged < 1000 || told < 200 {
+		t.Errorf("only %d of the changes were none, %d of them with a changed endpoint; the test shows little", unchanged, told)
+	}
+	t.Logf("%d changes none, %d of them with a changed endpoint", unchanged, told)
 }
