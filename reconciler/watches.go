@@ -170,7 +170,8 @@ func (r *Reconciler) byEndpointSlice(ctx context.Context, obj client.Object) []r
 // endpointsChanged passes the slice updates that can change a desired
 // state (desired.EndpointsChanged), read with the gated pods the cache
 // has and the Service's other slices: a gated pod's endpoint turning ready
-// as its gate opens does not pass, while no other pod awaits its gate. That change asks for no write, and would open a batch moments
+// as its gate opens does not pass, while no other pod awaits its gate.
+// That change asks for no write, and would open a batch moments
 // before the changes the gate lets through (the Deployment's old pods
 // terminating, its next pods starting), which would then miss its write.
 func (r *Reconciler) endpointsChanged() predicate.Predicate {
@@ -182,14 +183,25 @@ func (r *Reconciler) endpointsChanged() predicate.Predicate {
 				return true
 			}
 			ctx := context.Background()
+			var gated desired.GatedPods
+			for _, s := range []*discoveryv1.EndpointSlice{old, cur} {
+				if err := decide.ReadGated(ctx, r.client, s, &gated); err != nil {
+					return true
+				}
+			}
+			// Most changes count on the two slices alone; the Service's
+			// other slices, and their gated pods, are read only for one
+			// that does not: every slice of every Service passes here.
+			if desired.EndpointsChanged(old, cur, nil, gated) {
+				return true
+			}
 			service := types.NamespacedName{Namespace: cur.Namespace, Name: cur.Labels[discoveryv1.LabelServiceName]}
 			all, err := decide.EndpointSlicesOf(ctx, r.client, service)
 			if err != nil {
 				return true
 			}
 			others := slices.DeleteFunc(slices.Clone(all), func(s *discoveryv1.EndpointSlice) bool { return s.Name == cur.Name })
-			var gated desired.GatedPods
-			for _, s := range append([]*discoveryv1.EndpointSlice{old, cur}, others...) {
+			for _, s := range others {
 				if err := decide.ReadGated(ctx, r.client, s, &gated); err != nil {
 					return true
 				}

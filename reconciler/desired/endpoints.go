@@ -95,7 +95,8 @@ func conditions(c discoveryv1.EndpointConditions) (ready, terminatingServing boo
 // because the load balancer has it. Unless a pod of the Service still
 // awaits its gate: whether the others are truly ready says whether its
 // node's health can pass (healthWaits), so then every change counts.
-// others are the Service's other slices. Both slices are read with
+// others are the Service's other slices; with more of them a change
+// counts no less. Both slices are read with
 // today's pods, so a change of a pod's ReadyButForGate is its own event's
 // to report (gates.GatedPodChanged).
 func EndpointsChanged(old, cur *discoveryv1.EndpointSlice, others []*discoveryv1.EndpointSlice, gated GatedPods) bool {
